@@ -1,0 +1,5 @@
+/**
+ * sluice: a Postgres-native workflow engine for Supabase.
+ *
+ * @module
+ */

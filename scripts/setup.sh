@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs the pinned Deno from the npm registry into .tools/ when `deno` is not on PATH,
+# and PostgreSQL server binaries from Debian packages when none are found.
+# Prints the path of the deno binary to use on its last line.
+set -euo pipefail
+DENO_VERSION="2.5.6"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS="$ROOT/.tools"
+
+log() { echo "setup: $*" >&2; }
+
+find_deno() {
+  if [[ -x "$TOOLS/node_modules/@deno/linux-x64-glibc/deno" ]]; then
+    echo "$TOOLS/node_modules/@deno/linux-x64-glibc/deno"
+  elif command -v deno >/dev/null 2>&1; then
+    command -v deno
+  fi
+}
+
+DENO="$(find_deno)"
+if [[ -z "$DENO" ]]; then
+  log "deno not found on PATH; installing deno@$DENO_VERSION from the npm registry into $TOOLS"
+  mkdir -p "$TOOLS"
+  npm install --prefix "$TOOLS" --no-save --no-audit --no-fund --loglevel=error "deno@$DENO_VERSION" >&2
+  DENO="$(find_deno)"
+  [[ -n "$DENO" ]] || { log "installing deno@$DENO_VERSION failed: no binary under $TOOLS"; exit 1; }
+  log "installed $("$DENO" --version | head -1) at $DENO"
+else
+  log "using $("$DENO" --version | head -1) at $DENO"
+fi
+
+have_pg() {
+  command -v initdb >/dev/null 2>&1 && return 0
+  compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
+}
+
+if [[ -z "${DATABASE_URL:-}" ]] && ! have_pg; then
+  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
+    log "no PostgreSQL server binaries found; installing Debian package postgresql"
+    apt-get update >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql >&2
+    log "installed PostgreSQL: $(ls -d /usr/lib/postgresql/*/bin | tr '\n' ' ')"
+  else
+    log "no PostgreSQL server binaries found: run 'apt-get install postgresql' as root, or set DATABASE_URL"
+    exit 1
+  fi
+fi
+
+echo "$DENO"
