@@ -1,0 +1,152 @@
+/**
+ * Per-test databases for the suite run by `deno task test` (docs/internals/contracts.md §4): each
+ * one is cloned from the migrated template, so tests may commit, NOTIFY and use several connections
+ * without seeing each other.
+ *
+ * @module
+ */
+import postgres, { type Sql } from "postgres";
+
+/** Options of {@linkcode freshDatabase}. */
+export interface FreshDatabaseOptions {
+  /**
+   * Clone `template0` instead of the migrated template: an empty database without PGMQ or sluice,
+   * for tests of the installer and the migration runner themselves.
+   *
+   * @default {false}
+   */
+  empty?: boolean;
+}
+
+/** Options of {@linkcode TestDatabase.connect}. */
+export interface ConnectOptions {
+  /**
+   * Pool size of the new client.
+   *
+   * @default {4}
+   */
+  max?: number;
+}
+
+/** A database of one test; disposing it closes every client and drops the database. */
+export interface TestDatabase extends AsyncDisposable {
+  /** A client with a pool of 4 connections. */
+  sql: Sql;
+  /** Connection URL of the database. */
+  url: string;
+  /** Name of the database. */
+  name: string;
+  /** Opens another independent client to the same database, e.g. for concurrency tests. */
+  connect(options?: ConnectOptions): Sql;
+}
+
+const ADMIN_URL_VARIABLE = "SLUICE_TEST_ADMIN_URL";
+const TEMPLATE_VARIABLE = "SLUICE_TEST_TEMPLATE";
+
+/**
+ * The superuser URL of the test server (database `postgres`), from `SLUICE_TEST_ADMIN_URL`.
+ *
+ * @example
+ * ```ts ignore
+ * import { adminUrl } from "./_db.ts";
+ * console.log(adminUrl()); // postgres://postgres@127.0.0.1:41234/postgres
+ * ```
+ */
+export function adminUrl(): string {
+  const url = Deno.env.get(ADMIN_URL_VARIABLE);
+  if (url === undefined || url === "") {
+    throw new Error(
+      `Cannot reach the test database server: ${ADMIN_URL_VARIABLE} is not set; ` +
+        "run the tests with 'deno task test'",
+    );
+  }
+  return url;
+}
+
+/**
+ * The URL of database `name` on the server at `url` (same credentials and parameters).
+ *
+ * @example
+ * ```ts
+ * import { databaseUrl } from "./_db.ts";
+ * console.log(databaseUrl("postgres://postgres@127.0.0.1:5432/postgres", "t_1"));
+ * // postgres://postgres@127.0.0.1:5432/t_1
+ * ```
+ */
+export function databaseUrl(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${encodeURIComponent(name)}`;
+  return parsed.href;
+}
+
+/**
+ * Creates a database cloned from the migrated template and returns a client for it.
+ *
+ * @example
+ * ```ts ignore
+ * import { freshDatabase } from "./_db.ts";
+ * Deno.test("queues start empty", async () => {
+ *   await using db = await freshDatabase();
+ *   const rows = await db.sql`select * from pgmq.list_queues()`;
+ * });
+ * ```
+ */
+export async function freshDatabase(options: FreshDatabaseOptions = {}): Promise<TestDatabase> {
+  const admin = adminUrl();
+  const template = options.empty ? "template0" : templateName();
+  const name = `t_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
+  await withAdmin(admin, async (sql) => {
+    for (let attempt = 1;; attempt++) {
+      try {
+        await sql.unsafe(`create database "${name}" template "${template}"`);
+        return;
+      } catch (error) {
+        // CREATE DATABASE fails while anything is connected to the template (a late disconnect of
+        // the runner, autovacuum): brief retries ride that out.
+        const busy = (error as { code?: string }).code === "55006";
+        if (!busy || attempt === 50) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  });
+  const url = databaseUrl(admin, name);
+  const clients: Sql[] = [];
+  const connect = (options: ConnectOptions = {}) => {
+    const client = postgres(url, { prepare: false, max: options.max ?? 4, onnotice: () => {} });
+    clients.push(client);
+    return client;
+  };
+  const sql = connect();
+  return {
+    sql,
+    url,
+    name,
+    connect,
+    async [Symbol.asyncDispose]() {
+      await Promise.all(clients.map((client) => client.end()));
+      await withAdmin(admin, (sql) => sql.unsafe(`drop database if exists "${name}" with (force)`));
+    },
+  };
+}
+
+function templateName(): string {
+  const name = Deno.env.get(TEMPLATE_VARIABLE);
+  if (name === undefined || name === "") {
+    throw new Error(
+      `Cannot create a test database: ${TEMPLATE_VARIABLE} is not set; ` +
+        "run the tests with 'deno task test'",
+    );
+  }
+  return name;
+}
+
+// A short-lived admin client per call: a pool kept open across tests would trip Deno's resource
+// sanitizer in every test that happens to run while it is idle.
+async function withAdmin<T>(url: string, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  const sql = postgres(url, { prepare: false, max: 1, onnotice: () => {} });
+  try {
+    return await fn(sql);
+  } finally {
+    await sql.end();
+  }
+}

@@ -1,0 +1,11 @@
+// Child process of the kill test: starts a throwaway cluster, reports it on one stdout line, then
+// waits to be killed.
+import { startTempPostgres } from "../../src/ops/temp_postgres.ts";
+
+const pg = await startTempPostgres({ guardianIntervalSeconds: 0.2 });
+console.log(JSON.stringify({ pid: pg.pid, dataDir: pg.dataDir, url: pg.url }));
+// Should the test never kill us, clean up instead of lingering.
+setTimeout(async () => {
+  await pg.stop();
+  Deno.exit(1);
+}, 60_000);
