@@ -1,0 +1,110 @@
+-- Worker functions (deployable units, e.g. one Edge Function each) and the workers they run.
+
+create table sluice.worker_functions (
+  function_name text primary key check (function_name <> ''),
+  enabled boolean not null default true,
+  -- persistent: survives respawns and cold starts, cleared only by an operator
+  restart_paused_at timestamptz,
+  pause_reason text,
+  last_invoked_at timestamptz,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  check ((restart_paused_at is null) = (pause_reason is null))
+);
+
+create table sluice.workers (
+  worker_id uuid primary key,
+  function_name text not null references sluice.worker_functions (function_name),
+  queue_name text not null,
+  flow_slug text,
+  step_slug text,
+  started_at timestamptz not null default now(),
+  last_heartbeat_at timestamptz not null default now(),
+  deprecated_at timestamptz,
+  stopped_at timestamptz
+);
+
+create index workers_queue_live_idx on sluice.workers (queue_name) where stopped_at is null;
+
+-- A worker counts as alive while it has not stopped and its heartbeat is fresh.
+create function sluice.worker_heartbeat_ttl()
+returns interval
+language sql
+immutable
+as $$ select interval '30 seconds' $$;
+
+create function sluice.track_worker_function(function_name text)
+returns sluice.worker_functions
+language sql
+as $$
+  insert into sluice.worker_functions as wf (function_name)
+  values (track_worker_function.function_name)
+  on conflict (function_name) do update set updated_at = now()
+  returning wf.*
+$$;
+
+create function sluice.register_worker(
+  worker_id uuid,
+  function_name text,
+  queue_name text,
+  flow_slug text,
+  step_slug text default null
+)
+returns void
+language plpgsql
+as $$
+begin
+  if not exists (
+    select 1 from sluice.worker_functions wf
+    where wf.function_name = register_worker.function_name
+  ) then
+    raise exception 'Cannot register worker %: worker function "%" is not tracked; call sluice.track_worker_function first',
+      register_worker.worker_id, register_worker.function_name;
+  end if;
+  insert into sluice.workers (worker_id, function_name, queue_name, flow_slug, step_slug)
+  values (
+    register_worker.worker_id, register_worker.function_name, lower(register_worker.queue_name),
+    register_worker.flow_slug, register_worker.step_slug
+  );
+end;
+$$;
+
+-- Returns whether the worker has been deprecated (it should then stop polling and drain).
+create function sluice.heartbeat_worker(worker_id uuid)
+returns jsonb
+language plpgsql
+as $$
+declare
+  v_deprecated timestamptz;
+begin
+  update sluice.workers w set last_heartbeat_at = now()
+  where w.worker_id = heartbeat_worker.worker_id
+  returning w.deprecated_at into v_deprecated;
+  if not found then
+    raise exception 'Cannot heartbeat worker %: no such worker', heartbeat_worker.worker_id;
+  end if;
+  return jsonb_build_object('deprecated', v_deprecated is not null);
+end;
+$$;
+
+create function sluice.stop_worker(worker_id uuid)
+returns void
+language sql
+as $$
+  update sluice.workers w set stopped_at = coalesce(w.stopped_at, now())
+  where w.worker_id = stop_worker.worker_id
+$$;
+
+create function sluice.clear_restart_pause(function_name text)
+returns boolean
+language sql
+as $$
+  with cleared as (
+    update sluice.worker_functions wf
+    set restart_paused_at = null, pause_reason = null, updated_at = now()
+    where wf.function_name = clear_restart_pause.function_name
+      and wf.restart_paused_at is not null
+    returning 1
+  )
+  select exists (select 1 from cleared)
+$$;

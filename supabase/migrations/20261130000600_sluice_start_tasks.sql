@@ -1,0 +1,230 @@
+-- sluice.start_tasks: the claim. A worker passes the message ids it read from its one queue and
+-- the (flow_slug, step_slug) pairs it can run. The whole batch is classified before anything
+-- changes, each message looked up by its identity (queue_name, message_id) (DESIGN.md §6):
+--
+--   queued task           -> claim: started, attempts + 1, visible again after timeout + 2 s
+--   started task          -> benign duplicate: no attempt used; hidden until stalled recovery
+--                            would requeue it, so it does not bounce between workers
+--   terminal task         -> archive the message (idempotent)
+--   missing, wrong queue (the body disagrees with the task found by identity, or names a task
+--   on another queue), unsupported route
+--                         -> fatal: claim none, make the whole batch visible, pause the
+--                            worker function's restarts, and return the fatal outcome as a
+--                            value (a raised error would roll the pause back)
+--
+-- Locks: step_tasks rows of the batch (in primary-key order, so two claimers with overlapping
+-- batches cannot deadlock), then the PGMQ message rows. No run or step lock is taken, so the
+-- claim never waits behind a completion that holds one.
+
+create function sluice.start_tasks(
+  queue_name text,
+  message_ids bigint[],
+  worker_id uuid,
+  supported jsonb
+)
+returns jsonb
+language plpgsql
+as $$
+declare
+  v_queue text := lower(start_tasks.queue_name);
+  v_function text;
+  v_bodies jsonb;
+  v_class jsonb;
+  v_fatal jsonb;
+  v_vis_ids bigint[];
+  v_vis_secs integer[];
+  v_updated integer;
+  v_claims jsonb;
+  v_claim_count integer;
+  v_tasks jsonb;
+  v_claimed integer;
+  v_archive bigint[];
+  v_duplicates jsonb;
+begin
+  if jsonb_typeof(start_tasks.supported) is distinct from 'array' then
+    raise exception 'Cannot start tasks on queue "%": supported must be a JSON array of {flow_slug, step_slug}, got %',
+      v_queue, coalesce(jsonb_typeof(start_tasks.supported), 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+
+  select w.function_name into v_function
+  from sluice.workers w where w.worker_id = start_tasks.worker_id;
+  if not found then
+    raise exception 'Cannot start tasks on queue "%": worker % is not registered',
+      v_queue, start_tasks.worker_id
+      using errcode = 'no_data_found';
+  end if;
+
+  if coalesce(cardinality(start_tasks.message_ids), 0) = 0 then
+    return jsonb_build_object('outcome', 'claimed', 'tasks', '[]'::jsonb,
+      'duplicates', '[]'::jsonb, 'archived', '[]'::jsonb, 'fatal', '[]'::jsonb);
+  end if;
+
+  perform 1
+  from sluice.step_tasks t
+  where t.queue_name = v_queue and t.message_id = any (start_tasks.message_ids)
+  order by t.run_id, t.step_slug, t.task_index
+  for update;
+
+  -- Bodies are read, not trusted: they only serve to detect a message that names another task.
+  execute format(
+    'select coalesce(jsonb_object_agg(q.msg_id::text, q.message), ''{}'') from pgmq.%I q where q.msg_id = any ($1)',
+    pgmq.format_table_name(v_queue, 'q')
+  ) into v_bodies using start_tasks.message_ids;
+
+  select jsonb_agg(c order by c.ord) into v_class
+  from (
+    select i.message_id, i.ord, t.run_id, t.step_slug, t.task_index,
+      case
+        when t.run_id is null then
+          case when exists (
+            select 1 from sluice.step_tasks x
+            where x.run_id = sluice.try_uuid(v_bodies -> i.message_id::text ->> 'run_id')
+              and x.step_slug = v_bodies -> i.message_id::text ->> 'step_slug'
+              and to_jsonb(x.task_index) = v_bodies -> i.message_id::text -> 'task_index'
+          ) then 'wrong_queue' else 'missing' end
+        when not (v_bodies ? i.message_id::text) then
+          case when t.status in ('completed', 'failed', 'skipped', 'cancelled')
+            then 'terminal' else 'missing' end
+        when v_bodies -> i.message_id::text ->> 'run_id' is distinct from t.run_id::text
+          or v_bodies -> i.message_id::text ->> 'step_slug' is distinct from t.step_slug
+          or v_bodies -> i.message_id::text -> 'task_index' is distinct from to_jsonb(t.task_index)
+          or v_bodies -> i.message_id::text ->> 'flow_slug' is distinct from t.flow_slug
+          then 'wrong_queue'
+        when not start_tasks.supported @> jsonb_build_array(
+          jsonb_build_object('flow_slug', t.flow_slug, 'step_slug', t.step_slug)
+        ) then 'unsupported'
+        when t.status = 'queued' then 'claim'
+        when t.status = 'started' then 'duplicate'
+        else 'terminal'
+      end as class,
+      case
+        when t.status = 'queued' then coalesce(s.opt_timeout, f.opt_timeout) + 2
+        when t.status = 'started' then greatest(1, ceil(extract(epoch from
+          t.started_at + make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30)
+          - clock_timestamp())))::integer
+      end as vt_seconds
+    from unnest(start_tasks.message_ids) with ordinality as i(message_id, ord)
+    left join sluice.step_tasks t on t.queue_name = v_queue and t.message_id = i.message_id
+    left join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
+    left join sluice.flows f on f.flow_slug = t.flow_slug
+  ) c;
+
+  select jsonb_agg(jsonb_build_object('message_id', e ->> 'message_id', 'class', e ->> 'class'))
+  into v_fatal
+  from jsonb_array_elements(v_class) e
+  where e ->> 'class' in ('missing', 'wrong_queue', 'unsupported');
+
+  if v_fatal is not null then
+    execute format(
+      'update pgmq.%I q set vt = clock_timestamp() where q.msg_id = any ($1)',
+      pgmq.format_table_name(v_queue, 'q')
+    ) using start_tasks.message_ids;
+
+    update sluice.worker_functions wf
+    set restart_paused_at = coalesce(wf.restart_paused_at, now()),
+      pause_reason = coalesce(wf.pause_reason, format(
+        'unsupported work on queue "%s" seen by worker %s: %s',
+        v_queue, start_tasks.worker_id,
+        (select string_agg(format('message %s (%s)', e ->> 'message_id', e ->> 'class'), ', ')
+         from jsonb_array_elements(v_fatal) e)
+      )),
+      updated_at = now()
+    where wf.function_name = v_function;
+
+    return jsonb_build_object('outcome', 'fatal', 'tasks', '[]'::jsonb,
+      'duplicates', '[]'::jsonb, 'archived', '[]'::jsonb, 'fatal', v_fatal);
+  end if;
+
+  select array_agg((e ->> 'message_id')::bigint), array_agg((e ->> 'vt_seconds')::integer)
+  into v_vis_ids, v_vis_secs
+  from jsonb_array_elements(v_class) e
+  where e ->> 'class' in ('claim', 'duplicate');
+
+  select array_agg((e ->> 'message_id')::bigint) into v_archive
+  from jsonb_array_elements(v_class) e
+  where e ->> 'class' = 'terminal';
+
+  select coalesce(jsonb_agg(to_jsonb(e ->> 'message_id') order by (e ->> 'ord')::integer), '[]'::jsonb)
+  into v_duplicates
+  from jsonb_array_elements(v_class) e
+  where e ->> 'class' = 'duplicate';
+
+  select jsonb_agg(e), count(*) into v_claims, v_claim_count
+  from jsonb_array_elements(v_class) e
+  where e ->> 'class' = 'claim';
+
+  with claimed as (
+    update sluice.step_tasks t
+    set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
+      last_worker_id = start_tasks.worker_id
+    from jsonb_to_recordset(coalesce(v_claims, '[]'::jsonb))
+      as c(run_id uuid, step_slug text, task_index integer, ord integer)
+    where t.run_id = c.run_id and t.step_slug = c.step_slug and t.task_index = c.task_index
+      and t.status = 'queued'
+    returning t.*, c.ord
+  )
+  select count(*),
+    coalesce(jsonb_agg(jsonb_build_object(
+      'message_id', c.message_id::text,
+      'flow_slug', c.flow_slug,
+      'run_id', c.run_id,
+      'step_slug', c.step_slug,
+      'task_index', c.task_index,
+      'attempt', c.attempts_count,
+      'timeout_seconds', coalesce(s.opt_timeout, f.opt_timeout),
+      'input', case
+        when s.step_type = 'map' and s.map_source is null then r.input -> c.task_index
+        when s.step_type = 'map' then src.output -> c.task_index
+        when s.deps_count = 0 then r.input
+        else (
+          select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb)
+          from sluice.deps d
+          join sluice.step_states ds on ds.run_id = c.run_id and ds.step_slug = d.dep_slug
+          where d.flow_slug = c.flow_slug and d.step_slug = c.step_slug
+            and ds.status = 'completed'
+        )
+      end,
+      'flow_input', r.input
+    ) order by c.ord), '[]'::jsonb)
+  into v_claimed, v_tasks
+  from claimed c
+  join sluice.runs r on r.run_id = c.run_id
+  join sluice.steps s on s.flow_slug = c.flow_slug and s.step_slug = c.step_slug
+  join sluice.flows f on f.flow_slug = c.flow_slug
+  left join sluice.step_states src on src.run_id = c.run_id and src.step_slug = s.map_source;
+
+  if v_claimed <> v_claim_count then
+    raise exception 'Cannot claim on queue "%": % of % queued tasks changed state during the claim',
+      v_queue, v_claim_count - v_claimed, v_claim_count;
+  end if;
+
+  -- Visibility is applied and verified before any handler can run: a message left visible
+  -- would be claimed twice. A shortfall raises, rolling back the attempt increments above.
+  if v_vis_ids is not null then
+    execute format(
+      'update pgmq.%I q set vt = clock_timestamp() + make_interval(secs => v.secs)
+       from unnest($1::bigint[], $2::integer[]) as v(id, secs)
+       where q.msg_id = v.id',
+      pgmq.format_table_name(v_queue, 'q')
+    ) using v_vis_ids, v_vis_secs;
+    get diagnostics v_updated = row_count;
+    if v_updated <> cardinality(v_vis_ids) then
+      raise exception 'Cannot claim on queue "%": visibility was applied to % of % messages (ids %)',
+        v_queue, v_updated, cardinality(v_vis_ids), v_vis_ids;
+    end if;
+  end if;
+
+  if v_archive is not null then
+    perform pgmq.archive(v_queue, v_archive);
+  end if;
+
+  return jsonb_build_object(
+    'outcome', 'claimed',
+    'tasks', v_tasks,
+    'duplicates', v_duplicates,
+    'archived', coalesce(to_jsonb(array(select a::text from unnest(v_archive) a)), '[]'::jsonb),
+    'fatal', '[]'::jsonb
+  );
+end;
+$$;

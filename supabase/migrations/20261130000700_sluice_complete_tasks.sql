@@ -1,0 +1,127 @@
+-- sluice.complete_tasks / sluice.complete_task: a worker reports handler outputs.
+--
+-- Lock order: each run (runs ordered by run_id, so two batched completers cannot deadlock) ->
+-- its step states (ordered by slug) -> the tasks -> their messages. Only tasks still 'started'
+-- are completed: a late or duplicate report (the task was requeued, skipped, cancelled or
+-- already completed) is a no-op, not corruption. A result naming no task at all is an error
+-- and nothing of the batch is written.
+
+create function sluice.complete_tasks(results jsonb)
+returns integer
+language plpgsql
+as $$
+declare
+  v_missing record;
+  v_run uuid;
+  v_step text;
+  v_state sluice.step_states;
+  v_step_type text;
+  v_n integer;
+  v_queues text[];
+  v_ids bigint[];
+  v_applied integer := 0;
+begin
+  if jsonb_typeof(complete_tasks.results) is distinct from 'array' then
+    raise exception 'Cannot complete tasks: results must be a JSON array of {run_id, step_slug, task_index, output}, got %',
+      coalesce(jsonb_typeof(complete_tasks.results), 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+
+  select x.run_id, x.step_slug, x.task_index into v_missing
+  from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text, task_index integer)
+  where not exists (
+    select 1 from sluice.step_tasks t
+    where t.run_id = x.run_id and t.step_slug = x.step_slug and t.task_index = x.task_index
+  )
+  limit 1;
+  if found then
+    raise exception 'Cannot complete task (run %, step "%", index %): no such task',
+      v_missing.run_id, v_missing.step_slug, v_missing.task_index
+      using errcode = 'no_data_found';
+  end if;
+
+  for v_run in
+    select distinct x.run_id
+    from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid)
+    order by x.run_id
+  loop
+    perform 1 from sluice.runs r where r.run_id = v_run and r.status = 'started' for update;
+    continue when not found;
+
+    for v_step in
+      select distinct x.step_slug
+      from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text)
+      where x.run_id = v_run
+      order by x.step_slug
+    loop
+      select * into v_state from sluice.step_states ss
+      where ss.run_id = v_run and ss.step_slug = v_step
+      for update;
+      continue when v_state.status <> 'started';
+
+      with done as (
+        update sluice.step_tasks t
+        set status = 'completed', completed_at = now(), output = x.output
+        from (
+          select distinct on (r.task_index) r.task_index, r.output
+          from jsonb_to_recordset(complete_tasks.results)
+            as r(run_id uuid, step_slug text, task_index integer, output jsonb)
+          where r.run_id = v_run and r.step_slug = v_step
+          order by r.task_index
+        ) x
+        where t.run_id = v_run and t.step_slug = v_step and t.task_index = x.task_index
+          and t.status = 'started'
+        returning t.queue_name, t.message_id
+      )
+      select count(*), array_agg(d.queue_name), array_agg(d.message_id)
+      into v_n, v_queues, v_ids
+      from done d;
+
+      continue when v_n = 0;
+      v_applied := v_applied + v_n;
+      perform sluice.archive_messages(v_queues, v_ids);
+
+      update sluice.step_states ss set remaining_tasks = ss.remaining_tasks - v_n
+      where ss.run_id = v_run and ss.step_slug = v_step
+      returning ss.remaining_tasks into v_state.remaining_tasks;
+
+      if v_state.remaining_tasks = 0 then
+        select s.step_type into v_step_type
+        from sluice.steps s where s.flow_slug = v_state.flow_slug and s.step_slug = v_step;
+        perform sluice.complete_step(
+          v_run, v_state.flow_slug, v_step,
+          (
+            select case
+              when v_step_type = 'map' then jsonb_agg(t.output order by t.task_index)
+              else (array_agg(t.output))[1]
+            end
+            from sluice.step_tasks t
+            where t.run_id = v_run and t.step_slug = v_step
+          )
+        );
+      end if;
+    end loop;
+
+    perform sluice.start_ready_steps(v_run);
+  end loop;
+
+  return v_applied;
+end;
+$$;
+
+create function sluice.complete_task(
+  run_id uuid,
+  step_slug text,
+  task_index integer,
+  output jsonb
+)
+returns boolean
+language sql
+as $$
+  select sluice.complete_tasks(jsonb_build_array(jsonb_build_object(
+    'run_id', complete_task.run_id,
+    'step_slug', complete_task.step_slug,
+    'task_index', complete_task.task_index,
+    'output', complete_task.output
+  ))) = 1
+$$;

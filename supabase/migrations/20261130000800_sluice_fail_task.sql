@@ -1,0 +1,98 @@
+-- sluice.fail_task: a worker reports a handler failure.
+--
+-- With attempts left the task goes back to 'queued' and the same message is delayed on the
+-- task's own queue: by the handler-selected retry_delay_seconds when given, else by exponential
+-- backoff from the effective base delay, both capped by sluice.max_retry_delay_seconds().
+-- Without attempts left the task fails and the step's when_exhausted applies.
+-- Lock order: run -> step state -> task -> message. A report for a task that is no longer
+-- 'started' (or whose run finished) is ignored.
+
+create function sluice.fail_task(
+  run_id uuid,
+  step_slug text,
+  task_index integer,
+  error text,
+  retry_delay_seconds double precision default null
+)
+returns text
+language plpgsql
+as $$
+declare
+  v_task sluice.step_tasks;
+  v_max_attempts integer;
+  v_base_delay integer;
+  v_delay integer;
+begin
+  if fail_task.retry_delay_seconds is not null
+    and not (fail_task.retry_delay_seconds >= 0
+      and fail_task.retry_delay_seconds <= sluice.max_retry_delay_seconds())
+  then
+    raise exception 'Cannot fail task (run %, step "%", index %): retry_delay_seconds must be a finite number from 0 to %, got %',
+      fail_task.run_id, fail_task.step_slug, fail_task.task_index,
+      sluice.max_retry_delay_seconds(), fail_task.retry_delay_seconds
+      using errcode = 'invalid_parameter_value';
+  end if;
+
+  if not exists (
+    select 1 from sluice.step_tasks t
+    where t.run_id = fail_task.run_id and t.step_slug = fail_task.step_slug
+      and t.task_index = fail_task.task_index
+  ) then
+    raise exception 'Cannot fail task (run %, step "%", index %): no such task',
+      fail_task.run_id, fail_task.step_slug, fail_task.task_index
+      using errcode = 'no_data_found';
+  end if;
+
+  perform 1 from sluice.runs r where r.run_id = fail_task.run_id and r.status = 'started'
+  for update;
+  if not found then
+    return 'ignored';
+  end if;
+
+  perform 1 from sluice.step_states ss
+  where ss.run_id = fail_task.run_id and ss.step_slug = fail_task.step_slug
+  for update;
+
+  select * into v_task from sluice.step_tasks t
+  where t.run_id = fail_task.run_id and t.step_slug = fail_task.step_slug
+    and t.task_index = fail_task.task_index
+  for update;
+  if v_task.status <> 'started' then
+    return 'ignored';
+  end if;
+
+  select coalesce(s.opt_max_attempts, f.opt_max_attempts), coalesce(s.opt_base_delay, f.opt_base_delay)
+  into v_max_attempts, v_base_delay
+  from sluice.steps s
+  join sluice.flows f on f.flow_slug = s.flow_slug
+  where s.flow_slug = v_task.flow_slug and s.step_slug = v_task.step_slug;
+
+  if v_task.attempts_count >= v_max_attempts then
+    perform sluice.exhaust_task(
+      fail_task.run_id, fail_task.step_slug, fail_task.task_index, fail_task.error
+    );
+    return 'failed';
+  end if;
+
+  v_delay := coalesce(
+    ceil(fail_task.retry_delay_seconds)::integer,
+    sluice.backoff_delay_seconds(v_base_delay, v_task.attempts_count)
+  );
+
+  update sluice.step_tasks t
+  set status = 'queued', error_message = fail_task.error
+  where t.run_id = fail_task.run_id and t.step_slug = fail_task.step_slug
+    and t.task_index = fail_task.task_index;
+
+  perform pgmq.set_vt(v_task.queue_name, v_task.message_id, v_delay);
+  if not found then
+    raise exception 'Cannot retry task (run %, step "%", index %): its message % is missing from queue "%"',
+      fail_task.run_id, fail_task.step_slug, fail_task.task_index, v_task.message_id,
+      v_task.queue_name;
+  end if;
+  if v_delay = 0 then
+    perform sluice.notify_queue(v_task.queue_name);
+  end if;
+  return 'retried';
+end;
+$$;
