@@ -29,7 +29,9 @@ Deno.test("mixed-case queue names share lowercase tables while meta keeps the ca
   const read = await db.sql`select msg_id from pgmq.read('foo', 30, 1)`;
   assert.deepEqual(read.map((r) => r.msg_id), [id.send]);
 
-  const queues = await db.sql`select queue_name from pgmq.list_queues()`;
+  const queues = await db.sql`
+    select queue_name from pgmq.list_queues() where lower(queue_name) = 'foo'
+  `;
   assert.deepEqual(queues.map((q) => q.queue_name), ["Foo"]);
 });
 
@@ -39,14 +41,17 @@ Deno.test("create() accepts a 47-character name and rejects 48 characters with t
   const name48 = "q".repeat(48);
 
   await db.sql`select pgmq.create(${name47})`;
-  const queues = await db.sql`select queue_name from pgmq.list_queues()`;
+  const queues = await db.sql`
+    select queue_name from pgmq.list_queues() where queue_name like 'qqq%'
+  `;
   assert.deepEqual(queues.map((q) => q.queue_name), [name47]);
 
   for (const create of ["create", "create_non_partitioned", "create_unlogged"]) {
     await assert.rejects(db.sql`select pgmq.${db.sql(create)}(${name48})`, { message: tooLong });
   }
   await assert.rejects(db.sql`select pgmq.validate_queue_name(${name48})`, { message: tooLong });
-  const [count] = await db.sql`select count(*)::int as n from pgmq.meta`;
+  const [count] = await db
+    .sql`select count(*)::int as n from pgmq.meta where queue_name like 'qqq%'`;
   assert.equal(count.n, 1);
 });
 
@@ -59,7 +64,6 @@ Deno.test("only the create functions check the length: format_table_name() accep
 
 Deno.test("queue names containing $, ;, -- or ' are rejected with the PGMQ error text", async () => {
   await using db = await freshDatabase();
-  await db.sql`select pgmq.create('jobs')`;
 
   for (const name of ["a$b", "a;b", "a--b", "a'b"]) {
     await assert.rejects(db.sql`select pgmq.create(${name})`, { message: invalidCharacters }, name);
