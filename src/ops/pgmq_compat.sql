@@ -4,7 +4,8 @@
 -- that extension is unavailable (plain PostgreSQL, CI, embedded). For every object sluice or its
 -- users touch it reproduces PGMQ 1.5.1: schema, table layout (columns, order, defaults, indexes),
 -- record types, function signatures, parameter names, defaults, return types, clocks and error
--- texts (see docs: PGMQ.md). The engine must never depend on anything only this file does.
+-- texts (the facts are listed in the project specification, PGMQ.md). The engine must never depend
+-- on anything only this file does.
 --
 -- It must NEVER be installed over the real extension: the two would fight over the same names and
 -- the extension would no longer own its objects. The guard below aborts the whole installation
