@@ -162,7 +162,7 @@ export async function startTasks(
 ): Promise<ClaimResult> {
   const [row] = await sql`
     select sluice.start_tasks(
-      ${queue}, ${sql.array(ids.map(String))}::bigint[], ${workerId},
+      ${queue}, ${bigintArray(ids)}::bigint[], ${workerId},
       ${sql.json(supported as unknown as postgres.JSONValue)}::jsonb
     ) as result
   `;
@@ -277,4 +277,12 @@ export async function drive(
 /** A jsonb query parameter from any JSON-compatible value (cast it with `::jsonb`). */
 export function json(sql: Sql, value: unknown) {
   return sql.json(value as postgres.JSONValue);
+}
+
+/**
+ * A `bigint[]` parameter as an array literal (cast it with `::bigint[]`). postgres.js serializes
+ * `sql.array()` from the array types it fetches on connect, which a fresh client may not have yet.
+ */
+export function bigintArray(ids: readonly (string | number | bigint)[]): string {
+  return `{${ids.join(",")}}`;
 }
