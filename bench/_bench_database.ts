@@ -1,0 +1,96 @@
+/**
+ * A migrated database for a benchmark: on the server at `DATABASE_URL` when set, else on a
+ * throwaway cluster of its own. Disposing it drops the database (and stops the cluster).
+ *
+ * @module
+ */
+import postgres from "postgres";
+import { migrate } from "../src/ops/migrate.ts";
+import { startTempPostgres, type TempPostgres } from "../src/ops/temp_postgres.ts";
+
+/** Options of {@linkcode benchDatabase}. */
+export interface BenchDatabaseOptions {
+  /**
+   * Server settings of the throwaway cluster (ignored with `DATABASE_URL`), e.g. to preload
+   * `pg_stat_statements`.
+   *
+   * @default {{}}
+   */
+  settings?: Record<string, string | number | boolean>;
+  /**
+   * Migrations directory, for measuring a patched copy of `supabase/migrations/`.
+   *
+   * @default {the shipped migrations}
+   */
+  migrations?: string;
+}
+
+/** A migrated benchmark database. */
+export interface BenchDatabase extends AsyncDisposable {
+  /** Connection URL of the database. */
+  url: string;
+  /** Where it lives, for the report: `throwaway PostgreSQL 15.x` or `DATABASE_URL (...)`. */
+  server: string;
+  /** How PGMQ was made available (`compat` on servers without the extension). */
+  pgmq: string;
+}
+
+/**
+ * Creates and migrates a fresh database.
+ *
+ * @example
+ * ```ts ignore
+ * import { benchDatabase } from "./_bench_database.ts";
+ * await using db = await benchDatabase();
+ * console.log(db.url, db.pgmq);
+ * ```
+ */
+export async function benchDatabase(options: BenchDatabaseOptions = {}): Promise<BenchDatabase> {
+  const given = Deno.env.get("DATABASE_URL") ?? "";
+  let cluster: TempPostgres | undefined;
+  const adminUrl = given !== "" ? given : (cluster = await startTempPostgres({
+    settings: options.settings,
+  })).url;
+  // A fixed name on a throwaway cluster; a unique one on a shared server.
+  const name = cluster !== undefined
+    ? "sluice_bench"
+    : `sluice_bench_${crypto.randomUUID().slice(0, 8)}`;
+  const admin = postgres(adminUrl, { max: 1, prepare: false, onnotice: () => {} });
+  let created = false;
+  try {
+    await admin.unsafe(`create database ${name}`);
+    created = true;
+    const url = withDatabase(adminUrl, name);
+    const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
+    let pgmq: string;
+    let version: string;
+    try {
+      ({ pgmq } = await migrate(sql, { directory: options.migrations }));
+      [{ version }] = await sql<
+        { version: string }[]
+      >`select current_setting('server_version') as version`;
+    } finally {
+      await sql.end();
+    }
+    const server = cluster !== undefined
+      ? `throwaway PostgreSQL ${version} (fsync off, synchronous_commit off)`
+      : `DATABASE_URL (PostgreSQL ${version})`;
+    const dispose = async () => {
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.end();
+      await cluster?.stop();
+    };
+    return { url, server, pgmq, [Symbol.asyncDispose]: dispose };
+  } catch (error) {
+    if (created) await admin.unsafe(`drop database if exists ${name} with (force)`).catch(() => {});
+    await admin.end();
+    await cluster?.stop();
+    throw error;
+  }
+}
+
+function withDatabase(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${name}`;
+  return parsed.href;
+}

@@ -1,0 +1,266 @@
+/**
+ * Drives the SQL core the way workers do, with no-op handlers: every connection first starts its
+ * share of the runs (`sluice.start_flow`), then loops `pgmq.read` -> `sluice.start_tasks` ->
+ * `sluice.complete_task` (one call per task) or `sluice.complete_tasks` (one call per claimed
+ * batch) until every run has completed.
+ *
+ * @module
+ */
+import postgres, { type Sql } from "postgres";
+import type { Workload } from "./_sql_core_flows.ts";
+
+/** How a worker reports its results. */
+export type CompletionMode = "single" | "batched";
+
+/** The call types whose client-side time is recorded. */
+export type CallType = "start_flow" | "read" | "start_tasks" | "complete";
+
+/** Client-side time spent in one call type: round trip included. */
+export interface CallTime {
+  /** Number of calls. */
+  calls: number;
+  /** Their summed duration in milliseconds. */
+  ms: number;
+}
+
+/** What one repetition measured. */
+export interface RepetitionResult {
+  /** Milliseconds from the first `start_flow` call to the return of the last run's completion. */
+  wallMs: number;
+  /** Tasks completed. */
+  tasks: number;
+  /** Per run: `completed_at - started_at` in milliseconds, from `sluice.runs`. */
+  latenciesMs: number[];
+  /** Client-side time per call type, summed over all connections. */
+  calls: Record<CallType, CallTime>;
+}
+
+/** One worker connection: its own single-connection client and registered worker. */
+interface Connection {
+  sql: Sql;
+  workerId: string;
+}
+
+/** Worker connections for one workload; disposing them stops the workers and ends the clients. */
+export interface Connections extends AsyncDisposable {
+  /** The connections, one client each. */
+  list: Connection[];
+}
+
+/** How long an idle worker waits before reading an empty queue again. */
+const EMPTY_READ_PAUSE_MS = 5;
+
+/** Visibility timeout of `pgmq.read`; `start_tasks` then extends it to the step timeout + 2 s. */
+const READ_VT_SECONDS = 30;
+
+/** Outcome of `sluice.start_tasks` (docs/internals/contracts.md §3). */
+interface Claim {
+  outcome: "claimed" | "fatal";
+  tasks: { run_id: string; step_slug: string; task_index: number; input: postgres.JSONValue }[];
+  duplicates: string[];
+  archived: string[];
+  fatal: unknown[];
+}
+
+/**
+ * Opens `count` single-connection clients (`prepare: false`, like Supabase's pooler needs) and
+ * registers a worker of function `bench` on the workload's queue for each.
+ */
+export async function openConnections(
+  url: string,
+  count: number,
+  workload: Workload,
+): Promise<Connections> {
+  const list: Connection[] = [];
+  const dispose = async () => {
+    await Promise.all(list.map(async ({ sql, workerId }) => {
+      await sql`select sluice.stop_worker(${workerId}::uuid)`;
+      await sql.end();
+    }));
+  };
+  try {
+    for (let i = 0; i < count; i++) {
+      const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
+      const workerId = crypto.randomUUID();
+      list.push({ sql, workerId });
+      await sql`select sluice.track_worker_function('bench')`;
+      await sql`
+        select sluice.register_worker(
+          ${workerId}::uuid, 'bench', ${workload.shape}, ${workload.shape}, null
+        )
+      `;
+    }
+  } catch (error) {
+    await dispose().catch(() => {});
+    throw error;
+  }
+  return { list, [Symbol.asyncDispose]: dispose };
+}
+
+/** State shared by the connection loops of one repetition. */
+interface Progress {
+  nextRun: number;
+  runIds: string[];
+  leafDone: number;
+  finishedAt: number;
+  calls: Record<CallType, CallTime>;
+}
+
+/**
+ * Starts `runs` runs of the workload and works them off with every connection; resolves once all
+ * completed. Throws when anything unexpected happens (a fatal claim, a duplicate, a completion
+ * that was not applied): the figures would not be comparable.
+ */
+export async function runRepetition(
+  connections: Connections,
+  workload: Workload,
+  mode: CompletionMode,
+  runs: number,
+  batchSize: number,
+): Promise<RepetitionResult> {
+  const progress: Progress = {
+    nextRun: 0,
+    runIds: [],
+    leafDone: 0,
+    finishedAt: 0,
+    calls: {
+      start_flow: { calls: 0, ms: 0 },
+      read: { calls: 0, ms: 0 },
+      start_tasks: { calls: 0, ms: 0 },
+      complete: { calls: 0, ms: 0 },
+    },
+  };
+  const startedAt = performance.now();
+  await Promise.all(
+    connections.list.map(async (connection) => {
+      await produce(connection, workload, runs, progress);
+      await work(connection, workload, mode, runs, batchSize, progress);
+    }),
+  );
+  const latenciesMs = await runLatencies(connections.list[0].sql, progress.runIds);
+  return {
+    wallMs: progress.finishedAt - startedAt,
+    tasks: runs * workload.tasksPerRun,
+    latenciesMs,
+    calls: progress.calls,
+  };
+}
+
+async function timed<T>(progress: Progress, type: CallType, call: () => Promise<T>): Promise<T> {
+  const start = performance.now();
+  const result = await call();
+  progress.calls[type].calls++;
+  progress.calls[type].ms += performance.now() - start;
+  return result;
+}
+
+async function produce(
+  { sql }: Connection,
+  workload: Workload,
+  runs: number,
+  progress: Progress,
+): Promise<void> {
+  while (progress.nextRun < runs) {
+    const input = sql.json({ n: progress.nextRun++ });
+    const [{ run_id }] = await timed(
+      progress,
+      "start_flow",
+      () =>
+        sql<
+          { run_id: string }[]
+        >`select sluice.start_flow(${workload.shape}, ${input}::jsonb) as run_id`,
+    );
+    progress.runIds.push(run_id);
+  }
+}
+
+async function work(
+  { sql, workerId }: Connection,
+  workload: Workload,
+  mode: CompletionMode,
+  runs: number,
+  batchSize: number,
+  progress: Progress,
+): Promise<void> {
+  const queue = workload.shape;
+  const supported = sql.json(workload.supported);
+  while (progress.leafDone < runs) {
+    const messages = await timed(
+      progress,
+      "read",
+      () =>
+        sql<{ msg_id: string }[]>`
+        select msg_id from pgmq.read(${queue}, ${READ_VT_SECONDS}, ${batchSize})
+      `,
+    );
+    if (messages.length === 0) {
+      await new Promise((resolve) => setTimeout(resolve, EMPTY_READ_PAUSE_MS));
+      continue;
+    }
+    const ids = messages.map((m) => m.msg_id);
+    const [{ claim }] = await timed(
+      progress,
+      "start_tasks",
+      () =>
+        sql<{ claim: Claim }[]>`
+        select sluice.start_tasks(${queue}, ${ids}::bigint[], ${workerId}::uuid, ${supported}::jsonb)
+          as claim
+      `,
+    );
+    if (
+      claim.outcome !== "claimed" || claim.tasks.length !== messages.length ||
+      claim.duplicates.length > 0 || claim.archived.length > 0
+    ) {
+      throw new Error(`Unexpected claim on queue "${queue}": ${JSON.stringify(claim)}`);
+    }
+    const results = claim.tasks.map((task) => ({
+      run_id: task.run_id,
+      step_slug: task.step_slug,
+      task_index: task.task_index,
+      output: workload.output(task.step_slug, task.input),
+    }));
+    if (mode === "single") {
+      for (const r of results) {
+        const output = sql.json(r.output);
+        const [{ applied }] = await timed(
+          progress,
+          "complete",
+          () =>
+            sql<{ applied: boolean }[]>`
+            select sluice.complete_task(
+              ${r.run_id}::uuid, ${r.step_slug}, ${r.task_index}::integer, ${output}::jsonb
+            ) as applied
+          `,
+        );
+        if (!applied) throw new Error(`complete_task was not applied: ${JSON.stringify(r)}`);
+      }
+    } else {
+      const batch = sql.json(results);
+      const [{ applied }] = await timed(
+        progress,
+        "complete",
+        () => sql<{ applied: number }[]>`select sluice.complete_tasks(${batch}::jsonb) as applied`,
+      );
+      if (applied !== results.length) {
+        throw new Error(`complete_tasks applied ${applied} of ${results.length} results`);
+      }
+    }
+    progress.leafDone += results.filter((r) => r.step_slug === workload.leafStep).length;
+    if (progress.leafDone >= runs && progress.finishedAt === 0) {
+      progress.finishedAt = performance.now();
+    }
+  }
+}
+
+async function runLatencies(sql: Sql, runIds: string[]): Promise<number[]> {
+  const rows = await sql<{ status: string; ms: number }[]>`
+    select status, extract(epoch from completed_at - started_at)::float8 * 1000 as ms
+    from sluice.runs
+    where run_id = any (${runIds}::uuid[])
+  `;
+  const unfinished = rows.filter((row) => row.status !== "completed").length;
+  if (rows.length !== runIds.length || unfinished > 0) {
+    throw new Error(`${unfinished} of ${runIds.length} runs did not complete`);
+  }
+  return rows.map((row) => row.ms);
+}

@@ -1,0 +1,217 @@
+/**
+ * `deno task bench:sql_core [--quick] [...]`: throughput and run latency of the SQL core, driven
+ * with no-op work. See bench/README.md for what is measured and how.
+ *
+ * Options:
+ *   --quick               smoke run: fewer runs, one repetition
+ *   --connections 1,4,8   connection counts to measure
+ *   --shape linear3,map100
+ *   --mode single,batched completion modes: complete_task per task / complete_tasks per batch
+ *   --batch 20            messages per pgmq.read
+ *   --repetitions 3       timed repetitions per combination (after one untimed warm-up)
+ *   --profile             print pg_stat_statements / pg_stat_user_functions per combination
+ *                         (throwaway cluster only; the statistics themselves cost some speed)
+ *   --migrations DIR      migrate from DIR instead of supabase/migrations (to measure a patch)
+ *
+ * Uses the server at DATABASE_URL when set (creating and dropping a database of its own), else a
+ * throwaway cluster.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import postgres, { type Sql } from "postgres";
+import { benchDatabase } from "./_bench_database.ts";
+import { PROFILE_SETTINGS, profileReport, resetProfile } from "./_pg_profile.ts";
+import {
+  type CallType,
+  type CompletionMode,
+  type Connections,
+  openConnections,
+  type RepetitionResult,
+  runRepetition,
+} from "./_sql_core_driver.ts";
+import { LINEAR3, MAP100, type Workload } from "./_sql_core_flows.ts";
+import { duration, markdownTable, median, quantile, whole } from "./_stats.ts";
+
+const WORKLOADS: Record<string, Workload> = { linear3: LINEAR3, map100: MAP100 };
+
+/** Runs per repetition: full and `--quick`. */
+const RUNS: Record<string, { full: number; quick: number }> = {
+  linear3: { full: 500, quick: 60 },
+  map100: { full: 20, quick: 3 },
+};
+
+const CALL_TYPES: CallType[] = ["start_flow", "read", "start_tasks", "complete"];
+
+interface Combination {
+  workload: Workload;
+  mode: CompletionMode;
+  connections: number;
+  runs: number;
+}
+
+interface Measured extends Combination {
+  repetitions: RepetitionResult[];
+}
+
+function log(message: string): void {
+  console.error(`bench: ${message}`);
+}
+
+function list(value: string): string[] {
+  return value.split(",").map((item) => item.trim()).filter((item) => item !== "");
+}
+
+async function loadAverage(): Promise<string> {
+  const text = await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?");
+  return text.split(" ").slice(0, 3).join(" ");
+}
+
+async function compile(sql: Sql, workload: Workload): Promise<void> {
+  const definition = sql.json(workload.definition);
+  const [{ result }] = await sql<{ result: { outcome: string; differences: string[] } }[]>`
+    select sluice.ensure_flow_compiled(${definition}::jsonb, 'production') as result
+  `;
+  if (result.outcome !== "compiled" && result.outcome !== "verified") {
+    throw new Error(`Cannot compile ${workload.shape}: ${JSON.stringify(result)}`);
+  }
+}
+
+async function measure(
+  url: string,
+  admin: Sql,
+  combination: Combination,
+  repetitions: number,
+  batchSize: number,
+  profile: boolean,
+): Promise<Measured> {
+  const { workload, mode, connections, runs } = combination;
+  const label = `${workload.shape} ${mode} x${connections}`;
+  // Every combination starts from the same table state, whatever ran before it.
+  await admin`vacuum analyze`;
+  const results: RepetitionResult[] = [];
+  {
+    await using conns: Connections = await openConnections(url, connections, workload);
+    // Untimed: fills the tables and each session's plan caches like a long-running worker's.
+    await runRepetition(conns, workload, mode, runs, batchSize);
+    if (profile) await resetProfile(admin);
+    for (let i = 0; i < repetitions; i++) {
+      const result = await runRepetition(conns, workload, mode, runs, batchSize);
+      log(
+        `${label} #${i + 1}: ${whole(result.tasks / result.wallMs * 1000)} tasks/s ` +
+          `(load ${await loadAverage()})`,
+      );
+      results.push(result);
+    }
+  }
+  if (profile) console.log(`\n### Profile: ${label}\n\n${await profileReport(admin)}\n`);
+  return { ...combination, repetitions: results };
+}
+
+function resultRow(m: Measured): string[] {
+  const rates = m.repetitions.map((r) => r.tasks / r.wallMs * 1000);
+  const p50 = median(m.repetitions.map((r) => median(r.latenciesMs)));
+  const p95 = median(m.repetitions.map((r) => quantile(r.latenciesMs, 0.95)));
+  return [
+    m.workload.shape,
+    m.mode === "single" ? "complete_task" : "complete_tasks",
+    String(m.connections),
+    `${whole(median(rates))} (${whole(Math.min(...rates))}–${whole(Math.max(...rates))})`,
+    `${duration(p50)} / ${duration(p95)}`,
+  ];
+}
+
+function callRow(m: Measured): string[] {
+  const cells = CALL_TYPES.map((type) => {
+    const calls = m.repetitions.reduce((sum, r) => sum + r.calls[type].calls, 0);
+    const ms = m.repetitions.reduce((sum, r) => sum + r.calls[type].ms, 0);
+    return calls === 0
+      ? "–"
+      : `${(ms / calls).toFixed(2)} × ${whole(calls / m.repetitions.length)}`;
+  });
+  return [m.workload.shape, m.mode, String(m.connections), ...cells];
+}
+
+async function main(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      quick: { type: "boolean", default: false },
+      connections: { type: "string", default: "1,4,8" },
+      shape: { type: "string", default: "linear3,map100" },
+      mode: { type: "string", default: "single,batched" },
+      batch: { type: "string", default: "20" },
+      repetitions: { type: "string" },
+      profile: { type: "boolean", default: false },
+      migrations: { type: "string" },
+    },
+  });
+  const connectionCounts = list(values.connections).map(Number);
+  const shapes = list(values.shape);
+  const modes = list(values.mode);
+  const batchSize = Number(values.batch);
+  const repetitions = Number(values.repetitions ?? (values.quick ? 1 : 3));
+  for (const shape of shapes) {
+    if (!(shape in WORKLOADS)) throw new Error(`Unknown --shape "${shape}": linear3 or map100`);
+  }
+  for (const mode of modes) {
+    if (mode !== "single" && mode !== "batched") {
+      throw new Error(`Unknown --mode "${mode}": single or batched`);
+    }
+  }
+  if (values.profile && Deno.env.get("DATABASE_URL")) {
+    throw new Error("--profile needs the throwaway cluster: unset DATABASE_URL");
+  }
+
+  const loadBefore = await loadAverage();
+  await using db = await benchDatabase({
+    settings: values.profile ? PROFILE_SETTINGS : {},
+    migrations: values.migrations,
+  });
+  log(`database ready: ${db.server}, PGMQ ${db.pgmq}`);
+  const admin = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
+  const measured: Measured[] = [];
+  try {
+    for (const shape of shapes) await compile(admin, WORKLOADS[shape]);
+    for (const shape of shapes) {
+      for (const mode of modes) {
+        for (const connections of connectionCounts) {
+          const runs = RUNS[shape][values.quick ? "quick" : "full"];
+          const combination = {
+            workload: WORKLOADS[shape],
+            mode: mode as CompletionMode,
+            connections,
+            runs,
+          };
+          measured.push(
+            await measure(db.url, admin, combination, repetitions, batchSize, values.profile),
+          );
+        }
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+
+  const runsNote = shapes.map((s) => `${s} ${RUNS[s][values.quick ? "quick" : "full"]} runs`);
+  console.log([
+    "",
+    `## SQL core benchmark${values.quick ? " (quick)" : ""}`,
+    "",
+    `${db.server}, PGMQ ${db.pgmq}; ${navigator.hardwareConcurrency} CPUs; ` +
+    `load average before ${loadBefore}, after ${await loadAverage()}.`,
+    `${runsNote.join(", ")}, all started first; read batch ${batchSize}; ` +
+    `median of ${repetitions} after one untimed warm-up (min–max).`,
+    "",
+    markdownTable(
+      ["shape", "completion", "connections", "tasks/s median (min–max)", "run latency p50 / p95"],
+      measured.map(resultRow),
+    ),
+    "",
+    "Client time per call (mean ms × calls per repetition):",
+    "",
+    markdownTable(["shape", "mode", "connections", ...CALL_TYPES], measured.map(callRow)),
+  ].join("\n"));
+}
+
+if (import.meta.main) await main(Deno.args);
