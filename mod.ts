@@ -3,3 +3,5 @@
  *
  * @module
  */
+
+export * from "./src/dsl/mod.ts";

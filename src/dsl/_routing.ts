@@ -1,0 +1,49 @@
+// Where each step's tasks are queued. A plain `Flow` routes every step to its own queue; wrappers
+// (`withStepQueues`, and later explicit routing) register their routes here when they construct
+// them. The registry is private to this folder, so a look-alike object is never treated as a
+// wrapper: extraction and workers trust only what is registered.
+
+import type { QueueMode } from "./definition.ts";
+import { type AnyFlow, Flow } from "./flow.ts";
+import { formatValue } from "./_validate.ts";
+import { flowQueueName } from "./queue_name.ts";
+
+/** A flow with its queue mode and one queue name per step, in step order. */
+export interface Routing {
+  readonly flow: AnyFlow;
+  readonly queueMode: QueueMode;
+  readonly queueNames: readonly string[];
+}
+
+const registry = new WeakMap<object, Routing>();
+
+/** Records the routing of a wrapper that a constructor of this folder built. */
+export function registerRouting(wrapper: object, routing: Routing): void {
+  registry.set(wrapper, Object.freeze(routing));
+}
+
+/** The registered routing of `value`, or `undefined` when it is not a registered wrapper. */
+export function registeredRouting(value: unknown): Routing | undefined {
+  return typeof value === "object" && value !== null ? registry.get(value) : undefined;
+}
+
+/**
+ * The routing of a plain flow or a registered wrapper.
+ *
+ * @throws {TypeError} When `value` is neither.
+ */
+export function resolveRouting(value: unknown): Routing {
+  if (value instanceof Flow) {
+    const queueName = flowQueueName(value.slug);
+    return { flow: value, queueMode: "flow", queueNames: value.steps.map(() => queueName) };
+  }
+  const routing = registeredRouting(value);
+  if (routing === undefined) {
+    throw new TypeError(
+      `Cannot resolve the routes of ${
+        formatValue(value)
+      }: expected a Flow or a flow returned by withStepQueues()`,
+    );
+  }
+  return routing;
+}

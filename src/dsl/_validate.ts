@@ -1,0 +1,408 @@
+// Runtime validation of flow and step options. Runs synchronously inside the builders, so a
+// definition that breaks a rule never reaches the database.
+
+import type { WhenPolicy } from "./condition.ts";
+import { FlowDefinitionError, type FlowDefinitionErrorReason } from "./errors.ts";
+import type { JsonObject } from "./json.ts";
+import { MAX_SLUG_LENGTH, RESERVED_STEP_SLUGS } from "./slug.ts";
+import type {
+  FlowRuntimeOptions,
+  StepDefinition,
+  StepHandler,
+  StepRuntimeOptions,
+} from "./step_definition.ts";
+
+/** The largest value a numeric option may take: Postgres `integer`. */
+const MAX_OPTION_VALUE = 2_147_483_647;
+
+const WHEN_POLICIES: readonly WhenPolicy[] = ["fail", "skip", "skip-cascade"];
+
+const FLOW_KEYS = ["slug", "maxAttempts", "baseDelay", "timeout"] as const;
+const RUNTIME_KEYS = ["maxAttempts", "baseDelay", "timeout", "startDelay"] as const;
+const STEP_KEYS = [
+  "slug",
+  "dependsOn",
+  ...RUNTIME_KEYS,
+  "if",
+  "ifNot",
+  "whenUnmet",
+  "whenExhausted",
+] as const;
+const MAP_KEYS = [...STEP_KEYS, "array"] as const;
+
+/** Which builder added the step. */
+export type StepKind = "step" | "array" | "map";
+
+/** Renders a value for an error message: strings quoted, everything else readable. */
+export function formatValue(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "function") return "a function";
+  if (typeof value === "symbol" || typeof value === "bigint") return String(value);
+  if (typeof value === "object" && value !== null) {
+    try {
+      return JSON.stringify(value) ?? String(value);
+    } catch {
+      return String(value);
+    }
+  }
+  return String(value);
+}
+
+/** Describes why `slug` breaks the slug rules, or returns `undefined` when it is valid. */
+function slugProblem(slug: string): string | undefined {
+  if (!/^[a-zA-Z]/.test(slug)) return "a slug must start with a letter";
+  if (!/^[a-zA-Z0-9_]+$/.test(slug)) {
+    return "a slug may only contain letters, digits and underscores";
+  }
+  if (slug.includes("__")) return 'a slug must not contain "__"';
+  if (slug.endsWith("_")) return 'a slug must not end with "_"';
+  if (slug.length > MAX_SLUG_LENGTH) {
+    return `a slug must be at most ${MAX_SLUG_LENGTH} characters, got ${slug.length}`;
+  }
+  return undefined;
+}
+
+/** Describes why `value` is not a plain JSON object, or returns `undefined` when it is one. */
+function jsonObjectProblem(value: unknown): string | undefined {
+  if (!isPlainObject(value)) return "must be a plain JSON object";
+  return jsonProblem(value, "", new Set());
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function jsonProblem(value: unknown, path: string, ancestors: Set<object>): string | undefined {
+  const at = path === "" ? "" : ` at ${JSON.stringify(path)}`;
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return undefined;
+    case "number":
+      return Number.isFinite(value) ? undefined : `holds the non-JSON number ${value}${at}`;
+    case "object": {
+      if (value === null) return undefined;
+      if (ancestors.has(value)) return `holds a cycle${at}`;
+      if (!Array.isArray(value) && !isPlainObject(value)) {
+        return `holds a non-plain object${at}`;
+      }
+      ancestors.add(value);
+      const entries = Array.isArray(value)
+        ? Array.from(value, (item, index): [string, unknown] => [String(index), item])
+        : Object.entries(value);
+      for (const [key, item] of entries) {
+        const problem = jsonProblem(item, path === "" ? key : `${path}.${key}`, ancestors);
+        if (problem !== undefined) return problem;
+      }
+      ancestors.delete(value);
+      return undefined;
+    }
+    default:
+      return `holds ${typeof value === "function" ? "a function" : typeof value}${at}`;
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** Builds the errors of one builder call, all sharing its flow and step slug. */
+class Rejecter {
+  readonly #flowSlug: string;
+  readonly #stepSlug: string | undefined;
+
+  constructor(flowSlug: string, stepSlug: string | undefined) {
+    this.#flowSlug = flowSlug;
+    this.#stepSlug = stepSlug;
+  }
+
+  reject(
+    reason: FlowDefinitionErrorReason,
+    option: string,
+    value: unknown,
+    detail: string,
+  ): FlowDefinitionError {
+    const action = this.#stepSlug === undefined
+      ? `Cannot create flow ${JSON.stringify(this.#flowSlug)}`
+      : `Cannot add step ${JSON.stringify(this.#stepSlug)} to flow ${
+        JSON.stringify(this.#flowSlug)
+      }`;
+    return new FlowDefinitionError(`${action}: ${detail}`, {
+      flowSlug: this.#flowSlug,
+      stepSlug: this.#stepSlug,
+      reason,
+      option,
+      value,
+    });
+  }
+
+  checkKeys(options: Record<string, unknown>, allowed: readonly string[]): void {
+    for (const key of Object.keys(options)) {
+      if (!allowed.includes(key)) {
+        throw this.reject(
+          "unknown_option",
+          key,
+          options[key],
+          `unknown option ${JSON.stringify(key)} (valid options: ${allowed.join(", ")})`,
+        );
+      }
+    }
+  }
+
+  checkSlug(slug: string): void {
+    const problem = slugProblem(slug);
+    if (problem !== undefined) throw this.reject("invalid_slug", "slug", slug, problem);
+  }
+
+  integer(options: Record<string, unknown>, key: string, min: number): number | undefined {
+    const value = options[key];
+    if (value === undefined) return undefined;
+    if (
+      typeof value !== "number" || !Number.isInteger(value) || value < min ||
+      value > MAX_OPTION_VALUE
+    ) {
+      throw this.reject(
+        "invalid_option",
+        key,
+        value,
+        `${key} must be an integer from ${min} to ${MAX_OPTION_VALUE}, got ${formatValue(value)}`,
+      );
+    }
+    return value;
+  }
+
+  policy(options: Record<string, unknown>, key: string, fallback: WhenPolicy): WhenPolicy {
+    const value = options[key];
+    if (value === undefined) return fallback;
+    if (!WHEN_POLICIES.includes(value as WhenPolicy)) {
+      throw this.reject(
+        "invalid_option",
+        key,
+        value,
+        `${key} must be "fail", "skip" or "skip-cascade", got ${formatValue(value)}`,
+      );
+    }
+    return value as WhenPolicy;
+  }
+
+  pattern(options: Record<string, unknown>, key: string): JsonObject | null {
+    const value = options[key];
+    if (value === undefined) return null;
+    const problem = jsonObjectProblem(value);
+    if (problem !== undefined) {
+      throw this.reject(
+        "invalid_option",
+        key,
+        value,
+        `${key} ${problem}, got ${formatValue(value)}`,
+      );
+    }
+    return deepFreeze(structuredClone(value) as JsonObject);
+  }
+
+  runtimeOptions(
+    options: Record<string, unknown>,
+    keys: readonly (keyof StepRuntimeOptions)[],
+  ): StepRuntimeOptions {
+    const result: { -readonly [K in keyof StepRuntimeOptions]: number } = {};
+    for (const key of keys) {
+      const value = this.integer(options, key, key === "startDelay" ? 0 : 1);
+      if (value !== undefined) result[key] = value;
+    }
+    return Object.freeze(result);
+  }
+}
+
+function requireObject(value: unknown, action: string): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(`${action}: options must be an object, got ${formatValue(value)}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function requireSlug(options: Record<string, unknown>, action: string): string {
+  const slug = options.slug;
+  if (typeof slug !== "string") {
+    throw new TypeError(`${action}: slug must be a string, got ${formatValue(slug)}`);
+  }
+  return slug;
+}
+
+/** The validated constructor options of a flow. */
+export interface ValidFlowOptions {
+  readonly slug: string;
+  readonly options: FlowRuntimeOptions;
+}
+
+/** Validates the options of `new Flow()`. */
+export function validateFlowOptions(input: unknown): ValidFlowOptions {
+  const options = requireObject(input, "Cannot create flow");
+  const slug = requireSlug(options, "Cannot create flow");
+  const rejecter = new Rejecter(slug, undefined);
+  rejecter.checkKeys(options, FLOW_KEYS);
+  rejecter.checkSlug(slug);
+  return Object.freeze({
+    slug,
+    options: rejecter.runtimeOptions(options, ["maxAttempts", "baseDelay", "timeout"]),
+  });
+}
+
+/** Validates one `.step()`, `.array()` or `.map()` call against the steps added so far. */
+export function validateStep(
+  flowSlug: string,
+  steps: readonly StepDefinition[],
+  kind: StepKind,
+  input: unknown,
+  handler: unknown,
+): StepDefinition {
+  const head = `Cannot add step to flow ${JSON.stringify(flowSlug)}`;
+  const options = requireObject(input, head);
+  const slug = requireSlug(options, head);
+  const rejecter = new Rejecter(flowSlug, slug);
+  if (typeof handler !== "function") {
+    throw new TypeError(
+      `Cannot add step ${JSON.stringify(slug)} to flow ${
+        JSON.stringify(flowSlug)
+      }: handler must be a function, got ${formatValue(handler)}`,
+    );
+  }
+  rejecter.checkKeys(options, kind === "map" ? MAP_KEYS : STEP_KEYS);
+  rejecter.checkSlug(slug);
+  if (RESERVED_STEP_SLUGS.includes(slug.toLowerCase())) {
+    throw rejecter.reject(
+      "reserved_slug",
+      "slug",
+      slug,
+      `${JSON.stringify(slug.toLowerCase())} is reserved`,
+    );
+  }
+  const taken = steps.find((step) => step.slug.toLowerCase() === slug.toLowerCase());
+  if (taken !== undefined) {
+    throw rejecter.reject(
+      "duplicate_step",
+      "slug",
+      slug,
+      `step ${JSON.stringify(taken.slug)} already exists (slugs are compared case-insensitively)`,
+    );
+  }
+
+  const dependsOn = validateDependencies(rejecter, steps, options.dependsOn);
+  const mapSource = kind === "map" ? validateMapSource(rejecter, steps, options, dependsOn) : null;
+  const deps = mapSource === null ? dependsOn : [mapSource];
+
+  return Object.freeze({
+    slug,
+    index: steps.length,
+    type: kind === "map" ? "map" : "single",
+    dependsOn: Object.freeze([...deps].sort()),
+    mapSource,
+    if: rejecter.pattern(options, "if"),
+    ifNot: rejecter.pattern(options, "ifNot"),
+    whenUnmet: rejecter.policy(options, "whenUnmet", "skip"),
+    whenExhausted: rejecter.policy(options, "whenExhausted", "fail"),
+    options: rejecter.runtimeOptions(options, RUNTIME_KEYS),
+    handler: handler as StepHandler,
+  });
+}
+
+function validateDependencies(
+  rejecter: Rejecter,
+  steps: readonly StepDefinition[],
+  value: unknown,
+): readonly string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    throw rejecter.reject(
+      "invalid_option",
+      "dependsOn",
+      value,
+      `dependsOn must be an array of step slugs, got ${formatValue(value)}`,
+    );
+  }
+  const seen = new Set<string>();
+  for (const dep of value) {
+    if (typeof dep !== "string") {
+      throw rejecter.reject(
+        "invalid_option",
+        "dependsOn",
+        dep,
+        `dependsOn must be an array of step slugs, got the element ${formatValue(dep)}`,
+      );
+    }
+    if (seen.has(dep)) {
+      throw rejecter.reject(
+        "duplicate_dependency",
+        "dependsOn",
+        dep,
+        `dependency ${JSON.stringify(dep)} is listed twice`,
+      );
+    }
+    seen.add(dep);
+    if (!steps.some((step) => step.slug === dep)) {
+      throw rejecter.reject(
+        "unknown_dependency",
+        "dependsOn",
+        dep,
+        `unknown dependency ${
+          JSON.stringify(dep)
+        } (a dependency must be added before the steps that depend on it)`,
+      );
+    }
+  }
+  return value;
+}
+
+function validateMapSource(
+  rejecter: Rejecter,
+  steps: readonly StepDefinition[],
+  options: Record<string, unknown>,
+  dependsOn: readonly string[],
+): string | null {
+  const source = options.array;
+  if (source === undefined) {
+    if (dependsOn.length > 0) {
+      throw rejecter.reject(
+        "invalid_map_source",
+        "dependsOn",
+        dependsOn,
+        `a map over the flow input cannot have dependencies, got dependsOn ${
+          formatValue(dependsOn)
+        } (set array to map over a dependency)`,
+      );
+    }
+    return null;
+  }
+  if (typeof source !== "string") {
+    throw rejecter.reject(
+      "invalid_option",
+      "array",
+      source,
+      `array must be a step slug, got ${formatValue(source)}`,
+    );
+  }
+  if (!steps.some((step) => step.slug === source)) {
+    throw rejecter.reject(
+      "unknown_dependency",
+      "array",
+      source,
+      `array ${JSON.stringify(source)} is not a step of this flow (add it before the map)`,
+    );
+  }
+  if (options.dependsOn !== undefined && (dependsOn.length !== 1 || dependsOn[0] !== source)) {
+    throw rejecter.reject(
+      "invalid_map_source",
+      "dependsOn",
+      dependsOn,
+      `a map over ${JSON.stringify(source)} must depend on exactly [${
+        JSON.stringify(source)
+      }], got dependsOn ${formatValue(dependsOn)}`,
+    );
+  }
+  return source;
+}

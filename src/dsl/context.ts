@@ -1,0 +1,46 @@
+/**
+ * The context a step handler receives as its second argument.
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+
+/**
+ * The second argument of every step handler.
+ *
+ * @typeParam Input The flow input type.
+ * @typeParam Slug The slug of the step the handler belongs to.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow } from "@sluice/sluice";
+ *
+ * new Flow<{ userId: number }>({ slug: "welcome" })
+ *   .step({ slug: "load" }, async (input, ctx) => {
+ *     ctx.signal.throwIfAborted();
+ *     const rows = await ctx.sql`select name from users where id = ${input.userId}`;
+ *     return { name: String(rows[0]?.name), attempt: ctx.attempt };
+ *   });
+ * ```
+ */
+export interface StepContext<Input = unknown, Slug extends string = string> {
+  /** A postgres.js client from the worker's pool. */
+  readonly sql: Sql;
+  /** The worker's environment variables. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Aborted when the task times out or the worker shuts down. */
+  readonly signal: AbortSignal;
+  /** The concrete slug of the flow the run belongs to. */
+  readonly flowSlug: string;
+  /** The run's input. */
+  readonly flowInput: Input;
+  /** The run id (a UUID). */
+  readonly runId: string;
+  /** The slug of this step. */
+  readonly stepSlug: Slug;
+  /** Zero-based index of this task: the array element of a map step, `0` otherwise. */
+  readonly taskIndex: number;
+  /** One-based attempt number of this task. */
+  readonly attempt: number;
+}

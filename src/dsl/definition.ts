@@ -1,0 +1,201 @@
+/**
+ * `extractDefinition()`: the complete ordered structural definition of a flow, as the JSON that
+ * `sluice.ensure_flow_compiled` takes (docs/internals/contracts.md §1).
+ *
+ * @module
+ */
+
+import { resolveRouting } from "./_routing.ts";
+import type { WhenPolicy } from "./condition.ts";
+import { FlowDefinitionError } from "./errors.ts";
+import type { JsonObject } from "./json.ts";
+import type { StepType } from "./step_definition.ts";
+import type { DeployableFlow } from "./types.ts";
+
+/**
+ * How a flow's routes are derived: `flow` (every step on `lower(flow_slug)`), `step` (one
+ * generated private queue per step), `routed` (explicit shared queues).
+ *
+ * @example Usage
+ * ```ts
+ * import type { QueueMode } from "@sluice/sluice";
+ *
+ * const mode: QueueMode = "step";
+ * ```
+ */
+export type QueueMode = "flow" | "step" | "routed";
+
+/**
+ * Flow-level runtime options in a definition; `null` means the SQL default.
+ *
+ * @example Usage
+ * ```ts
+ * import type { FlowDefinitionOptions } from "@sluice/sluice";
+ *
+ * const options: FlowDefinitionOptions = { max_attempts: 3, base_delay: null, timeout: 60 };
+ * ```
+ */
+export interface FlowDefinitionOptions {
+  readonly max_attempts: number | null;
+  readonly base_delay: number | null;
+  readonly timeout: number | null;
+}
+
+/**
+ * Step-level runtime options in a definition; `null` means "inherit the flow's".
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepDefinitionOptions } from "@sluice/sluice";
+ *
+ * const options: StepDefinitionOptions = {
+ *   max_attempts: null,
+ *   base_delay: null,
+ *   timeout: 30,
+ *   start_delay: null,
+ * };
+ * ```
+ */
+export interface StepDefinitionOptions extends FlowDefinitionOptions {
+  readonly start_delay: number | null;
+}
+
+/**
+ * One step of a definition.
+ *
+ * @example Usage
+ * ```ts
+ * import type { FlowDefinitionStep } from "@sluice/sluice";
+ *
+ * const step: FlowDefinitionStep = {
+ *   step_slug: "fetch",
+ *   step_index: 0,
+ *   step_type: "single",
+ *   deps: [],
+ *   map_source: null,
+ *   required_input_pattern: null,
+ *   forbidden_input_pattern: null,
+ *   when_unmet: "skip",
+ *   when_exhausted: "fail",
+ *   options: { max_attempts: null, base_delay: null, timeout: null, start_delay: null },
+ * };
+ * ```
+ */
+export interface FlowDefinitionStep {
+  readonly step_slug: string;
+  readonly step_index: number;
+  readonly step_type: StepType;
+  /** Sorted ascending by code point. */
+  readonly deps: readonly string[];
+  /** A map step's source dependency; `null` for single steps and maps over the run input. */
+  readonly map_source: string | null;
+  readonly required_input_pattern: JsonObject | null;
+  readonly forbidden_input_pattern: JsonObject | null;
+  readonly when_unmet: WhenPolicy;
+  readonly when_exhausted: WhenPolicy;
+  readonly options: StepDefinitionOptions;
+}
+
+/**
+ * The queue of one step.
+ *
+ * @example Usage
+ * ```ts
+ * import type { FlowDefinitionRoute } from "@sluice/sluice";
+ *
+ * const route: FlowDefinitionRoute = { step_slug: "fetch", queue_name: "orders" };
+ * ```
+ */
+export interface FlowDefinitionRoute {
+  readonly step_slug: string;
+  readonly queue_name: string;
+}
+
+/**
+ * The definition JSON sent to `sluice.ensure_flow_compiled` at worker startup. Shape: steps in
+ * order with type, sorted deps, map source, conditions and policies, plus the queue mode and
+ * routes. `options` (flow and step) are runtime options and never take part in shape comparison.
+ *
+ * @example Usage
+ * ```ts
+ * import type { FlowDefinition } from "@sluice/sluice";
+ * import { extractDefinition, Flow } from "@sluice/sluice";
+ *
+ * const flow = new Flow({ slug: "orders", timeout: 30 }).step({ slug: "fetch" }, () => 1);
+ * const definition: FlowDefinition = extractDefinition(flow);
+ * console.log(definition.options); // { max_attempts: null, base_delay: null, timeout: 30 }
+ * ```
+ */
+export interface FlowDefinition {
+  readonly flow_slug: string;
+  readonly queue_mode: QueueMode;
+  readonly options: FlowDefinitionOptions;
+  readonly steps: readonly FlowDefinitionStep[];
+  /** One per step, in step order. */
+  readonly routes: readonly FlowDefinitionRoute[];
+}
+
+/**
+ * Extracts the definition JSON of a plain or step-queued flow. Pure and synchronous: the worker
+ * sends the result to `sluice.ensure_flow_compiled` at startup, tests compare it directly.
+ *
+ * @param flow A `Flow`, or a flow returned by `withStepQueues()`.
+ * @returns A fresh definition object (safe to mutate or serialize).
+ * @throws {FlowDefinitionError} When the flow has no steps.
+ * @throws {TypeError} When `flow` is neither (a look-alike wrapper is rejected).
+ * @throws {QueueNameError} When a plain flow's slug is too long to be a queue name.
+ *
+ * @example Usage
+ * ```ts
+ * import { extractDefinition, Flow } from "@sluice/sluice";
+ *
+ * const flow = new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1);
+ * console.log(JSON.stringify(extractDefinition(flow).routes));
+ * // [{"step_slug":"fetch","queue_name":"orders"}]
+ * ```
+ */
+export function extractDefinition(flow: DeployableFlow): FlowDefinition {
+  const { flow: plain, queueMode, queueNames } = resolveRouting(flow);
+  if (plain.steps.length === 0) {
+    throw new FlowDefinitionError(
+      `Cannot extract the definition of flow ${JSON.stringify(plain.slug)}: the flow has no steps`,
+      {
+        flowSlug: plain.slug,
+        stepSlug: undefined,
+        reason: "empty_flow",
+        option: "steps",
+        value: [],
+      },
+    );
+  }
+  return {
+    flow_slug: plain.slug,
+    queue_mode: queueMode,
+    options: {
+      max_attempts: plain.options.maxAttempts ?? null,
+      base_delay: plain.options.baseDelay ?? null,
+      timeout: plain.options.timeout ?? null,
+    },
+    steps: plain.steps.map((step) => ({
+      step_slug: step.slug,
+      step_index: step.index,
+      step_type: step.type,
+      deps: [...step.dependsOn],
+      map_source: step.mapSource,
+      required_input_pattern: step.if === null ? null : structuredClone(step.if),
+      forbidden_input_pattern: step.ifNot === null ? null : structuredClone(step.ifNot),
+      when_unmet: step.whenUnmet,
+      when_exhausted: step.whenExhausted,
+      options: {
+        max_attempts: step.options.maxAttempts ?? null,
+        base_delay: step.options.baseDelay ?? null,
+        timeout: step.options.timeout ?? null,
+        start_delay: step.options.startDelay ?? null,
+      },
+    })),
+    routes: plain.steps.map((step, index) => ({
+      step_slug: step.slug,
+      queue_name: queueNames[index],
+    })),
+  };
+}

@@ -1,0 +1,208 @@
+/**
+ * Errors the DSL throws synchronously, before any database access.
+ *
+ * @module
+ */
+
+/**
+ * Why a flow definition was rejected:
+ *
+ * - `invalid_slug`: a flow or step slug breaks the slug rules.
+ * - `reserved_slug`: a step is named `run`.
+ * - `duplicate_step`: a step slug is already taken (compared case-insensitively).
+ * - `unknown_dependency`: `dependsOn` or `array` names a step that does not exist (yet).
+ * - `duplicate_dependency`: `dependsOn` names a step twice.
+ * - `invalid_map_source`: a map's `array` is not its only dependency, or a root map has
+ *   dependencies.
+ * - `invalid_option`: an option has a value of the wrong type or range.
+ * - `unknown_option`: an option key that does not exist (there is no queue option on steps).
+ * - `empty_flow`: a flow without steps cannot be deployed (thrown by `extractDefinition()`).
+ *
+ * @example Usage
+ * ```ts
+ * import type { FlowDefinitionErrorReason } from "@sluice/sluice";
+ *
+ * const reason: FlowDefinitionErrorReason = "unknown_dependency";
+ * ```
+ */
+export type FlowDefinitionErrorReason =
+  | "invalid_slug"
+  | "reserved_slug"
+  | "duplicate_step"
+  | "unknown_dependency"
+  | "duplicate_dependency"
+  | "invalid_map_source"
+  | "invalid_option"
+  | "unknown_option"
+  | "empty_flow";
+
+/**
+ * The fields of a {@linkcode FlowDefinitionError}.
+ *
+ * @example Usage
+ * ```ts
+ * import type { FlowDefinitionErrorDetails } from "@sluice/sluice";
+ *
+ * const details: FlowDefinitionErrorDetails = {
+ *   flowSlug: "orders",
+ *   stepSlug: "ship",
+ *   reason: "unknown_dependency",
+ *   option: "dependsOn",
+ *   value: "pay",
+ * };
+ * ```
+ */
+export interface FlowDefinitionErrorDetails {
+  /** The flow slug (as given, even when it is the invalid value). */
+  readonly flowSlug: string;
+  /** The step being added, `undefined` for a flow-level problem. */
+  readonly stepSlug: string | undefined;
+  /** Why the definition was rejected. */
+  readonly reason: FlowDefinitionErrorReason;
+  /** The option that holds the offending value, e.g. `"dependsOn"` or `"maxAttempts"`. */
+  readonly option: string;
+  /** The offending value. */
+  readonly value: unknown;
+}
+
+/**
+ * Thrown by `new Flow()`, `.step()`, `.array()` and `.map()` when the definition breaks a rule,
+ * and by `extractDefinition()` for a flow without steps. Nothing has been sent to the database at
+ * that point.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, FlowDefinitionError } from "@sluice/sluice";
+ *
+ * try {
+ *   new Flow({ slug: "orders" }).step({ slug: "run" }, () => 1);
+ * } catch (error) {
+ *   if (error instanceof FlowDefinitionError) console.error(error.reason, error.value);
+ * }
+ * ```
+ */
+export class FlowDefinitionError extends Error implements FlowDefinitionErrorDetails {
+  override name = "FlowDefinitionError";
+  readonly flowSlug: string;
+  readonly stepSlug: string | undefined;
+  readonly reason: FlowDefinitionErrorReason;
+  readonly option: string;
+  readonly value: unknown;
+
+  /**
+   * @param message The error message.
+   * @param details The offending flow, step, option and value.
+   */
+  constructor(message: string, details: FlowDefinitionErrorDetails) {
+    super(message);
+    this.flowSlug = details.flowSlug;
+    this.stepSlug = details.stepSlug;
+    this.reason = details.reason;
+    this.option = details.option;
+    this.value = details.value;
+  }
+}
+
+/**
+ * Why generated queue names were rejected:
+ *
+ * - `empty_flow`: a flow without steps gets no step queues.
+ * - `flow_slug_too_long`: even the shortest possible name for this flow is too long.
+ * - `name_too_long`: a step's readable name and its index fallback both exceed the limit.
+ * - `collision`: two steps resolve to one queue.
+ *
+ * @example Usage
+ * ```ts
+ * import type { QueueNameErrorReason } from "@sluice/sluice";
+ *
+ * const reason: QueueNameErrorReason = "name_too_long";
+ * ```
+ */
+export type QueueNameErrorReason =
+  | "empty_flow"
+  | "flow_slug_too_long"
+  | "name_too_long"
+  | "collision";
+
+/**
+ * A queue name that was considered, with its length.
+ *
+ * @example Usage
+ * ```ts
+ * import type { QueueNameCandidate } from "@sluice/sluice";
+ *
+ * const candidate: QueueNameCandidate = { name: "orders__fetch", length: 13 };
+ * ```
+ */
+export interface QueueNameCandidate {
+  /** The lowercase queue name. */
+  readonly name: string;
+  /** Its length in characters. */
+  readonly length: number;
+}
+
+/**
+ * The fields of a {@linkcode QueueNameError}.
+ *
+ * @example Usage
+ * ```ts
+ * import type { QueueNameErrorDetails } from "@sluice/sluice";
+ *
+ * const details: QueueNameErrorDetails = {
+ *   flowSlug: "orders",
+ *   reason: "empty_flow",
+ *   stepSlugs: [],
+ *   candidates: [],
+ *   maxLength: 47,
+ * };
+ * ```
+ */
+export interface QueueNameErrorDetails {
+  /** The flow whose queue names were derived. */
+  readonly flowSlug: string;
+  /** Why the names were rejected. */
+  readonly reason: QueueNameErrorReason;
+  /** The steps involved: none, one, or the two that collide. */
+  readonly stepSlugs: readonly string[];
+  /** The names considered and their lengths. */
+  readonly candidates: readonly QueueNameCandidate[];
+  /** The maximum queue name length. */
+  readonly maxLength: number;
+}
+
+/**
+ * Thrown when a flow's generated queue names break the naming contract (at most 47 characters,
+ * one queue per step). Nothing has been sent to the database at that point.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, QueueNameError, withStepQueues } from "@sluice/sluice";
+ *
+ * try {
+ *   withStepQueues(new Flow({ slug: "empty" }));
+ * } catch (error) {
+ *   if (error instanceof QueueNameError) console.error(error.reason, error.candidates);
+ * }
+ * ```
+ */
+export class QueueNameError extends Error implements QueueNameErrorDetails {
+  override name = "QueueNameError";
+  readonly flowSlug: string;
+  readonly reason: QueueNameErrorReason;
+  readonly stepSlugs: readonly string[];
+  readonly candidates: readonly QueueNameCandidate[];
+  readonly maxLength: number;
+
+  /**
+   * @param message The error message.
+   * @param details The flow, steps and names involved.
+   */
+  constructor(message: string, details: QueueNameErrorDetails) {
+    super(message);
+    this.flowSlug = details.flowSlug;
+    this.reason = details.reason;
+    this.stepSlugs = details.stepSlugs;
+    this.candidates = details.candidates;
+    this.maxLength = details.maxLength;
+  }
+}

@@ -1,0 +1,536 @@
+/**
+ * The `Flow` builder: a typed, immutable DAG of steps.
+ *
+ * @module
+ */
+
+import { type StepKind, validateFlowOptions, validateStep } from "./_validate.ts";
+import type { MaySkip, StepCondition, WhenPolicy } from "./condition.ts";
+import type { StepContext } from "./context.ts";
+import type { Json, JsonCompatible } from "./json.ts";
+import type { FlowRuntimeOptions, StepDefinition, StepRuntimeOptions } from "./step_definition.ts";
+
+/** Key of the type-only property that carries a flow's input and step types. */
+declare const flowTypes: unique symbol;
+
+/**
+ * What the type system knows about one step: the handler's input, the step's output, the slugs
+ * it depends on, and whether it may be skipped while its dependents run.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepSignature } from "@sluice/sluice";
+ *
+ * type Fetch = StepSignature & { input: { url: string }; output: string; deps: never };
+ * ```
+ */
+export interface StepSignature {
+  /** What the handler receives (one element for a map step). */
+  readonly input: unknown;
+  /** What the step produces (an array of handler outputs for a map step). */
+  readonly output: unknown;
+  /** The slugs of its dependencies (`never` for a root step). */
+  readonly deps: string;
+  /** Whether dependents may see it missing (see `MaySkip`). */
+  readonly skippable: boolean;
+}
+
+/**
+ * The step signatures of a flow, keyed by step slug.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepSignatures } from "@sluice/sluice";
+ *
+ * type None = StepSignatures & Record<never, never>;
+ * ```
+ */
+export type StepSignatures = Record<string, StepSignature>;
+
+/**
+ * An object keyed by the given steps, holding their outputs; skippable steps are optional keys.
+ * This is what a dependent handler receives and what a run outputs (for its leaf steps).
+ *
+ * @typeParam Steps The flow's step signatures.
+ * @typeParam Slugs The steps to include.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepOutputs } from "@sluice/sluice";
+ *
+ * type Steps = {
+ *   a: { input: null; output: number; deps: never; skippable: false };
+ *   b: { input: null; output: string; deps: never; skippable: true };
+ * };
+ * const outputs: StepOutputs<Steps, "a" | "b"> = { a: 1 };
+ * ```
+ */
+export type StepOutputs<Steps extends StepSignatures, Slugs extends keyof Steps> = Flatten<
+  & { [K in Slugs as true extends Steps[K]["skippable"] ? never : K]: Steps[K]["output"] }
+  & { [K in Slugs as true extends Steps[K]["skippable"] ? K : never]?: Steps[K]["output"] }
+>;
+
+/** Flattens an intersection of object types into one object type, keeping `?` modifiers. */
+type Flatten<T> = { [K in keyof T]: T[K] };
+
+/** The input of a single step: the flow input for a root step, its dependencies' outputs else. */
+type SingleInput<Input, Steps extends StepSignatures, Deps extends keyof Steps> = [Deps] extends
+  [never] ? Input : StepOutputs<Steps, Deps>;
+
+/** The element type of an array type. */
+type ElementOf<T> = T extends readonly (infer E)[] ? E : never;
+
+/** The slugs of steps whose output is an array (what `.map({ array })` accepts). */
+type ArrayStepSlug<Steps extends StepSignatures> = {
+  [K in keyof Steps]: Steps[K]["output"] extends readonly unknown[] ? K : never;
+}[keyof Steps];
+
+/** Adds one step signature to a flow's signatures. */
+type WithStep<Steps extends StepSignatures, Slug extends string, Signature extends StepSignature> =
+  { [K in keyof Steps | Slug]: K extends Slug ? Signature : Steps[K] };
+
+/**
+ * Blocks a root `.map()` at compile time when the flow input is not an array. The property name
+ * is the error message the compiler shows.
+ */
+type RootMapInputCheck<Input> = [Input] extends [readonly unknown[]] ? unknown
+  : { readonly "a map without `array` maps the flow input, which must be an array": never };
+
+/**
+ * The output type of a handler: its awaited return type.
+ *
+ * @typeParam H The handler's function type.
+ *
+ * @example Usage
+ * ```ts
+ * import type { HandlerOutput } from "@sluice/sluice";
+ *
+ * type Out = HandlerOutput<() => Promise<{ ok: boolean }>>; // { ok: boolean }
+ * ```
+ */
+export type HandlerOutput<H> = H extends (...args: never) => infer R ? Awaited<R> : never;
+
+/**
+ * The return-type bound of a handler `H`: `unknown` when its output is JSON-compatible, else an
+ * object whose property name is the error message the compiler shows. Used as the F-bound
+ * `H extends (input, context) => JsonOutputCheck<H>`, which keeps `H` (and so unions of returned
+ * shapes) inferred exactly.
+ */
+type JsonOutputCheck<H> = [HandlerOutput<H>] extends [JsonCompatible<HandlerOutput<H>>] ? unknown
+  : { readonly "a handler must return a JSON-compatible value": never };
+
+/** Like {@linkcode JsonOutputCheck}, and the output must be an array. */
+type ArrayOutputCheck<H> = [HandlerOutput<H>] extends [readonly unknown[]] ? JsonOutputCheck<H>
+  : { readonly "an array step handler must return an array": never };
+
+/**
+ * Options of `new Flow()`.
+ *
+ * @example Usage
+ * ```ts
+ * import type { FlowOptions } from "@sluice/sluice";
+ *
+ * const options: FlowOptions = { slug: "orders", maxAttempts: 5 };
+ * ```
+ */
+export interface FlowOptions extends FlowRuntimeOptions {
+  /** The concrete flow slug (see the slug rules in the module docs of `slug.ts`). */
+  readonly slug: string;
+}
+
+/**
+ * Condition options shared by `.step()`, `.array()` and `.map()`.
+ *
+ * @typeParam If The type of the `if` pattern.
+ * @typeParam IfNot The type of the `ifNot` pattern.
+ * @typeParam Unmet The `whenUnmet` policy.
+ * @typeParam Exhausted The `whenExhausted` policy.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepConditionOptions } from "@sluice/sluice";
+ *
+ * const options: StepConditionOptions<{ paid: true }, undefined, "skip", "fail"> = {
+ *   if: { paid: true },
+ * };
+ * ```
+ */
+export interface StepConditionOptions<
+  If = unknown,
+  IfNot = unknown,
+  Unmet extends WhenPolicy = WhenPolicy,
+  Exhausted extends WhenPolicy = WhenPolicy,
+> {
+  /** Run only when the input contains this pattern (`jsonb @>`). */
+  readonly if?: If;
+  /** Run only when the input does not contain this pattern. */
+  readonly ifNot?: IfNot;
+  /** What to do when the condition is not met. @default {"skip"} */
+  readonly whenUnmet?: Unmet;
+  /** What to do when the last attempt failed. @default {"fail"} */
+  readonly whenExhausted?: Exhausted;
+}
+
+/**
+ * Options of `.step()` and `.array()`.
+ *
+ * @typeParam Slug The step slug.
+ * @typeParam Deps The dependency slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepOptions } from "@sluice/sluice";
+ *
+ * const options: StepOptions<"ship", "pay"> = { slug: "ship", dependsOn: ["pay"], timeout: 30 };
+ * ```
+ */
+export interface StepOptions<
+  Slug extends string = string,
+  Deps extends string = string,
+  If = unknown,
+  IfNot = unknown,
+  Unmet extends WhenPolicy = WhenPolicy,
+  Exhausted extends WhenPolicy = WhenPolicy,
+> extends StepRuntimeOptions, StepConditionOptions<If, IfNot, Unmet, Exhausted> {
+  /** The step slug, unique within the flow. */
+  readonly slug: Slug;
+  /** The steps whose outputs this step receives. Omitted or empty: a root step. */
+  readonly dependsOn?: readonly Deps[];
+}
+
+/**
+ * Options of `.map()` over a dependency's output array.
+ *
+ * @typeParam Slug The step slug.
+ * @typeParam Source The dependency to map over.
+ *
+ * @example Usage
+ * ```ts
+ * import type { MapOptions } from "@sluice/sluice";
+ *
+ * const options: MapOptions<"resize", "list"> = { slug: "resize", array: "list" };
+ * ```
+ */
+export interface MapOptions<
+  Slug extends string = string,
+  Source extends string = string,
+  If = unknown,
+  IfNot = unknown,
+  Unmet extends WhenPolicy = WhenPolicy,
+  Exhausted extends WhenPolicy = WhenPolicy,
+> extends StepRuntimeOptions, StepConditionOptions<If, IfNot, Unmet, Exhausted> {
+  /** The step slug, unique within the flow. */
+  readonly slug: Slug;
+  /** The dependency whose output array is mapped, one task per element. */
+  readonly array: Source;
+  /** May be given, but only as `[array]`. */
+  readonly dependsOn?: readonly [NoInfer<Source>];
+}
+
+/**
+ * Options of `.map()` over the flow input (which must be an array).
+ *
+ * @typeParam Slug The step slug.
+ *
+ * @example Usage
+ * ```ts
+ * import type { RootMapOptions } from "@sluice/sluice";
+ *
+ * const options: RootMapOptions<"each"> = { slug: "each", maxAttempts: 1 };
+ * ```
+ */
+export interface RootMapOptions<
+  Slug extends string = string,
+  If = unknown,
+  IfNot = unknown,
+  Unmet extends WhenPolicy = WhenPolicy,
+  Exhausted extends WhenPolicy = WhenPolicy,
+> extends StepRuntimeOptions, StepConditionOptions<If, IfNot, Unmet, Exhausted> {
+  /** The step slug, unique within the flow. */
+  readonly slug: Slug;
+  /** Absent: the map takes the flow input. */
+  readonly array?: undefined;
+  /** A map over the flow input has no dependencies. */
+  readonly dependsOn?: readonly [];
+}
+
+/**
+ * Any flow, whatever its input and steps.
+ *
+ * @example Usage
+ * ```ts
+ * import { type AnyFlow, Flow } from "@sluice/sluice";
+ *
+ * const flows: AnyFlow[] = [new Flow<{ id: number }>({ slug: "a" }), new Flow({ slug: "b" })];
+ * ```
+ */
+export type AnyFlow = Flow<unknown, StepSignatures>;
+
+/**
+ * A typed, immutable workflow definition: a DAG of steps identified by a concrete slug.
+ *
+ * Every builder method validates its arguments synchronously (throwing `FlowDefinitionError`) and
+ * returns a new frozen flow; the receiver is never changed, so step order is fixed by the chain.
+ *
+ * @typeParam Input The run input (a JSON value).
+ * @typeParam Steps The signatures of the steps added so far.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow } from "@sluice/sluice";
+ *
+ * const orders = new Flow<{ orderId: number }>({ slug: "orders", maxAttempts: 5 })
+ *   .step({ slug: "load" }, (input) => ({ id: input.orderId }))
+ *   .array({ slug: "lines", dependsOn: ["load"] }, (deps) => [`${deps.load.id}-a`])
+ *   .map({ slug: "reserve", array: "lines" }, (line) => ({ line, reserved: true }));
+ * ```
+ */
+export class Flow<Input = Json, Steps extends StepSignatures = Record<never, never>> {
+  /** Type-only: carries `Input` and `Steps` for the utility types. Never set at runtime. */
+  declare readonly [flowTypes]: { readonly input: Input; readonly steps: Steps };
+
+  /** The concrete flow slug. */
+  readonly slug: string;
+  /** Flow-level runtime options, as given. */
+  readonly options: FlowRuntimeOptions;
+  #steps: readonly StepDefinition[] = Object.freeze([]);
+
+  /**
+   * Creates an empty flow.
+   *
+   * @param options The slug and flow-level runtime options.
+   * @throws {FlowDefinitionError} When the slug or an option is invalid.
+   */
+  constructor(options: FlowOptions) {
+    const valid = validateFlowOptions(options);
+    this.slug = valid.slug;
+    this.options = valid.options;
+    Object.freeze(this);
+  }
+
+  /**
+   * The steps in definition order (frozen).
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const flow = new Flow({ slug: "f" }).step({ slug: "a" }, () => 1);
+   * console.log(flow.steps.map((step) => step.slug)); // ["a"]
+   * ```
+   */
+  get steps(): readonly StepDefinition[] {
+    return this.#steps;
+  }
+
+  /**
+   * Returns the definition of one step.
+   *
+   * @param slug The step slug.
+   * @returns The step definition.
+   * @throws {RangeError} When the flow has no such step.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const flow = new Flow({ slug: "f" }).step({ slug: "a" }, () => 1);
+   * console.log(flow.getStep("a").index); // 0
+   * ```
+   */
+  getStep(slug: keyof Steps & string): StepDefinition {
+    const step = this.#steps.find((candidate) => candidate.slug === slug);
+    if (step === undefined) {
+      throw new RangeError(
+        `Cannot get step ${JSON.stringify(slug)} of flow ${
+          JSON.stringify(this.slug)
+        }: no such step (steps: ${this.#steps.map((candidate) => candidate.slug).join(", ")})`,
+      );
+    }
+    return step;
+  }
+
+  /**
+   * Adds a single step: one task per run.
+   *
+   * A root step (no `dependsOn`) receives the flow input; a dependent step receives an object
+   * keyed by its dependencies holding their outputs, where a dependency that may be skipped is an
+   * optional key. The handler's result must be JSON-compatible.
+   *
+   * @param options Slug, dependencies, condition and runtime options.
+   * @param handler Computes the step output; may be async.
+   * @returns A new flow with the step appended.
+   * @throws {FlowDefinitionError} When a slug, dependency or option is invalid.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const flow = new Flow<{ url: string }>({ slug: "scrape" })
+   *   .step({ slug: "fetch" }, async (input) => (await fetch(input.url)).text())
+   *   .step({ slug: "size", dependsOn: ["fetch"] }, (deps) => deps.fetch.length);
+   * ```
+   */
+  step<
+    const Slug extends string,
+    H extends (
+      input: SingleInput<Input, Steps, Deps>,
+      context: StepContext<Input, Slug>,
+    ) => JsonOutputCheck<H>,
+    const Deps extends keyof Steps & string = never,
+    const If extends StepCondition<SingleInput<Input, Steps, Deps>> | undefined = undefined,
+    const IfNot extends StepCondition<SingleInput<Input, Steps, Deps>> | undefined = undefined,
+    const Unmet extends WhenPolicy = "skip",
+    const Exhausted extends WhenPolicy = "fail",
+  >(
+    options: StepOptions<Slug, Deps, If, IfNot, Unmet, Exhausted>,
+    handler: H,
+  ): Flow<
+    Input,
+    WithStep<Steps, Slug, {
+      input: SingleInput<Input, Steps, Deps>;
+      output: HandlerOutput<H>;
+      deps: Deps;
+      skippable: MaySkip<If, IfNot, Unmet, Exhausted>;
+    }>
+  > {
+    return this.#add("step", options, handler);
+  }
+
+  /**
+   * Adds a single step whose handler returns an array, typically the source of a `.map()`.
+   * Takes the same options and input as `.step()`.
+   *
+   * @param options Slug, dependencies, condition and runtime options.
+   * @param handler Computes the output array; may be async.
+   * @returns A new flow with the step appended.
+   * @throws {FlowDefinitionError} When a slug, dependency or option is invalid.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const flow = new Flow<{ ids: number[] }>({ slug: "batch" })
+   *   .array({ slug: "pages" }, (input) => input.ids.map((id) => `/items/${id}`));
+   * ```
+   */
+  array<
+    const Slug extends string,
+    H extends (
+      input: SingleInput<Input, Steps, Deps>,
+      context: StepContext<Input, Slug>,
+    ) => ArrayOutputCheck<H>,
+    const Deps extends keyof Steps & string = never,
+    const If extends StepCondition<SingleInput<Input, Steps, Deps>> | undefined = undefined,
+    const IfNot extends StepCondition<SingleInput<Input, Steps, Deps>> | undefined = undefined,
+    const Unmet extends WhenPolicy = "skip",
+    const Exhausted extends WhenPolicy = "fail",
+  >(
+    options: StepOptions<Slug, Deps, If, IfNot, Unmet, Exhausted>,
+    handler: H,
+  ): Flow<
+    Input,
+    WithStep<Steps, Slug, {
+      input: SingleInput<Input, Steps, Deps>;
+      output: HandlerOutput<H>;
+      deps: Deps;
+      skippable: MaySkip<If, IfNot, Unmet, Exhausted>;
+    }>
+  > {
+    return this.#add("array", options, handler);
+  }
+
+  /**
+   * Adds a map step over a dependency's output array: one task per element, and the step's
+   * output is the array of handler results in element order.
+   *
+   * @param options Slug, `array` (the dependency to map), condition and runtime options.
+   * @param handler Processes one element; may be async.
+   * @returns A new flow with the step appended.
+   * @throws {FlowDefinitionError} When a slug, the source or an option is invalid.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const flow = new Flow<{ text: string }>({ slug: "words" })
+   *   .array({ slug: "split" }, (input) => input.text.split(" "))
+   *   .map({ slug: "upper", array: "split" }, (word) => word.toUpperCase());
+   * ```
+   */
+  map<
+    const Slug extends string,
+    H extends (
+      item: ElementOf<Steps[Source]["output"]>,
+      context: StepContext<Input, Slug>,
+    ) => JsonOutputCheck<H>,
+    const Source extends ArrayStepSlug<Steps> & string,
+    const If extends StepCondition<StepOutputs<Steps, Source>> | undefined = undefined,
+    const IfNot extends StepCondition<StepOutputs<Steps, Source>> | undefined = undefined,
+    const Unmet extends WhenPolicy = "skip",
+    const Exhausted extends WhenPolicy = "fail",
+  >(
+    options: MapOptions<Slug, Source, If, IfNot, Unmet, Exhausted>,
+    handler: H,
+  ): Flow<
+    Input,
+    WithStep<Steps, Slug, {
+      input: ElementOf<Steps[Source]["output"]>;
+      output: HandlerOutput<H>[];
+      deps: Source;
+      skippable: MaySkip<If, IfNot, Unmet, Exhausted>;
+    }>
+  >;
+  /**
+   * Adds a map step over the flow input, which must be an array: one task per element.
+   *
+   * @param options Slug, condition and runtime options (no `array`, no dependencies).
+   * @param handler Processes one element; may be async.
+   * @returns A new flow with the step appended.
+   * @throws {FlowDefinitionError} When the slug or an option is invalid.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const flow = new Flow<string[]>({ slug: "urls" })
+   *   .map({ slug: "length" }, (url) => url.length);
+   * ```
+   */
+  map<
+    const Slug extends string,
+    H extends (item: ElementOf<Input>, context: StepContext<Input, Slug>) => JsonOutputCheck<H>,
+    const If extends StepCondition<Input> | undefined = undefined,
+    const IfNot extends StepCondition<Input> | undefined = undefined,
+    const Unmet extends WhenPolicy = "skip",
+    const Exhausted extends WhenPolicy = "fail",
+  >(
+    options: RootMapOptions<Slug, If, IfNot, Unmet, Exhausted> & RootMapInputCheck<Input>,
+    handler: H,
+  ): Flow<
+    Input,
+    WithStep<Steps, Slug, {
+      input: ElementOf<Input>;
+      output: HandlerOutput<H>[];
+      deps: never;
+      skippable: MaySkip<If, IfNot, Unmet, Exhausted>;
+    }>
+  >;
+  map(
+    options: MapOptions | RootMapOptions,
+    handler: (item: never, context: never) => unknown,
+  ): Flow<Input, StepSignatures> {
+    return this.#add("map", options, handler);
+  }
+
+  #add<Next extends StepSignatures>(
+    kind: StepKind,
+    options: unknown,
+    handler: unknown,
+  ): Flow<Input, Next> {
+    const step = validateStep(this.slug, this.#steps, kind, options, handler);
+    const next = new Flow<Input, Next>({ slug: this.slug, ...this.options });
+    next.#steps = Object.freeze([...this.#steps, step]);
+    return next;
+  }
+}

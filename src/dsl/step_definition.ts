@@ -1,0 +1,109 @@
+/**
+ * The runtime record of one step, as stored on a `Flow`.
+ *
+ * @module
+ */
+
+import type { StepContext } from "./context.ts";
+import type { WhenPolicy } from "./condition.ts";
+import type { JsonObject } from "./json.ts";
+
+/**
+ * A step's type in the definition: `single` runs one task (`.step()` and `.array()`), `map` runs
+ * one task per array element (`.map()`).
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepType } from "@sluice/sluice";
+ *
+ * const type: StepType = "map";
+ * ```
+ */
+export type StepType = "single" | "map";
+
+/**
+ * A handler as the worker calls it. The builder methods type handlers exactly; the stored form
+ * takes whatever the database hands over.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepHandler } from "@sluice/sluice";
+ *
+ * const handler: StepHandler = (input) => ({ received: input !== undefined });
+ * ```
+ */
+export type StepHandler = (input: unknown, context: StepContext) => unknown;
+
+/**
+ * Runtime options of a flow: retries, backoff and timeout, in whole counts and seconds. Absent
+ * means the SQL default (3 attempts, 1 s base delay, 60 s timeout).
+ *
+ * @example Usage
+ * ```ts
+ * import type { FlowRuntimeOptions } from "@sluice/sluice";
+ *
+ * const options: FlowRuntimeOptions = { maxAttempts: 5, timeout: 120 };
+ * ```
+ */
+export interface FlowRuntimeOptions {
+  /** Attempts per task, including the first (integer >= 1). @default {3} */
+  readonly maxAttempts?: number;
+  /** Base of the exponential retry backoff, in seconds (integer >= 1). @default {1} */
+  readonly baseDelay?: number;
+  /** Task timeout in seconds (integer >= 1). @default {60} */
+  readonly timeout?: number;
+}
+
+/**
+ * Runtime options of a step. Absent means "inherit the flow's".
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepRuntimeOptions } from "@sluice/sluice";
+ *
+ * const options: StepRuntimeOptions = { timeout: 300, startDelay: 3600 };
+ * ```
+ */
+export interface StepRuntimeOptions extends FlowRuntimeOptions {
+  /** Seconds to wait before the step's first attempt (integer >= 0). @default {0} */
+  readonly startDelay?: number;
+}
+
+/**
+ * One step of a `Flow`: its place in the DAG, its conditions and options, and its
+ * handler. Frozen.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow } from "@sluice/sluice";
+ *
+ * const flow = new Flow<{ n: number }>({ slug: "math" })
+ *   .step({ slug: "double" }, (input) => input.n * 2);
+ * const step = flow.getStep("double");
+ * console.log(step.index, step.type, step.dependsOn); // 0 "single" []
+ * ```
+ */
+export interface StepDefinition {
+  /** The step slug. */
+  readonly slug: string;
+  /** Zero-based position in the flow. */
+  readonly index: number;
+  /** `single` or `map`. */
+  readonly type: StepType;
+  /** Dependency slugs, sorted ascending. */
+  readonly dependsOn: readonly string[];
+  /** For a map step: the dependency it maps over, or `null` when it maps the flow input. */
+  readonly mapSource: string | null;
+  /** The required input pattern (`if`), or `null`. */
+  readonly if: JsonObject | null;
+  /** The forbidden input pattern (`ifNot`), or `null`. */
+  readonly ifNot: JsonObject | null;
+  /** What happens when the condition is not met. */
+  readonly whenUnmet: WhenPolicy;
+  /** What happens when the last attempt failed. */
+  readonly whenExhausted: WhenPolicy;
+  /** Runtime options given on the step. */
+  readonly options: StepRuntimeOptions;
+  /** The handler. */
+  readonly handler: StepHandler;
+}

@@ -1,0 +1,115 @@
+/**
+ * Utility types that read a flow's input, outputs and step slugs. Each accepts a plain `Flow` or
+ * a `StepQueuedFlow`.
+ *
+ * @module
+ */
+
+import type { AnyFlow, Flow, StepOutputs, StepSignatures } from "./flow.ts";
+import type { StepQueuedFlow } from "./step_queues.ts";
+
+/**
+ * A flow in any queue mode: a plain `Flow` or a wrapper around one.
+ *
+ * @example Usage
+ * ```ts
+ * import { type DeployableFlow, Flow, withStepQueues } from "@sluice/sluice";
+ *
+ * const flow = new Flow({ slug: "f" }).step({ slug: "a" }, () => 1);
+ * const deployable: DeployableFlow[] = [flow, withStepQueues(flow)];
+ * ```
+ */
+export type DeployableFlow = AnyFlow | StepQueuedFlow;
+
+/** The plain flow inside a deployable flow. */
+type FlowOf<F extends DeployableFlow> = F extends StepQueuedFlow<infer Inner> ? Inner : F;
+
+/** The step signatures of a deployable flow. */
+type StepsOf<F extends DeployableFlow> = FlowOf<F> extends Flow<unknown, infer Steps> ? Steps
+  : never;
+
+/** Steps no other step depends on. */
+type LeafSlug<Steps extends StepSignatures> = Exclude<keyof Steps, Steps[keyof Steps]["deps"]>;
+
+/**
+ * The input type of a flow.
+ *
+ * @typeParam F A flow (plain or step-queued).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type FlowInput } from "@sluice/sluice";
+ *
+ * const flow = new Flow<{ url: string }>({ slug: "scrape" });
+ * const input: FlowInput<typeof flow> = { url: "https://example.com" };
+ * ```
+ */
+export type FlowInput<F extends DeployableFlow> = FlowOf<F> extends
+  Flow<infer Input, StepSignatures> ? Input
+  : never;
+
+/**
+ * The output type of a run: an object keyed by the flow's leaf steps (steps no other step
+ * depends on) holding their outputs; leaves that may be skipped are optional keys.
+ *
+ * @typeParam F A flow (plain or step-queued).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type FlowOutput } from "@sluice/sluice";
+ *
+ * const flow = new Flow<{ n: number }>({ slug: "math" })
+ *   .step({ slug: "double" }, (input) => input.n * 2)
+ *   .step({ slug: "label", dependsOn: ["double"] }, (deps) => `n*2=${deps.double}`);
+ * const output: FlowOutput<typeof flow> = { label: "n*2=4" };
+ * ```
+ */
+export type FlowOutput<F extends DeployableFlow> = StepOutputs<StepsOf<F>, LeafSlug<StepsOf<F>>>;
+
+/**
+ * The union of a flow's step slugs.
+ *
+ * @typeParam F A flow (plain or step-queued).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type StepSlug } from "@sluice/sluice";
+ *
+ * const flow = new Flow({ slug: "f" }).step({ slug: "a" }, () => 1).step({ slug: "b" }, () => 2);
+ * const slug: StepSlug<typeof flow> = "b"; // "a" | "b"
+ * ```
+ */
+export type StepSlug<F extends DeployableFlow> = keyof StepsOf<F> & string;
+
+/**
+ * What a step's handler receives: the flow input for a root step, an object of dependency outputs
+ * for a dependent step, one element for a map step.
+ *
+ * @typeParam F A flow (plain or step-queued).
+ * @typeParam S A step slug of `F`.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type StepInput } from "@sluice/sluice";
+ *
+ * const flow = new Flow<string[]>({ slug: "f" }).map({ slug: "len" }, (item) => item.length);
+ * const input: StepInput<typeof flow, "len"> = "one element";
+ * ```
+ */
+export type StepInput<F extends DeployableFlow, S extends StepSlug<F>> = StepsOf<F>[S]["input"];
+
+/**
+ * What a step produces: its handler's (awaited) output, or the array of them for a map step.
+ *
+ * @typeParam F A flow (plain or step-queued).
+ * @typeParam S A step slug of `F`.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type StepOutput } from "@sluice/sluice";
+ *
+ * const flow = new Flow<string[]>({ slug: "f" }).map({ slug: "len" }, (item) => item.length);
+ * const output: StepOutput<typeof flow, "len"> = [3, 5];
+ * ```
+ */
+export type StepOutput<F extends DeployableFlow, S extends StepSlug<F>> = StepsOf<F>[S]["output"];
