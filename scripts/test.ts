@@ -26,9 +26,13 @@ function log(message: string): void {
 /** Stops whatever the run set up; runs once, from `finally` or a signal handler. */
 let cleanup: () => Promise<void> = () => Promise.resolve();
 let child: Deno.ChildProcess | undefined;
+/** Exit code once a signal arrived: the run is abandoned, no summary is printed. */
+let interrupted: number | undefined;
 
 function onSignal(signal: "SIGINT" | "SIGTERM", code: number) {
   Deno.addSignalListener(signal, async () => {
+    if (interrupted !== undefined) return;
+    interrupted = code;
     log(`${signal} received: stopping`);
     // Ctrl-C reaches `deno test` through the process group, a plain SIGTERM to us does not.
     try {
@@ -66,6 +70,7 @@ async function main(args: string[]): Promise<number> {
     let typeFailures = 0;
     if (await shouldCheckTypes(args)) typeFailures = await checkTypes(env);
     const result = await denoTest(args, env);
+    if (interrupted !== undefined) return interrupted;
     const summary: TestSummary = result.summary ?? { passed: 0, failed: 0, ignored: 0 };
     if (result.summary === undefined) {
       log("deno test printed no summary (see its output above)");
@@ -79,6 +84,7 @@ async function main(args: string[]): Promise<number> {
     console.log(formatTestSummary(summary));
     return summary.failed === 0 && summary.passed > 0 ? 0 : 1;
   } catch (error) {
+    if (interrupted !== undefined) return interrupted;
     console.error(error instanceof Error ? error.message : error);
     console.log(formatTestSummary({ passed: 0, failed: 1, ignored: 0 }));
     return 1;

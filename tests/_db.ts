@@ -18,16 +18,6 @@ export interface FreshDatabaseOptions {
   empty?: boolean;
 }
 
-/** Options of {@linkcode TestDatabase.connect}. */
-export interface ConnectOptions {
-  /**
-   * Pool size of the new client.
-   *
-   * @default {4}
-   */
-  max?: number;
-}
-
 /** A database of one test; disposing it closes every client and drops the database. */
 export interface TestDatabase extends AsyncDisposable {
   /** A client with a pool of 4 connections. */
@@ -36,8 +26,13 @@ export interface TestDatabase extends AsyncDisposable {
   url: string;
   /** Name of the database. */
   name: string;
-  /** Opens another independent client to the same database, e.g. for concurrency tests. */
-  connect(options?: ConnectOptions): Sql;
+  /**
+   * Opens another independent client to the same database, e.g. for concurrency tests; disposing
+   * the database ends it.
+   *
+   * @param max Pool size of the new client. @default {4}
+   */
+  connect(max?: number): Sql;
 }
 
 const ADMIN_URL_VARIABLE = "SLUICE_TEST_ADMIN_URL";
@@ -111,8 +106,8 @@ export async function freshDatabase(options: FreshDatabaseOptions = {}): Promise
   });
   const url = databaseUrl(admin, name);
   const clients: Sql[] = [];
-  const connect = (options: ConnectOptions = {}) => {
-    const client = postgres(url, { prepare: false, max: options.max ?? 4, onnotice: () => {} });
+  const connect = (max = 4) => {
+    const client = postgres(url, { prepare: false, max, onnotice: () => {} });
     clients.push(client);
     return client;
   };

@@ -326,10 +326,12 @@ async function run(runAs: OsUser | undefined, command: string[]): Promise<void> 
   }
 }
 
-// Runs in its own session (setsid) so that signals sent to the owner's process group — Ctrl-C, a
-// CI timeout killing the group — do not reach it. It exits once the dir is gone (normal stop) or
-// cleans up itself once the owner is gone. The owner counts as gone when its /proc entry vanished,
-// turned into a zombie, or belongs to a newer process with the same pid (start time differs).
+// The guardian runs detached, i.e. in its own session: Deno does not kill it when the owner exits,
+// and signals sent to the owner's process group (Ctrl-C, a CI timeout killing the group) do not
+// reach it. It exits once the dir is gone (normal stop), or cleans up once the owner is gone: its
+// /proc entry vanished, turned into a zombie, or belongs to a newer process with the same pid (start
+// time differs). Should the owner die during `pg_ctl start`, the postmaster may appear after the
+// check below; it shuts itself down within a minute once its data directory is gone.
 const GUARDIAN_SCRIPT = `
 owner=$1 pg_ctl=$2 dir=$3 data=$4 interval=$5 run_as=$6
 stat_of() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; echo "\${s##*) }"; }
@@ -358,12 +360,13 @@ function spawnGuardian(
   options: StartTempPostgresOptions,
 ): Deno.ChildProcess {
   const interval = String(options.guardianIntervalSeconds ?? 0.5);
-  const guardian = new Deno.Command("setsid", {
+  // A script file rather than `bash -c` keeps `ps` readable. Bash keeps reading it through its open
+  // descriptor after the final `rm -rf` deletes it.
+  const script = `${dir}/guardian.sh`;
+  Deno.writeTextFileSync(script, GUARDIAN_SCRIPT);
+  const guardian = new Deno.Command("bash", {
     args: [
-      "bash",
-      "-c",
-      GUARDIAN_SCRIPT,
-      "sluice-pg-guardian",
+      script,
       String(Deno.pid),
       pgCtl,
       dir,
@@ -374,6 +377,7 @@ function spawnGuardian(
     stdin: "null",
     stdout: "null",
     stderr: "null",
+    detached: true,
   }).spawn();
   // The guardian must never keep the owner alive: it outlives it on purpose.
   guardian.unref();

@@ -104,8 +104,8 @@ Deno.test("concurrent migrate() calls apply each migration exactly once", async 
     files[`00${i}_step.sql`] = `insert into log values ('00${i}'); select pg_sleep(0.05);`;
   }
   await using dir = await migrationsDir(files);
-  const one = db.connect({ max: 2 });
-  const two = db.connect({ max: 2 });
+  const one = db.connect(2);
+  const two = db.connect(2);
   const results = await Promise.all([
     migrate(one, { directory: dir.path }),
     migrate(two, { directory: dir.path }),

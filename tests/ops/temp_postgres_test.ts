@@ -45,25 +45,45 @@ Deno.test({
   },
 });
 
+/** Runs the owner script, returns the cluster it reported once it is reachable. */
+async function abandonedCluster(mode: "exit" | "wait") {
+  const owner = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./_temp_postgres_owner.ts", import.meta.url).pathname, mode],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = owner.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let output = "";
+  while (!output.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    output += value;
+  }
+  const cluster: { pid: number; dataDir: string; url: string } = JSON.parse(output);
+  return { owner, reader, cluster };
+}
+
+async function assertCleanedUp(cluster: { pid: number; dataDir: string }): Promise<void> {
+  const cleaned = await eventually(
+    async () =>
+      !(await isPostmasterOf(cluster.pid, cluster.dataDir)) &&
+      !(await exists(dirname(cluster.dataDir))),
+    10_000,
+  );
+  assert.equal(
+    cleaned,
+    true,
+    `postmaster ${cluster.pid} or ${dirname(cluster.dataDir)} left behind`,
+  );
+}
+
 Deno.test({
   name: "a throwaway cluster is stopped and removed when its owning process is SIGKILLed",
   ignore: !haveBinaries,
   async fn() {
-    const owner = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", new URL("./_temp_postgres_owner.ts", import.meta.url).pathname],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "inherit",
-    }).spawn();
-    const reader = owner.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    let output = "";
-    while (!output.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      output += value;
-    }
-    const cluster: { pid: number; dataDir: string; url: string } = JSON.parse(output);
-    // It really runs before the kill.
+    const { owner, reader, cluster } = await abandonedCluster("wait");
+    // It really serves queries before the kill.
     const sql = postgres(cluster.url, { prepare: false, max: 1 });
     assert.deepEqual([...await sql`select 1 as one`], [{ one: 1 }]);
     await sql.end();
@@ -72,18 +92,18 @@ Deno.test({
     owner.kill("SIGKILL");
     assert.equal((await owner.status).signal, "SIGKILL");
     await reader.cancel();
+    await assertCleanedUp(cluster);
+  },
+});
 
-    const cleaned = await eventually(
-      async () =>
-        !(await isPostmasterOf(cluster.pid, cluster.dataDir)) &&
-        !(await exists(dirname(cluster.dataDir))),
-      10_000,
-    );
-    assert.equal(
-      cleaned,
-      true,
-      `postmaster ${cluster.pid} or ${dirname(cluster.dataDir)} left behind`,
-    );
+Deno.test({
+  name: "a throwaway cluster is stopped and removed when its owner exits without stopping it",
+  ignore: !haveBinaries,
+  async fn() {
+    const { owner, reader, cluster } = await abandonedCluster("exit");
+    assert.equal((await owner.status).code, 0);
+    await reader.cancel();
+    await assertCleanedUp(cluster);
   },
 });
 
