@@ -37,8 +37,28 @@ function stepQueue(flow: string, step: string, index: number): string {
   return readable.length <= 47 ? readable : `${flow}__${index}`.toLowerCase();
 }
 
+/** A definition as contracts.md §1 describes it; loosely typed so tests can corrupt it. */
+export interface Definition {
+  flow_slug: string;
+  queue_mode: string;
+  options: Record<string, number | null>;
+  steps: {
+    step_slug: string;
+    step_index: number;
+    step_type: string;
+    deps: string[];
+    map_source: string | null;
+    required_input_pattern: Record<string, unknown> | null;
+    forbidden_input_pattern: Record<string, unknown> | null;
+    when_unmet: string;
+    when_exhausted: string;
+    options: Record<string, number | null>;
+  }[];
+  routes: { step_slug: string; queue_name: string }[];
+}
+
 /** Builds the definition JSON a worker would send. */
-export function definition(spec: FlowSpec): Record<string, unknown> {
+export function definition(spec: FlowSpec): Definition {
   const mode = spec.queueMode ?? "flow";
   return {
     flow_slug: spec.slug,
@@ -67,7 +87,9 @@ export function definition(spec: FlowSpec): Record<string, unknown> {
     })),
     routes: spec.steps.map((step, index) => ({
       step_slug: step.slug,
-      queue_name: mode === "flow" ? spec.slug.toLowerCase() : stepQueue(spec.slug, step.slug, index),
+      queue_name: mode === "flow"
+        ? spec.slug.toLowerCase()
+        : stepQueue(spec.slug, step.slug, index),
     })),
   };
 }
@@ -75,11 +97,13 @@ export function definition(spec: FlowSpec): Record<string, unknown> {
 /** Compiles a definition and returns the outcome object. */
 export async function compile(
   sql: Sql,
-  def: Record<string, unknown>,
+  def: Definition,
   environment = "production",
 ): Promise<{ outcome: string; differences: string[]; live_workers?: number }> {
   const [row] = await sql`
-    select sluice.ensure_flow_compiled(${sql.json(def as postgres.JSONValue)}::jsonb, ${environment}) as result
+    select sluice.ensure_flow_compiled(${
+    json(sql, def)
+  }::jsonb, ${environment}) as result
   `;
   return row.result;
 }

@@ -53,7 +53,8 @@ Deno.test("complete_tasks() aggregates map outputs by task index, whatever the c
   for (const task of [...first].reverse()) {
     await completeTask(db.sql, task, (task.input as number) * 10);
   }
-  const [each] = await db.sql`select output from sluice.step_states where run_id = ${runId} and step_slug = 'each'`;
+  const [each] = await db
+    .sql`select output from sluice.step_states where run_id = ${runId} and step_slug = 'each'`;
   assert.deepEqual(each.output, [10, 20, 30]);
 
   const second = await readAndClaim(db.sql, "mapped", worker, "mapped");
@@ -127,8 +128,10 @@ Deno.test("complete_task() of a task that is not started is a no-op that returns
   assert.equal(await completeTask(db.sql, a, 1), true);
   assert.equal(await completeTask(db.sql, a, 2), false, "a duplicate report changes nothing");
   const queued = { run_id: runId, step_slug: a.step_slug === "a" ? "b" : "a", task_index: 0 };
-  await db.sql`update sluice.step_tasks set status = 'queued', started_at = null where run_id = ${runId} and step_slug = ${queued.step_slug}`;
+  await db
+    .sql`update sluice.step_tasks set status = 'queued', started_at = null where run_id = ${runId} and step_slug = ${queued.step_slug}`;
   assert.equal(await completeTask(db.sql, queued, 3), false, "a queued task cannot be completed");
-  const [row] = await db.sql`select output from sluice.step_tasks where run_id = ${runId} and step_slug = ${a.step_slug}`;
+  const [row] = await db
+    .sql`select output from sluice.step_tasks where run_id = ${runId} and step_slug = ${a.step_slug}`;
   assert.equal(row.output, 1);
 });

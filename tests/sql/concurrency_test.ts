@@ -24,7 +24,13 @@ async function workLoop(sql: Sql, workerId: string, done: () => Promise<boolean>
     for (const task of claim.tasks) seen.push(`${task.step_slug}:${task.task_index}`);
     await sql`
       select sluice.complete_tasks(${
-      json(sql, claim.tasks.map((t) => ({ ...t, output: t.step_slug === "each" ? (t.input as number) * 2 : "sum" })))
+      json(
+        sql,
+        claim.tasks.map((t) => ({
+          ...t,
+          output: t.step_slug === "each" ? (t.input as number) * 2 : "sum",
+        })),
+      )
     }::jsonb)
     `;
   }
@@ -51,9 +57,11 @@ Deno.test("8 connections claim and complete a 1000-task map race-free, each task
   assert.equal(row.status, "completed");
   assert.equal(seen.length, 1001, "1000 map tasks + 1 sum task, each claimed once");
   assert.equal(new Set(seen).size, 1001);
-  const [each] = await db.sql`select output from sluice.step_states where run_id = ${runId} and step_slug = 'each'`;
+  const [each] = await db
+    .sql`select output from sluice.step_states where run_id = ${runId} and step_slug = 'each'`;
   assert.deepEqual(each.output, input.map((i) => i * 2));
-  const [attempts] = await db.sql`select max(attempts_count)::int as n from sluice.step_tasks where run_id = ${runId}`;
+  const [attempts] = await db
+    .sql`select max(attempts_count)::int as n from sluice.step_tasks where run_id = ${runId}`;
   assert.equal(attempts.n, 1);
 });
 
@@ -65,9 +73,13 @@ Deno.test("concurrent sibling completions, failures and stalled recovery never d
     steps: [{ slug: "each", type: "map", timeout: 1 }, { slug: "sum", deps: ["each"] }],
   });
   const runIds: string[] = [];
-  for (let i = 0; i < 10; i++) runIds.push(await startFlow(db.sql, "big", Array.from({ length: 40 }, (_, j) => j)));
+  for (let i = 0; i < 10; i++) {
+    runIds.push(await startFlow(db.sql, "big", Array.from({ length: 40 }, (_, j) => j)));
+  }
   const worker = await registerWorker(db.sql, "big", "big");
-  const messages = await db.sql<{ msg_id: string }[]>`select msg_id from pgmq.read('big', 30, 1000)`;
+  const messages = await db.sql<
+    { msg_id: string }[]
+  >`select msg_id from pgmq.read('big', 30, 1000)`;
   const claim = await startTasks(db.sql, "big", messages.map((m) => m.msg_id), worker, SUPPORTED);
   assert.equal(claim.tasks.length, 400);
   // Half the tasks look stalled, so recovery competes with completions for the same runs.

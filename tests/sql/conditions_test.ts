@@ -24,7 +24,8 @@ Deno.test("a root step whose if-pattern is unmet is skipped and its dependent ru
     basic: "completed",
     report: "completed",
   });
-  const [state] = await db.sql`select skip_reason from sluice.step_states where run_id = ${runId} and step_slug = 'premium'`;
+  const [state] = await db
+    .sql`select skip_reason from sluice.step_states where run_id = ${runId} and step_slug = 'premium'`;
   assert.equal(state.skip_reason, "condition_unmet");
   assert.equal((await run(db.sql, runId)).status, "completed");
 });

@@ -25,7 +25,12 @@ async function vtIn(sql: Sql, queue: string, messageId: string): Promise<number>
 
 Deno.test("fail_task() requeues the task and delays its own message by exponential backoff", async () => {
   await using db = await freshDatabase();
-  await compileFlow(db.sql, { slug: "retry", baseDelay: 3, maxAttempts: 5, steps: [{ slug: "a" }] });
+  await compileFlow(db.sql, {
+    slug: "retry",
+    baseDelay: 3,
+    maxAttempts: 5,
+    steps: [{ slug: "a" }],
+  });
   const runId = await startFlow(db.sql, "retry", {});
   const worker = await registerWorker(db.sql, "retry", "retry");
   const expected = [3, 6, 12, 24];
@@ -37,7 +42,8 @@ Deno.test("fail_task() requeues the task and delays its own message by exponenti
     const secs = await vtIn(db.sql, "retry", task.message_id);
     assert.ok(Math.abs(secs - delay) < 1, `attempt ${i + 1}: expected ~${delay}s, got ${secs}`);
   }
-  const [row] = await db.sql`select status, error_message from sluice.step_tasks where run_id = ${runId}`;
+  const [row] = await db
+    .sql`select status, error_message from sluice.step_tasks where run_id = ${runId}`;
   assert.deepEqual({ ...row }, { status: "queued", error_message: "boom 3" });
 });
 
@@ -92,7 +98,11 @@ Deno.test("fail_task() on the last attempt with whenExhausted 'fail' fails the r
   const row = await run(db.sql, runId);
   assert.equal(row.status, "failed");
   assert.match(row.error_message, /step "a" task 0 failed: kaput/);
-  assert.deepEqual(await stepStatuses(db.sql, runId), { a: "failed", b: "cancelled", c: "cancelled" });
+  assert.deepEqual(await stepStatuses(db.sql, runId), {
+    a: "failed",
+    b: "cancelled",
+    c: "cancelled",
+  });
   assert.deepEqual(await taskStatuses(db.sql, runId), { "a:0": "failed", "b:0": "cancelled" });
   assert.equal(await liveMessages(db.sql, runId), 0);
   assert.equal(await completeTask(db.sql, b, 1), false, "a late completion is ignored");
@@ -109,7 +119,9 @@ Deno.test("regression: a root map whose task 0 exhausts with whenExhausted 'skip
   const worker = await registerWorker(db.sql, "skipmap", "skipmap");
   const messages = await read(db.sql, "skipmap", 2);
   const [claim] = await db.sql`
-    select sluice.start_tasks('skipmap', ${`{${messages.map((m) => m.msg_id).join(",")}}`}::bigint[], ${worker},
+    select sluice.start_tasks('skipmap', ${`{${
+    messages.map((m) => m.msg_id).join(",")
+  }}`}::bigint[], ${worker},
       '[{"flow_slug":"skipmap","step_slug":"each"}]'::jsonb) as r
   `;
   const [t0] = claim.r.tasks;

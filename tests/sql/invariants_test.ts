@@ -58,13 +58,15 @@ Deno.test("every queue operation of a step-queued flow uses the task's stored qu
   await drive(db.sql, "split__one", "Split", () => 1);
   await drive(db.sql, "split__two", "Split", () => 2);
   assert.equal((await run(db.sql, runId)).status, "completed");
-  const tasks = await db.sql`select step_slug, queue_name from sluice.step_tasks where run_id = ${runId} order by 1`;
+  const tasks = await db
+    .sql`select step_slug, queue_name from sluice.step_tasks where run_id = ${runId} order by 1`;
   assert.deepEqual(tasks.map((t) => t.queue_name), ["split__one", "split__two"]);
   const [archived] = await db.sql`
     select (select count(*) from pgmq.a_split__one)::int + (select count(*) from pgmq.a_split__two)::int as n
   `;
   assert.equal(archived.n, 2);
-  const [noFlowQueue] = await db.sql`select count(*)::int as n from pgmq.meta where lower(queue_name) = 'split'`;
+  const [noFlowQueue] = await db
+    .sql`select count(*)::int as n from pgmq.meta where lower(queue_name) = 'split'`;
   assert.equal(noFlowQueue.n, 0);
 });
 
@@ -99,7 +101,8 @@ Deno.test("a finished run never leaves a task queued or started or a live messag
     where r.status in ('completed', 'failed') and t.status in ('queued', 'started')
   `;
   assert.deepEqual([...violations], []);
-  const finished = await db.sql`select count(*)::int as n from sluice.runs where status <> 'started' and run_id = any(${runs})`;
+  const finished = await db
+    .sql`select count(*)::int as n from sluice.runs where status <> 'started' and run_id = any(${runs})`;
   assert.equal(finished[0].n, 3);
   const [live] = await db.sql`
     select count(*)::int as n from pgmq.q_mixed q join sluice.step_tasks t on t.message_id = q.msg_id

@@ -39,7 +39,8 @@ Deno.test("regression: stalled recovery uses the effective step timeout, not the
   assert.deepEqual(await taskStatuses(db.sql, runId), { "a:0": "queued" });
   const messages = await read(db.sql, "stall");
   assert.equal(messages.length, 1, "the message is visible again at once");
-  const [task] = await db.sql`select requeued_count, attempts_count from sluice.step_tasks where run_id = ${runId}`;
+  const [task] = await db
+    .sql`select requeued_count, attempts_count from sluice.step_tasks where run_id = ${runId}`;
   assert.deepEqual({ ...task }, { requeued_count: 1, attempts_count: 1 });
 });
 
@@ -59,7 +60,8 @@ Deno.test("a task that stalls more than 3 times fails through the normal path an
   await backdate(db.sql, runId, 40);
   assert.equal(await requeue(db.sql), 1);
 
-  const [task] = await db.sql`select status, permanently_stalled_at, error_message from sluice.step_tasks where run_id = ${runId}`;
+  const [task] = await db
+    .sql`select status, permanently_stalled_at, error_message from sluice.step_tasks where run_id = ${runId}`;
   assert.equal(task.status, "failed");
   assert.ok(task.permanently_stalled_at instanceof Date);
   assert.match(task.error_message, /stalled 4 times/);

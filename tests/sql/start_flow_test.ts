@@ -17,7 +17,8 @@ Deno.test("start_flow() creates the run, its step states and the root tasks with
   assert.deepEqual(await stepStatuses(db.sql, runId), { a: "started", b: "started", c: "created" });
   assert.deepEqual(await taskStatuses(db.sql, runId), { "a:0": "queued", "b:0": "queued" });
 
-  const tasks = await db.sql`select queue_name, message_id from sluice.step_tasks where run_id = ${runId}`;
+  const tasks = await db
+    .sql`select queue_name, message_id from sluice.step_tasks where run_id = ${runId}`;
   assert.ok(tasks.every((t) => t.queue_name === "orders"), "tasks snapshot the lowercase queue");
   const messages = await read(db.sql, "orders");
   assert.deepEqual(
@@ -41,7 +42,8 @@ Deno.test("start_flow() uses the given run id and resolves an alias first", asyn
   const runId = crypto.randomUUID();
   const [row] = await db.sql`select sluice.start_flow('current', '{}'::jsonb, ${runId}) as id`;
   assert.equal(row.id, runId);
-  const [runRow] = await db.sql`select flow_slug, started_via from sluice.runs where run_id = ${runId}`;
+  const [runRow] = await db
+    .sql`select flow_slug, started_via from sluice.runs where run_id = ${runId}`;
   assert.deepEqual({ ...runRow }, { flow_slug: "v2_flow", started_via: "current" });
 });
 
@@ -84,6 +86,7 @@ Deno.test("start_flow() delays root messages by the step's start delay", async (
   await compileFlow(db.sql, { slug: "later", steps: [{ slug: "a", startDelay: 60 }] });
   await startFlow(db.sql, "later", {});
   assert.equal((await read(db.sql, "later")).length, 0);
-  const [row] = await db.sql`select vt > clock_timestamp() + interval '55 seconds' as delayed from pgmq.q_later`;
+  const [row] = await db
+    .sql`select vt > clock_timestamp() + interval '55 seconds' as delayed from pgmq.q_later`;
   assert.equal(row.delayed, true);
 });

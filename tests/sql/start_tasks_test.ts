@@ -37,7 +37,13 @@ Deno.test("start_tasks() claims queued tasks: started, one attempt, visibility =
   await using _ = db;
   const runId = await startFlow(db.sql, "claims", { k: 1 });
   const messages = await read(db.sql, "claims", 10, 1);
-  const result = await startTasks(db.sql, "claims", messages.map((m) => m.msg_id), worker, supported);
+  const result = await startTasks(
+    db.sql,
+    "claims",
+    messages.map((m) => m.msg_id),
+    worker,
+    supported,
+  );
   assert.equal(result.outcome, "claimed");
   assert.equal(result.tasks.length, 2);
   for (const task of result.tasks) {
@@ -51,7 +57,8 @@ Deno.test("start_tasks() claims queued tasks: started, one attempt, visibility =
   const vts = await vtSeconds(db.sql, Object.values(byStep));
   assert.equal(vts[byStep.a], 9, "step timeout 7 + 2");
   assert.equal(vts[byStep.b], 62, "flow timeout 60 + 2");
-  const [row] = await db.sql`select count(*)::int as n from sluice.step_tasks where last_worker_id = ${worker}`;
+  const [row] = await db
+    .sql`select count(*)::int as n from sluice.step_tasks where last_worker_id = ${worker}`;
   assert.equal(row.n, 2);
 });
 
@@ -66,7 +73,8 @@ Deno.test("start_tasks() treats a started task as a benign duplicate: no attempt
   assert.equal(again.outcome, "claimed");
   assert.deepEqual(again.tasks, []);
   assert.deepEqual([...again.duplicates].sort(), [...ids].sort());
-  const [row] = await db.sql`select max(attempts_count)::int as n from sluice.step_tasks where run_id = ${runId}`;
+  const [row] = await db
+    .sql`select max(attempts_count)::int as n from sluice.step_tasks where run_id = ${runId}`;
   assert.equal(row.n, 1);
   const byStep = Object.fromEntries(claimed.map((t) => [t.step_slug, t.message_id]));
   const vts = await vtSeconds(db.sql, ids);
@@ -85,7 +93,8 @@ Deno.test("start_tasks() archives the message of a terminal task", async () => {
   `;
   const result = await startTasks(db.sql, "claims", [message.msg_id], worker, supported);
   assert.deepEqual(result.archived, [message.msg_id]);
-  const [row] = await db.sql`select count(*)::int as n from pgmq.a_claims where msg_id = ${message.msg_id}`;
+  const [row] = await db
+    .sql`select count(*)::int as n from pgmq.a_claims where msg_id = ${message.msg_id}`;
   assert.equal(row.n, 1);
   const again = await startTasks(db.sql, "claims", [message.msg_id], worker, supported);
   assert.equal(again.outcome, "claimed", "archiving again is idempotent");
@@ -100,15 +109,21 @@ async function assertFatal(
   assert.equal(result.outcome, "fatal");
   assert.deepEqual(result.tasks, []);
   assert.deepEqual(result.fatal, expected);
-  const [started] = await sql`select count(*)::int as n from sluice.step_tasks where status <> 'queued'`;
+  const [started] =
+    await sql`select count(*)::int as n from sluice.step_tasks where status <> 'queued'`;
   assert.equal(started.n, 0, "nothing is claimed, not even the valid messages of the batch");
   const visible = await sql`
-    select msg_id from pgmq.q_claims where vt <= clock_timestamp() and msg_id = any(${bigintArray(batch)}::bigint[])
+    select msg_id from pgmq.q_claims where vt <= clock_timestamp() and msg_id = any(${
+    bigintArray(batch)
+  }::bigint[])
   `;
   assert.equal(visible.length, batch.length, "the whole batch is visible again");
-  const [fn] = await sql`select restart_paused_at, pause_reason from sluice.worker_functions where function_name = 'claims_fn'`;
+  const [fn] =
+    await sql`select restart_paused_at, pause_reason from sluice.worker_functions where function_name = 'claims_fn'`;
   assert.ok(fn.restart_paused_at instanceof Date, "the worker function's restarts are paused");
-  for (const f of expected) assert.ok(fn.pause_reason.includes(`message ${f.message_id} (${f.class})`));
+  for (const f of expected) {
+    assert.ok(fn.pause_reason.includes(`message ${f.message_id} (${f.class})`));
+  }
   assert.ok(!fn.pause_reason.includes("{"), "the pause reason never carries message bodies");
 }
 
@@ -116,7 +131,8 @@ Deno.test("start_tasks() classifies a message without a task as missing: fatal, 
   const { db, worker, supported } = await setup();
   await using _ = db;
   await startFlow(db.sql, "claims", {});
-  const [foreign] = await db.sql`select * from pgmq.send('claims', '{"hello":"world"}'::jsonb) as id`;
+  const [foreign] = await db
+    .sql`select * from pgmq.send('claims', '{"hello":"world"}'::jsonb) as id`;
   const batch = [...(await read(db.sql, "claims", 10)).map((m) => m.msg_id)];
   assert.ok(batch.includes(foreign.id));
   const result = await startTasks(db.sql, "claims", batch, worker, supported);
@@ -128,7 +144,10 @@ Deno.test("start_tasks() classifies a body that disagrees with the task found by
   await using _ = db;
   await startFlow(db.sql, "claims", {});
   const batch = (await read(db.sql, "claims", 10)).map((m) => m.msg_id);
-  await db.sql`update pgmq.q_claims set message = jsonb_set(message, '{task_index}', '5') where msg_id = ${batch[0]}`;
+  await db
+    .sql`update pgmq.q_claims set message = jsonb_set(message, '{task_index}', '5') where msg_id = ${
+    batch[0]
+  }`;
   const result = await startTasks(db.sql, "claims", batch, worker, supported);
   await assertFatal(db.sql, result, [{ message_id: batch[0], class: "wrong_queue" }], batch);
 });

@@ -1,0 +1,277 @@
+import assert from "node:assert/strict";
+import { freshDatabase } from "../_db.ts";
+import {
+  compile,
+  type Definition,
+  definition,
+  type FlowSpec,
+  registerWorker,
+  type Sql,
+  startFlow,
+} from "./_fixtures.ts";
+
+const BASE: FlowSpec = {
+  slug: "shop",
+  timeout: 30,
+  steps: [
+    { slug: "load" },
+    { slug: "items", type: "map", deps: ["load"], mapSource: "load" },
+    { slug: "total", deps: ["items", "load"], if: { load: { ok: true } } },
+  ],
+};
+
+async function counts(sql: Sql) {
+  const [row] = await sql`
+    select (select count(*) from sluice.flows)::int as flows,
+      (select count(*) from sluice.steps)::int as steps,
+      (select count(*) from sluice.deps)::int as deps,
+      (select count(*) from sluice.queues)::int as queues,
+      (select count(*) from sluice.aliases)::int as aliases,
+      (select count(*) from pgmq.meta)::int as pgmq_queues
+  `;
+  return { ...row };
+}
+
+Deno.test("ensure_flow_compiled() creates an absent flow with its queue, registry row and self-alias", async () => {
+  await using db = await freshDatabase();
+  assert.deepEqual(await compile(db.sql, definition(BASE)), {
+    outcome: "compiled",
+    differences: [],
+  });
+  assert.deepEqual(await counts(db.sql), {
+    flows: 1,
+    steps: 3,
+    deps: 3,
+    queues: 1,
+    aliases: 1,
+    pgmq_queues: 1,
+  });
+  const [queue] = await db.sql`select * from sluice.queues`;
+  assert.deepEqual(
+    { name: queue.queue_name, ownership: queue.ownership, owner: queue.owner_flow_slug },
+    { name: "shop", ownership: "private", owner: "shop" },
+  );
+  const [flow] = await db
+    .sql`select opt_max_attempts, opt_base_delay, opt_timeout from sluice.flows`;
+  assert.deepEqual({ ...flow }, { opt_max_attempts: 3, opt_base_delay: 1, opt_timeout: 30 });
+});
+
+Deno.test("ensure_flow_compiled() verifies an identical shape and applies changed runtime options", async () => {
+  await using db = await freshDatabase();
+  await compile(db.sql, definition(BASE));
+  const tuned: FlowSpec = {
+    ...BASE,
+    timeout: 90,
+    maxAttempts: 7,
+    steps: BASE.steps.map((s) => s.slug === "items" ? { ...s, timeout: 5, baseDelay: 2 } : s),
+  };
+  assert.deepEqual(await compile(db.sql, definition(tuned)), {
+    outcome: "verified",
+    differences: [],
+  });
+  const [flow] = await db.sql`select opt_max_attempts, opt_timeout from sluice.flows`;
+  assert.deepEqual({ ...flow }, { opt_max_attempts: 7, opt_timeout: 90 });
+  const [step] = await db
+    .sql`select opt_timeout, opt_base_delay from sluice.steps where step_slug = 'items'`;
+  assert.deepEqual({ ...step }, { opt_timeout: 5, opt_base_delay: 2 });
+});
+
+Deno.test("ensure_flow_compiled() reports a mismatch for each shape change and changes nothing in production", async () => {
+  await using db = await freshDatabase();
+  await compile(db.sql, definition(BASE));
+  const before = await counts(db.sql);
+  const changes: [string, FlowSpec, RegExp][] = [
+    [
+      "dependency",
+      { ...BASE, steps: BASE.steps.map((s) => s.slug === "total" ? { ...s, deps: ["items"] } : s) },
+      /step 2 \("total"\): deps compiled \["items", "load"\], definition \["items"\]/,
+    ],
+    [
+      "step type",
+      {
+        ...BASE,
+        steps: BASE.steps.map((s) =>
+          s.slug === "items" ? { ...s, type: "single", mapSource: null } : s
+        ),
+      },
+      /step 1 \("items"\): step_type compiled "map", definition "single"/,
+    ],
+    [
+      "condition",
+      { ...BASE, steps: BASE.steps.map((s) => s.slug === "total" ? { ...s, if: null } : s) },
+      /required_input_pattern compiled \{"load": \{"ok": true\}\}, definition null/,
+    ],
+    [
+      "order",
+      {
+        ...BASE,
+        steps: [{ slug: "load" }, { slug: "other" }, ...BASE.steps.slice(1)],
+      },
+      /step 1 \("items"\): step_slug compiled "items", definition "other"/,
+    ],
+    [
+      "queue mode",
+      { ...BASE, queueMode: "step" },
+      /queue mode: compiled flow, definition step/,
+    ],
+  ];
+  for (const [what, spec, pattern] of changes) {
+    const result = await compile(db.sql, definition(spec));
+    assert.equal(result.outcome, "mismatch", what);
+    assert.ok(result.differences.some((d) => pattern.test(d)), `${what}: ${result.differences}`);
+  }
+  assert.deepEqual(await counts(db.sql), before);
+});
+
+Deno.test("two concurrent startups of a new flow converge: one compiled, one verified", async () => {
+  await using db = await freshDatabase();
+  const clients = [db.connect(1), db.connect(1)];
+  const outcomes = await Promise.all(clients.map((c) => compile(c, definition(BASE))));
+  assert.deepEqual(outcomes.map((o) => o.outcome).sort(), ["compiled", "verified"]);
+  assert.equal((await counts(db.sql)).flows, 1);
+});
+
+Deno.test("an invalid definition is rejected with the offending value and leaves nothing behind", async () => {
+  await using db = await freshDatabase();
+  const cases: [string, (d: Definition) => void, RegExp][] = [
+    ["bad slug", (d) => d.flow_slug = "9lives", /flow_slug "9lives" is not a valid slug/],
+    [
+      "reserved step",
+      (d) => d.steps[0].step_slug = "run",
+      /has slug "run", which is not a valid step slug/,
+    ],
+    [
+      "unknown dep",
+      (d) => d.steps[2].deps = ["ghost"],
+      /step "total" depends on "ghost", which is not an earlier step/,
+    ],
+    [
+      "bad option",
+      (d) => d.steps[0].options.max_attempts = 0,
+      /options.max_attempts of step "load" must be a whole number >= 1, got 0/,
+    ],
+    [
+      "bad enum",
+      (d) => d.steps[0].when_unmet = "maybe",
+      /when_unmet of step "load" must be one of/,
+    ],
+    [
+      "route",
+      (d) => d.routes[1].queue_name = "elsewhere",
+      /route of step "items" of flow "shop" is "elsewhere", but SQL derives "shop"/,
+    ],
+    ["dup step", (d) => d.steps[1].step_slug = "LOAD", /has step "LOAD" twice/],
+    ["no steps", (d) => {
+      d.steps = [];
+      d.routes = [];
+    }, /flow "shop" has no steps/],
+  ];
+  for (const [what, mutate, pattern] of cases) {
+    const def = definition(BASE);
+    mutate(def);
+    await assert.rejects(compile(db.sql, def), pattern, what);
+  }
+  await assert.rejects(
+    compile(db.sql, definition(BASE), "staging"),
+    /environment must be 'production' or 'development', got 'staging'/,
+  );
+  assert.deepEqual(await counts(db.sql), {
+    flows: 0,
+    steps: 0,
+    deps: 0,
+    queues: 0,
+    aliases: 0,
+    pgmq_queues: 0,
+  });
+});
+
+Deno.test("compilation rejects a PGMQ queue that exists unowned, even spelled in another case, and creates nothing", async () => {
+  await using db = await freshDatabase();
+  await db.sql`select pgmq.create('Shop')`;
+  await assert.rejects(
+    compile(db.sql, definition(BASE)),
+    /queue "shop" of step "load" already exists in PGMQ \(as "Shop"\) but no sluice flow owns it/,
+  );
+  const step: FlowSpec = {
+    slug: "split",
+    queueMode: "step",
+    steps: [{ slug: "a" }, { slug: "b" }],
+  };
+  await db.sql`select pgmq.create('split__b')`;
+  await assert.rejects(
+    compile(db.sql, definition(step)),
+    /queue "split__b" of step "b" already exists in PGMQ/,
+  );
+  const after = await counts(db.sql);
+  assert.deepEqual({ flows: after.flows, queues: after.queues, pgmq: after.pgmq_queues }, {
+    flows: 0,
+    queues: 0,
+    pgmq: 2,
+  });
+});
+
+Deno.test("a step-queued flow gets exactly its step queues, private to it", async () => {
+  await using db = await freshDatabase();
+  const spec: FlowSpec = {
+    slug: "a_rather_long_flow_slug_for_names",
+    queueMode: "step",
+    steps: [{ slug: "short" }, { slug: "a_step_slug_that_is_too_long" }],
+  };
+  assert.equal((await compile(db.sql, definition(spec))).outcome, "compiled");
+  const queues = await db
+    .sql`select queue_name, ownership, owner_flow_slug from sluice.queues order by 1`;
+  assert.deepEqual(queues.map((q) => [q.queue_name, q.ownership, q.owner_flow_slug]), [
+    ["a_rather_long_flow_slug_for_names__1", "private", spec.slug],
+    ["a_rather_long_flow_slug_for_names__short", "private", spec.slug],
+  ]);
+  const [meta] = await db.sql`select count(*)::int as n from pgmq.meta`;
+  assert.equal(meta.n, 2, "no unused default queue");
+});
+
+Deno.test("SQL queue-name derivation: readable up to 47 characters, then the index fallback, then rejection", async () => {
+  await using db = await freshDatabase();
+  const flow40 = "f".repeat(40);
+  const rows = await db.sql`
+    select sluice.step_queue_name('Flow', 'Step', 0) as short,
+      sluice.step_queue_name(${flow40}, 'abcde', 3) as exactly47,
+      sluice.step_queue_name(${flow40}, 'abcdef', 3) as fallback
+  `;
+  assert.deepEqual({ ...rows[0] }, {
+    short: "flow__step",
+    exactly47: `${flow40}__abcde`,
+    fallback: `${flow40}__3`,
+  });
+  await assert.rejects(
+    db.sql`select sluice.step_queue_name(${"g".repeat(45)}, 'step', 12)`,
+    /both exceed 47 characters/,
+  );
+});
+
+Deno.test("development recompiles a changed flow only after its live workers drain", async () => {
+  await using db = await freshDatabase();
+  await compile(db.sql, definition(BASE));
+  await startFlow(db.sql, "shop", {});
+  const worker = await registerWorker(db.sql, "shop", "shop");
+  const changed: FlowSpec = { ...BASE, steps: [{ slug: "load" }] };
+
+  const first = await compile(db.sql, definition(changed), "development");
+  assert.equal(first.outcome, "draining");
+  assert.equal(first.live_workers, 1);
+  const [w] = await db.sql`select deprecated_at from sluice.workers where worker_id = ${worker}`;
+  assert.ok(w.deprecated_at instanceof Date, "the old worker is told to drain");
+  assert.equal((await counts(db.sql)).steps, 3, "nothing is deleted while it drains");
+
+  await db.sql`select sluice.stop_worker(${worker})`;
+  const second = await compile(db.sql, definition(changed), "development");
+  assert.equal(second.outcome, "recompiled");
+  assert.deepEqual(await counts(db.sql), {
+    flows: 1,
+    steps: 1,
+    deps: 0,
+    queues: 1,
+    aliases: 1,
+    pgmq_queues: 1,
+  });
+  const [runs] = await db.sql`select count(*)::int as n from sluice.runs`;
+  assert.equal(runs.n, 0, "development recompilation replaces the flow's data");
+});
