@@ -33,19 +33,29 @@ const MAP_KEYS = [...STEP_KEYS, "array"] as const;
 /** Which builder added the step. */
 export type StepKind = "step" | "array" | "map";
 
-/** Renders a value for an error message: strings quoted, everything else readable. */
+/** Renders a value for an error message: JSON where it is faithful, a description otherwise. */
 export function formatValue(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "function") return "a function";
-  if (typeof value === "symbol" || typeof value === "bigint") return String(value);
-  if (typeof value === "object" && value !== null) {
-    try {
-      return JSON.stringify(value) ?? String(value);
-    } catch {
-      return String(value);
+  switch (typeof value) {
+    case "string":
+      return JSON.stringify(value);
+    case "function":
+      return "a function";
+    case "bigint":
+      return `${value}n`;
+    case "object": {
+      if (value === null) return "null";
+      if (!Array.isArray(value) && !isPlainObject(value)) {
+        return `an instance of ${value.constructor?.name ?? "an unknown class"}`;
+      }
+      try {
+        return JSON.stringify(value);
+      } catch {
+        return Array.isArray(value) ? "an array" : "an object";
+      }
     }
+    default:
+      return String(value);
   }
-  return String(value);
 }
 
 /** Describes why `slug` breaks the slug rules, or returns `undefined` when it is valid. */
@@ -64,7 +74,7 @@ function slugProblem(slug: string): string | undefined {
 
 /** Describes why `value` is not a plain JSON object, or returns `undefined` when it is one. */
 function jsonObjectProblem(value: unknown): string | undefined {
-  if (!isPlainObject(value)) return "must be a plain JSON object";
+  if (!isPlainObject(value)) return `must be a plain JSON object, got ${formatValue(value)}`;
   return jsonProblem(value, "", new Set());
 }
 
@@ -86,7 +96,7 @@ function jsonProblem(value: unknown, path: string, ancestors: Set<object>): stri
       if (value === null) return undefined;
       if (ancestors.has(value)) return `holds a cycle${at}`;
       if (!Array.isArray(value) && !isPlainObject(value)) {
-        return `holds a non-plain object${at}`;
+        return `holds ${formatValue(value)}${at}`;
       }
       ancestors.add(value);
       const entries = Array.isArray(value)
@@ -100,7 +110,7 @@ function jsonProblem(value: unknown, path: string, ancestors: Set<object>): stri
       return undefined;
     }
     default:
-      return `holds ${typeof value === "function" ? "a function" : typeof value}${at}`;
+      return `holds ${value === undefined ? "undefined" : `a ${typeof value}`}${at}`;
   }
 }
 
@@ -196,12 +206,7 @@ class Rejecter {
     if (value === undefined) return null;
     const problem = jsonObjectProblem(value);
     if (problem !== undefined) {
-      throw this.reject(
-        "invalid_option",
-        key,
-        value,
-        `${key} ${problem}, got ${formatValue(value)}`,
-      );
+      throw this.reject("invalid_option", key, value, `${key} ${problem}`);
     }
     return deepFreeze(structuredClone(value) as JsonObject);
   }
