@@ -101,9 +101,7 @@ export async function compile(
   environment = "production",
 ): Promise<{ outcome: string; differences: string[]; live_workers?: number }> {
   const [row] = await sql`
-    select sluice.ensure_flow_compiled(${
-    json(sql, def)
-  }::jsonb, ${environment}) as result
+    select sluice.ensure_flow_compiled(${json(sql, def)}::jsonb, ${environment}) as result
   `;
   return row.result;
 }
