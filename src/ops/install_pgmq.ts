@@ -81,7 +81,16 @@ export async function installPgmq(sql: Sql): Promise<PgmqInstall> {
     // Decide under the lock: a concurrent migrator may have installed PGMQ while we waited.
     const choice = choosePgmqInstall(await detectPgmq(tx));
     if (choice === "extension") await tx.unsafe("create extension pgmq");
-    if (choice === "compat") await tx.unsafe(await readText(PGMQ_COMPAT_SQL_URL));
+    if (choice === "compat") {
+      const text = await readText(PGMQ_COMPAT_SQL_URL);
+      await tx.unsafe(text).catch((error) => {
+        const detail = error instanceof Error ? error.message : String(error);
+        throw new Error(
+          `Cannot install the PGMQ compatibility layer "${PGMQ_COMPAT_SQL_URL.href}": ${detail}`,
+          { cause: error },
+        );
+      });
+    }
     return choice;
   });
 }
