@@ -70,8 +70,12 @@ export type StepOutputs<Steps extends StepSignatures, Slugs extends keyof Steps>
   & { [K in Slugs as true extends Steps[K]["skippable"] ? K : never]?: Steps[K]["output"] }
 >;
 
-/** Flattens an intersection of object types into one object type, keeping `?` modifiers. */
-type Flatten<T> = { [K in keyof T]: T[K] };
+/**
+ * Flattens an intersection of object types into one object type, keeping `?` modifiers. The
+ * trailing `& NonNullable<unknown>` (that is, `& {}`) makes editors show the resolved object
+ * instead of the alias.
+ */
+type Flatten<T> = { [K in keyof T]: T[K] } & NonNullable<unknown>;
 
 /** The input of a single step: the flow input for a root step, its dependencies' outputs else. */
 type SingleInput<Input, Steps extends StepSignatures, Deps extends keyof Steps> = [Deps] extends
@@ -85,9 +89,10 @@ type ArrayStepSlug<Steps extends StepSignatures> = {
   [K in keyof Steps]: Steps[K]["output"] extends readonly unknown[] ? K : never;
 }[keyof Steps];
 
-/** Adds one step signature to a flow's signatures. */
+/** Adds one step signature to a flow's signatures (displayed resolved, see `Flatten`). */
 type WithStep<Steps extends StepSignatures, Slug extends string, Signature extends StepSignature> =
-  { [K in keyof Steps | Slug]: K extends Slug ? Signature : Steps[K] };
+  & { [K in keyof Steps | Slug]: K extends Slug ? Signature : Steps[K] }
+  & NonNullable<unknown>;
 
 /**
  * Blocks a root `.map()` at compile time when the flow input is not an array. The property name
