@@ -5,3 +5,5 @@
  */
 
 export * from "./src/dsl/mod.ts";
+export * from "./src/client/mod.ts";
+export * from "./src/worker/mod.ts";

@@ -1,0 +1,141 @@
+/**
+ * Errors the client throws for conditions callers handle: a flow whose compiled shape differs
+ * from its definition, a run that failed, a wait that timed out.
+ *
+ * @module
+ */
+
+/**
+ * Thrown by `compileFlow()` (and so by `startWorker()`) in production when the flow's concrete
+ * slug is already compiled with a different shape. Nothing was changed in the database. A
+ * compiled flow never changes shape: deploy the new shape under a new concrete slug.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { compileFlow, connect, Flow, FlowShapeMismatchError } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * const flow = new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1);
+ * try {
+ *   await compileFlow(sql, flow);
+ * } catch (error) {
+ *   if (error instanceof FlowShapeMismatchError) console.error(error.differences);
+ * }
+ * ```
+ */
+export class FlowShapeMismatchError extends Error {
+  override name = "FlowShapeMismatchError";
+  /** The concrete flow slug. */
+  readonly flowSlug: string;
+  /** Human-readable differences between the compiled flow and the definition. */
+  readonly differences: readonly string[];
+
+  /**
+   * @param flowSlug The concrete flow slug.
+   * @param differences What differs, one entry per difference.
+   */
+  constructor(flowSlug: string, differences: readonly string[]) {
+    super(
+      `Cannot compile flow ${JSON.stringify(flowSlug)}: the definition differs from the compiled ` +
+        `flow of that slug (${differences.length} ${
+          differences.length === 1 ? "difference" : "differences"
+        }):\n${differences.map((difference) => `  - ${difference}`).join("\n")}\n` +
+        `A compiled flow never changes shape in production. Deploy the new shape under a new ` +
+        `concrete slug (e.g. ${JSON.stringify(nextVersionSlug(flowSlug))}), start its workers, ` +
+        `then switch callers or the alias to it`,
+    );
+    this.flowSlug = flowSlug;
+    this.differences = Object.freeze([...differences]);
+  }
+}
+
+/** `orders` -> `orders_v2`, `orders_v2` -> `orders_v3`. */
+function nextVersionSlug(slug: string): string {
+  const match = /^(.*_v)(\d+)$/.exec(slug);
+  return match === null ? `${slug}_v2` : `${match[1]}${Number(match[2]) + 1}`;
+}
+
+/**
+ * Thrown by `waitForRun()` when the run failed.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, RunFailedError, waitForRun } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await waitForRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11", { timeoutMs: 10_000 });
+ * } catch (error) {
+ *   if (error instanceof RunFailedError) console.error(error.stepSlug, error.errorMessage);
+ * }
+ * ```
+ */
+export class RunFailedError extends Error {
+  override name = "RunFailedError";
+  /** The run id. */
+  readonly runId: string;
+  /** The concrete flow slug of the run. */
+  readonly flowSlug: string;
+  /** The step that failed the run, when known. */
+  readonly stepSlug: string | null;
+  /** The run's error message as stored in the database. */
+  readonly errorMessage: string;
+
+  /**
+   * @param details The run, its flow, the failing step and the stored error message.
+   */
+  constructor(
+    details: { runId: string; flowSlug: string; stepSlug: string | null; errorMessage: string },
+  ) {
+    super(
+      `Run ${details.runId} of flow ${JSON.stringify(details.flowSlug)} failed${
+        details.stepSlug === null ? "" : ` at step ${JSON.stringify(details.stepSlug)}`
+      }: ${details.errorMessage}`,
+    );
+    this.runId = details.runId;
+    this.flowSlug = details.flowSlug;
+    this.stepSlug = details.stepSlug;
+    this.errorMessage = details.errorMessage;
+  }
+}
+
+/**
+ * Thrown by `waitForRun()` when the run did not finish within the timeout. The run goes on.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, RunTimeoutError, waitForRun } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await waitForRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11", { timeoutMs: 1000 });
+ * } catch (error) {
+ *   if (error instanceof RunTimeoutError) console.error(error.runId, error.status);
+ * }
+ * ```
+ */
+export class RunTimeoutError extends Error {
+  override name = "RunTimeoutError";
+  /** The run id. */
+  readonly runId: string;
+  /** How long the caller waited, in milliseconds. */
+  readonly timeoutMs: number;
+  /** The run's status when the wait ended. */
+  readonly status: string;
+
+  /**
+   * @param runId The run id.
+   * @param timeoutMs The timeout that passed.
+   * @param status The run's last seen status.
+   */
+  constructor(runId: string, timeoutMs: number, status: string) {
+    super(
+      `Cannot wait for run ${runId}: it did not finish within ${timeoutMs} ms (status ${
+        JSON.stringify(status)
+      }); the run goes on`,
+    );
+    this.runId = runId;
+    this.timeoutMs = timeoutMs;
+    this.status = status;
+  }
+}

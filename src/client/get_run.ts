@@ -1,0 +1,230 @@
+/**
+ * `getRun()`: a run and the state of each of its steps.
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+import type { Json } from "../dsl/json.ts";
+import { assertUuid } from "./_uuid.ts";
+
+/**
+ * A run's status: `started` until every step is resolved, then `completed` or `failed`.
+ *
+ * @example Usage
+ * ```ts
+ * import type { RunStatus } from "@sluice/sluice";
+ *
+ * const status: RunStatus = "completed";
+ * ```
+ */
+export type RunStatus = "started" | "completed" | "failed";
+
+/**
+ * A step's status within a run.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepStatus } from "@sluice/sluice";
+ *
+ * const status: StepStatus = "skipped";
+ * ```
+ */
+export type StepStatus = "created" | "started" | "completed" | "failed" | "skipped" | "cancelled";
+
+/**
+ * Why a step was skipped.
+ *
+ * @example Usage
+ * ```ts
+ * import type { SkipReason } from "@sluice/sluice";
+ *
+ * const reason: SkipReason = "condition_unmet";
+ * ```
+ */
+export type SkipReason = "condition_unmet" | "retries_exhausted" | "dependency_skipped";
+
+/**
+ * One step of a run.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, getRun, type StepState } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * const run = await getRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11");
+ * const failed: StepState[] = run?.steps.filter((step) => step.status === "failed") ?? [];
+ * ```
+ */
+export interface StepState {
+  /** The step slug. */
+  readonly stepSlug: string;
+  /** The step's status. */
+  readonly status: StepStatus;
+  /** Dependencies not resolved yet. */
+  readonly remainingDeps: number;
+  /** Tasks the step started with (`null` until it starts). */
+  readonly initialTasks: number | null;
+  /** Tasks not completed yet (`null` until it starts). */
+  readonly remainingTasks: number | null;
+  /** The step output once completed (an array for a map step). */
+  readonly output: Json | null;
+  /** Why it was skipped, for a skipped step. */
+  readonly skipReason: SkipReason | null;
+  /** The last error, for a failed step or one skipped after its retries ran out. */
+  readonly errorMessage: string | null;
+  readonly createdAt: Date;
+  readonly startedAt: Date | null;
+  readonly completedAt: Date | null;
+  readonly failedAt: Date | null;
+  readonly skippedAt: Date | null;
+  readonly cancelledAt: Date | null;
+}
+
+/**
+ * A run with its step states (in step order).
+ *
+ * @typeParam Input The run input type.
+ * @typeParam Output The run output type.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, getRun, type RunState } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * const run: RunState | null = await getRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11");
+ * console.log(run?.status, run?.steps.map((step) => `${step.stepSlug}=${step.status}`));
+ * ```
+ */
+export interface RunState<Input = Json, Output = Json> {
+  /** The run id. */
+  readonly runId: string;
+  /** The concrete flow slug. */
+  readonly flowSlug: string;
+  /** The name the run was started with (an alias or the concrete slug). */
+  readonly startedVia: string;
+  /** The run's status. */
+  readonly status: RunStatus;
+  /** The run input. */
+  readonly input: Input;
+  /** The outputs of the completed leaf steps keyed by slug, once completed. */
+  readonly output: Output | null;
+  /** Why the run failed. */
+  readonly errorMessage: string | null;
+  /** Steps not resolved yet. */
+  readonly remainingSteps: number;
+  readonly startedAt: Date;
+  readonly completedAt: Date | null;
+  readonly failedAt: Date | null;
+  /** The steps, in definition order. */
+  readonly steps: readonly StepState[];
+}
+
+interface RawRun {
+  run_id: string;
+  flow_slug: string;
+  started_via: string;
+  status: RunStatus;
+  input: Json;
+  output: Json | null;
+  error_message: string | null;
+  remaining_steps: number;
+  started_at: Date;
+  completed_at: Date | null;
+  failed_at: Date | null;
+  steps: {
+    step_slug: string;
+    status: StepStatus;
+    remaining_deps: number;
+    initial_tasks: number | null;
+    remaining_tasks: number | null;
+    output: Json | null;
+    skip_reason: SkipReason | null;
+    error_message: string | null;
+    created_at: string;
+    started_at: string | null;
+    completed_at: string | null;
+    failed_at: string | null;
+    skipped_at: string | null;
+    cancelled_at: string | null;
+  }[];
+}
+
+/**
+ * Reads a run and its step states in one consistent snapshot.
+ *
+ * @typeParam Input The run input type (not checked).
+ * @typeParam Output The run output type (not checked).
+ * @param sql The database client.
+ * @param runId The run id.
+ * @returns The run, or `null` when no run has that id.
+ * @throws {TypeError} When `runId` is not a UUID.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, getRun } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * const run = await getRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11");
+ * if (run?.status === "failed") console.error(run.errorMessage);
+ * ```
+ */
+export async function getRun<Input = Json, Output = Json>(
+  sql: Sql,
+  runId: string,
+): Promise<RunState<Input, Output> | null> {
+  assertUuid(runId, "Cannot get run");
+  const rows = await sql<RawRun[]>`
+    select r.run_id, r.flow_slug, r.started_via, r.status, r.input, r.output, r.error_message,
+      r.remaining_steps, r.started_at, r.completed_at, r.failed_at,
+      coalesce((
+        select jsonb_agg(jsonb_build_object(
+          'step_slug', ss.step_slug, 'status', ss.status, 'remaining_deps', ss.remaining_deps,
+          'initial_tasks', ss.initial_tasks, 'remaining_tasks', ss.remaining_tasks,
+          'output', ss.output, 'skip_reason', ss.skip_reason, 'error_message', ss.error_message,
+          'created_at', ss.created_at, 'started_at', ss.started_at,
+          'completed_at', ss.completed_at, 'failed_at', ss.failed_at,
+          'skipped_at', ss.skipped_at, 'cancelled_at', ss.cancelled_at
+        ) order by s.step_index)
+        from sluice.step_states ss
+        join sluice.steps s on s.flow_slug = ss.flow_slug and s.step_slug = ss.step_slug
+        where ss.run_id = r.run_id
+      ), '[]'::jsonb) as steps
+    from sluice.runs r
+    where r.run_id = ${runId}::uuid`;
+  if (rows.length === 0) return null;
+  const run = rows[0];
+  return {
+    runId: run.run_id,
+    flowSlug: run.flow_slug,
+    startedVia: run.started_via,
+    status: run.status,
+    input: run.input as Input,
+    output: run.output as Output | null,
+    errorMessage: run.error_message,
+    remainingSteps: run.remaining_steps,
+    startedAt: run.started_at,
+    completedAt: run.completed_at,
+    failedAt: run.failed_at,
+    steps: run.steps.map((step) => ({
+      stepSlug: step.step_slug,
+      status: step.status,
+      remainingDeps: step.remaining_deps,
+      initialTasks: step.initial_tasks,
+      remainingTasks: step.remaining_tasks,
+      output: step.output,
+      skipReason: step.skip_reason,
+      errorMessage: step.error_message,
+      createdAt: new Date(step.created_at),
+      startedAt: toDate(step.started_at),
+      completedAt: toDate(step.completed_at),
+      failedAt: toDate(step.failed_at),
+      skippedAt: toDate(step.skipped_at),
+      cancelledAt: toDate(step.cancelled_at),
+    })),
+  };
+}
+
+function toDate(value: string | null): Date | null {
+  return value === null ? null : new Date(value);
+}

@@ -1,0 +1,166 @@
+/**
+ * `waitForRun()`: resolves with a run's output once it completes.
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+import type { Json } from "../dsl/json.ts";
+import type { DeployableFlow, FlowOutput } from "../dsl/types.ts";
+import { assertUuid } from "./_uuid.ts";
+import { RunFailedError, RunTimeoutError } from "./errors.ts";
+
+/**
+ * Options of {@linkcode waitForRun}.
+ *
+ * @typeParam F The flow whose output type the result takes (`never`: untyped JSON).
+ *
+ * @example Usage
+ * ```ts
+ * import type { WaitForRunOptions } from "@sluice/sluice";
+ *
+ * const options: WaitForRunOptions = { timeoutMs: 30_000 };
+ * ```
+ */
+export interface WaitForRunOptions<F extends DeployableFlow = never> {
+  /** How long to wait before rejecting with `RunTimeoutError`, in milliseconds. */
+  readonly timeoutMs: number;
+  /**
+   * The first interval between checks; it grows by half after each check up to
+   * `maxPollIntervalMs`.
+   *
+   * @default {50}
+   */
+  readonly pollIntervalMs?: number;
+  /**
+   * The longest interval between checks.
+   *
+   * @default {250}
+   */
+  readonly maxPollIntervalMs?: number;
+  /** The run's flow: types the result as its output (only its type is used). */
+  readonly flow?: F;
+  /** Aborts the wait (rejects with the signal's reason). */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The output type `waitForRun()` resolves with: the flow's output when a flow type is known,
+ * otherwise any JSON value.
+ *
+ * @typeParam F A flow type, or `never`.
+ *
+ * @example Usage
+ * ```ts
+ * import type { Json, WaitForRunOutput } from "@sluice/sluice";
+ *
+ * const output: WaitForRunOutput<never> = { any: ["json"] } satisfies Json;
+ * ```
+ */
+export type WaitForRunOutput<F extends DeployableFlow> = [F] extends [never] ? Json
+  : FlowOutput<F>;
+
+/**
+ * Waits until a run finishes by polling it (every 50 ms at first, backing off to 250 ms).
+ * Resolves with the run output (the outputs of its completed leaf steps, keyed by slug); typed as
+ * the flow's output when the flow is passed as `flow` or given as the type argument.
+ *
+ * @typeParam F The run's flow type.
+ * @param sql The database client.
+ * @param runId The run id.
+ * @param options The timeout, poll intervals, the flow (for the output type) and a signal.
+ * @returns The run output.
+ * @throws {RunFailedError} When the run failed (with the step and the error message).
+ * @throws {RunTimeoutError} When the run did not finish within `timeoutMs`.
+ * @throws {RangeError} When no run has that id.
+ * @throws {TypeError} When `runId` is not a UUID.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, Flow, startFlow, waitForRun } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * const flow = new Flow<{ n: number }>({ slug: "math" })
+ *   .step({ slug: "double" }, (input) => input.n * 2);
+ * const runId = await startFlow(sql, flow, { n: 21 });
+ * const output = await waitForRun(sql, runId, { timeoutMs: 10_000, flow });
+ * console.log(output.double); // 42
+ * ```
+ */
+export async function waitForRun<F extends DeployableFlow = never>(
+  sql: Sql,
+  runId: string,
+  options: WaitForRunOptions<F>,
+): Promise<WaitForRunOutput<F>> {
+  assertUuid(runId, "Cannot wait for run");
+  const { timeoutMs } = options;
+  if (typeof timeoutMs !== "number" || !(timeoutMs >= 0)) {
+    throw new RangeError(
+      `Cannot wait for run ${runId}: timeoutMs must be a number >= 0, got ${String(timeoutMs)}`,
+    );
+  }
+  let interval = positive(options.pollIntervalMs ?? 50, "pollIntervalMs", runId);
+  const maxInterval = Math.max(
+    interval,
+    positive(options.maxPollIntervalMs ?? 250, "maxPollIntervalMs", runId),
+  );
+  const deadline = Date.now() + timeoutMs;
+  const signal = options.signal;
+
+  for (;;) {
+    signal?.throwIfAborted();
+    const rows = await sql<
+      {
+        status: string;
+        output: Json | null;
+        error_message: string | null;
+        flow_slug: string;
+        failed_step: string | null;
+      }[]
+    >`
+      select r.status, r.output, r.error_message, r.flow_slug,
+        (select ss.step_slug from sluice.step_states ss
+         where ss.run_id = r.run_id and ss.status = 'failed' limit 1) as failed_step
+      from sluice.runs r where r.run_id = ${runId}::uuid`;
+    if (rows.length === 0) {
+      throw new RangeError(`Cannot wait for run ${runId}: no such run`);
+    }
+    const run = rows[0];
+    if (run.status === "completed") return run.output as WaitForRunOutput<F>;
+    if (run.status === "failed") {
+      throw new RunFailedError({
+        runId,
+        flowSlug: run.flow_slug,
+        stepSlug: run.failed_step,
+        errorMessage: run.error_message ?? "(no error message)",
+      });
+    }
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw new RunTimeoutError(runId, timeoutMs, run.status);
+    await delay(Math.min(interval, remaining), signal);
+    interval = Math.min(maxInterval, interval * 1.5);
+  }
+}
+
+function positive(value: number, name: string, runId: string): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new RangeError(
+      `Cannot wait for run ${runId}: ${name} must be a positive number, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

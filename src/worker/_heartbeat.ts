@@ -1,0 +1,99 @@
+/**
+ * The worker's heartbeat: every interval it refreshes the worker row (learning whether the worker
+ * was deprecated) and, at most once per stalled-check interval, runs stalled-task recovery. A
+ * failed call is logged (transient ones once per outage) and simply tried again next time.
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+import { describeError, isTransientDatabaseError } from "./_errors.ts";
+import { heartbeatWorker, requeueStalledTasks } from "./_queries.ts";
+import { type OutageTracker, sleep } from "./_retry.ts";
+import type { Logger } from "./logger.ts";
+
+/** Settings of a {@linkcode Heartbeat}. */
+export interface HeartbeatSettings {
+  readonly workerId: string;
+  readonly intervalMs: number;
+  readonly stalledCheckIntervalMs: number;
+  /** Called once, when the database says the worker is deprecated. */
+  readonly onDeprecated: () => void;
+}
+
+/** Runs the heartbeat loop until stopped. */
+export class Heartbeat {
+  #sql: Sql;
+  #logger: Logger;
+  #outage: OutageTracker;
+  #settings: HeartbeatSettings;
+  #stop = new AbortController();
+  #loop: Promise<void> | null = null;
+  #lastStalledCheck = Number.NEGATIVE_INFINITY;
+  #deprecated = false;
+
+  constructor(sql: Sql, logger: Logger, outage: OutageTracker, settings: HeartbeatSettings) {
+    this.#sql = sql;
+    this.#logger = logger;
+    this.#outage = outage;
+    this.#settings = settings;
+  }
+
+  /** Starts the loop; the first beat comes after one interval. */
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Stops the loop and waits for a beat in progress. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#loop;
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      await sleep(this.#settings.intervalMs, signal);
+      if (signal.aborted) break;
+      await this.#beat();
+      if (signal.aborted) break;
+      if (Date.now() - this.#lastStalledCheck >= this.#settings.stalledCheckIntervalMs) {
+        this.#lastStalledCheck = Date.now();
+        await this.#requeueStalled();
+      }
+    }
+  }
+
+  async #beat(): Promise<void> {
+    try {
+      const { deprecated } = await heartbeatWorker(this.#sql, this.#settings.workerId);
+      this.#outage.answered();
+      if (deprecated && !this.#deprecated) {
+        this.#deprecated = true;
+        this.#logger.info("worker deprecated: draining and stopping");
+        this.#settings.onDeprecated();
+      }
+    } catch (error) {
+      this.#failed("heartbeat_worker", error);
+    }
+  }
+
+  async #requeueStalled(): Promise<void> {
+    try {
+      const handled = await requeueStalledTasks(this.#sql);
+      this.#outage.answered();
+      if (handled > 0) this.#logger.info("stalled tasks recovered", { tasks: handled });
+    } catch (error) {
+      this.#failed("requeue_stalled_tasks", error);
+    }
+  }
+
+  #failed(operation: string, error: unknown): void {
+    if (isTransientDatabaseError(error)) {
+      this.#outage.failed(operation, error);
+    } else {
+      this.#outage.answered();
+      this.#logger.error(`${operation} failed`, { error: describeError(error) });
+    }
+  }
+}

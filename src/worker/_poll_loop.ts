@@ -1,0 +1,249 @@
+/**
+ * The poll loop: keeps up to `maxConcurrent` tasks in flight, reading only as many messages as
+ * there are free slots, claiming them through `sluice.start_tasks`, and starting each claimed task
+ * at once. There is no per-batch barrier: every task finishes on its own and frees its slot, and
+ * the loop reads again as soon as a slot is free, so one slow task never holds up the others.
+ *
+ * When a read finds nothing the loop waits for a NOTIFY about its queue (or the poll interval,
+ * whichever comes first); without LISTEN the read itself long-polls (`pgmq.read_with_poll`).
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+import type { StepHandler } from "../dsl/step_definition.ts";
+import { describeError } from "./_errors.ts";
+import type { QueueListener } from "./_queue_listener.ts";
+import {
+  type ClaimedTask,
+  type ClaimResult,
+  readAndClaim,
+  type ReadMode,
+  type SupportedRoute,
+} from "./_queries.ts";
+import type { ResultReporter } from "./_result_reporter.ts";
+import { backoffDelay, type OutageTracker, retryTransient, sleep } from "./_retry.ts";
+import { executeTask, type ExecutionEnvironment } from "./_task_executor.ts";
+import type { Logger } from "./logger.ts";
+
+/** Settings of a {@linkcode PollLoop}. */
+export interface PollLoopSettings {
+  readonly queue: string;
+  readonly workerId: string;
+  readonly supported: readonly SupportedRoute[];
+  readonly handlers: ReadonlyMap<string, StepHandler>;
+  readonly maxConcurrent: number;
+  readonly batchSize: number;
+  readonly visibilityTimeout: number;
+  readonly pollIntervalMs: number;
+  readonly maxPollSeconds: number;
+  /** `null`: no LISTEN connection, the read long-polls. */
+  readonly listener: QueueListener | null;
+}
+
+/** How the loop ended. */
+export type PollLoopEnd =
+  | { readonly kind: "stopped" }
+  | { readonly kind: "fatal"; readonly claim: ClaimResult };
+
+/** Interval between checks inside `pgmq.read_with_poll` when long-polling. */
+const LONG_POLL_INTERVAL_MS = 100;
+
+/** A promise that resolves on the next `fire()`. */
+class Pulse {
+  #waiters: (() => void)[] = [];
+
+  fire(): void {
+    for (const resolve of this.#waiters.splice(0)) resolve();
+  }
+
+  next(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      this.#waiters.push(done);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+}
+
+/** Reads, claims and dispatches tasks of one queue. */
+export class PollLoop {
+  #sql: Sql;
+  #logger: Logger;
+  #outage: OutageTracker;
+  #reporter: ResultReporter;
+  #settings: PollLoopSettings;
+  #execution: ExecutionEnvironment;
+  #inFlight = new Set<Promise<void>>();
+  #capacity = new Pulse();
+  #mode: ReadMode;
+
+  constructor(
+    sql: Sql,
+    logger: Logger,
+    outage: OutageTracker,
+    reporter: ResultReporter,
+    settings: PollLoopSettings,
+    execution: ExecutionEnvironment,
+  ) {
+    this.#sql = sql;
+    this.#logger = logger;
+    this.#outage = outage;
+    this.#reporter = reporter;
+    this.#settings = settings;
+    this.#execution = execution;
+    this.#mode = settings.listener === null
+      ? {
+        kind: "long_poll",
+        maxPollSeconds: settings.maxPollSeconds,
+        pollIntervalMs: LONG_POLL_INTERVAL_MS,
+      }
+      : { kind: "read" };
+  }
+
+  /** Tasks currently executing. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Wakes the loop when the reporter made progress (its backlog limits reading). */
+  capacityChanged(): void {
+    this.#capacity.fire();
+  }
+
+  /** Runs until `stop` aborts (ends `stopped`) or a claim comes back fatal. */
+  async run(stop: AbortSignal): Promise<PollLoopEnd> {
+    const { maxConcurrent, batchSize, listener } = this.#settings;
+    let errors = 0;
+    while (!stop.aborted) {
+      while (!stop.aborted && !this.#hasCapacity()) await this.#capacity.next(stop);
+      if (stop.aborted) break;
+
+      const quantity = Math.min(batchSize, maxConcurrent - this.#inFlight.size);
+      const sequence = listener?.sequence ?? 0;
+      let claim: ClaimResult;
+      try {
+        claim = await retryTransient(
+          () =>
+            readAndClaim(this.#sql, {
+              queue: this.#settings.queue,
+              visibilityTimeout: this.#settings.visibilityTimeout,
+              quantity,
+              workerId: this.#settings.workerId,
+              supported: this.#settings.supported,
+              mode: this.#mode,
+              signal: this.#mode.kind === "long_poll" ? stop : undefined,
+            }),
+          { operation: "read and claim", outage: this.#outage, signal: stop },
+        );
+        errors = 0;
+      } catch (error) {
+        if (stop.aborted) break;
+        errors++;
+        this.#logger.error("cannot read and claim tasks: retrying", {
+          error: describeError(error),
+          consecutive_errors: errors,
+        });
+        await sleep(backoffDelay(errors), stop);
+        continue;
+      }
+
+      if (claim.outcome === "fatal") return { kind: "fatal", claim };
+      for (const task of claim.tasks) this.#dispatch(task);
+      if (claim.duplicates.length > 0 || claim.archived.length > 0) {
+        this.#logger.debug("messages not claimed", {
+          duplicates: claim.duplicates,
+          archived: claim.archived,
+        });
+      }
+      if (claim.messageIds.length === 0 && listener !== null) {
+        await listener.wait(sequence, this.#settings.pollIntervalMs, stop);
+      }
+    }
+    return { kind: "stopped" };
+  }
+
+  /**
+   * Resolves `true` once no task is in flight, or `false` when `timeoutMs` passes first
+   * (`null`: no limit).
+   */
+  async drained(timeoutMs: number | null): Promise<boolean> {
+    const deadline = timeoutMs === null ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
+    while (this.#inFlight.size > 0) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) return false;
+      const timeout = new AbortController();
+      const timer = Number.isFinite(remaining)
+        ? setTimeout(() => timeout.abort(), remaining)
+        : undefined;
+      await Promise.race([Promise.race(this.#inFlight), this.#capacity.next(timeout.signal)]);
+      clearTimeout(timer);
+      timeout.abort();
+    }
+    return true;
+  }
+
+  #hasCapacity(): boolean {
+    const max = this.#settings.maxConcurrent;
+    return this.#inFlight.size < max && this.#reporter.backlog < max;
+  }
+
+  #dispatch(task: ClaimedTask): void {
+    const handler = this.#settings.handlers.get(task.stepSlug);
+    const started = Date.now();
+    const fields = {
+      run_id: task.runId,
+      step_slug: task.stepSlug,
+      task_index: task.taskIndex,
+      attempt: task.attempt,
+    };
+    this.#logger.debug("task started", { ...fields, message_id: task.messageId });
+    const running = (async () => {
+      if (handler === undefined) {
+        // start_tasks only hands out supported routes, and those come from the flow's steps.
+        throw new Error(`no handler for step "${task.stepSlug}"`);
+      }
+      const outcome = await executeTask(task, handler, this.#execution);
+      const duration = Date.now() - started;
+      if (outcome.kind === "completed") {
+        this.#logger.debug("task succeeded", { ...fields, duration_ms: duration });
+        this.#reporter.complete({
+          runId: task.runId,
+          stepSlug: task.stepSlug,
+          taskIndex: task.taskIndex,
+          attempt: task.attempt,
+          outputJson: outcome.outputJson,
+        });
+      } else {
+        const log = outcome.reason === "timeout" || outcome.reason === "shutdown"
+          ? this.#logger.warn
+          : this.#logger.info;
+        log.call(this.#logger, "task attempt failed", {
+          ...fields,
+          duration_ms: duration,
+          reason: outcome.reason,
+          retry_delay_seconds: outcome.retryDelaySeconds,
+          error: outcome.error.split("\n", 1)[0].slice(0, 300),
+        });
+        this.#reporter.fail({
+          runId: task.runId,
+          stepSlug: task.stepSlug,
+          taskIndex: task.taskIndex,
+          attempt: task.attempt,
+          error: outcome.error,
+          retryDelaySeconds: outcome.retryDelaySeconds,
+        });
+      }
+    })().catch((error) => {
+      this.#logger.error("task dispatch failed", { ...fields, error: describeError(error) });
+    }).finally(() => {
+      this.#inFlight.delete(running);
+      this.#capacity.fire();
+    });
+    this.#inFlight.add(running);
+  }
+}

@@ -1,0 +1,259 @@
+/**
+ * Every SQL statement the worker runs, one function each, typed on both sides. The SQL functions
+ * and their JSON shapes are described in docs/internals/contracts.md §3.
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+
+/** One `(flow_slug, step_slug)` pair a worker can run. */
+export interface SupportedRoute {
+  flow_slug: string;
+  step_slug: string;
+}
+
+/** A task the worker claimed: identity, attempt, timeout and the handler's arguments. */
+export interface ClaimedTask {
+  /** The PGMQ message id (decimal string) on the worker's queue. */
+  readonly messageId: string;
+  readonly flowSlug: string;
+  readonly runId: string;
+  readonly stepSlug: string;
+  readonly taskIndex: number;
+  /** One-based attempt number (includes this one). */
+  readonly attempt: number;
+  /** The effective step timeout in seconds. */
+  readonly timeoutSeconds: number;
+  readonly input: unknown;
+  readonly flowInput: unknown;
+}
+
+/** A message `start_tasks` classified as work this worker must not touch. */
+export interface FatalMessage {
+  readonly messageId: string;
+  /** `missing`, `wrong_queue` or `unsupported`. */
+  readonly class: string;
+}
+
+/** What one read-and-claim round trip returned. */
+export interface ClaimResult {
+  readonly outcome: "claimed" | "fatal";
+  /** Every message id the read returned (claimed or not). */
+  readonly messageIds: readonly string[];
+  readonly tasks: readonly ClaimedTask[];
+  readonly duplicates: readonly string[];
+  readonly archived: readonly string[];
+  readonly fatal: readonly FatalMessage[];
+}
+
+/** How a read waits for messages. */
+export type ReadMode =
+  | { readonly kind: "read" }
+  | {
+    readonly kind: "long_poll";
+    readonly maxPollSeconds: number;
+    readonly pollIntervalMs: number;
+  };
+
+/** Arguments of {@linkcode readAndClaim}. */
+export interface ReadAndClaimArgs {
+  readonly queue: string;
+  readonly visibilityTimeout: number;
+  readonly quantity: number;
+  readonly workerId: string;
+  readonly supported: readonly SupportedRoute[];
+  readonly mode: ReadMode;
+  /** Cancels the statement (used to end a long poll at shutdown). */
+  readonly signal?: AbortSignal;
+}
+
+interface RawClaim {
+  outcome: "claimed" | "fatal";
+  tasks: {
+    message_id: string;
+    flow_slug: string;
+    run_id: string;
+    step_slug: string;
+    task_index: number;
+    attempt: number;
+    timeout_seconds: number;
+    input: unknown;
+    flow_input: unknown;
+  }[];
+  duplicates: string[];
+  archived: string[];
+  fatal: { message_id: string; class: string }[];
+}
+
+/**
+ * Reads up to `quantity` visible messages and claims them with `sluice.start_tasks`, in one
+ * statement and so in one transaction: when the claim fails (a lost connection, an error), the
+ * read's visibility change rolls back with it and the messages stay visible, instead of hiding
+ * for the read's visibility timeout. The materialized CTE makes the read happen exactly once,
+ * before the claim sees its ids.
+ */
+export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<ClaimResult> {
+  const supported = JSON.stringify(args.supported);
+  const query = args.mode.kind === "read"
+    ? sql<{ message_ids: string[]; claim: RawClaim }[]>`
+      with batch as materialized (
+        select coalesce(array_agg(m.msg_id order by m.msg_id), '{}'::bigint[]) as ids
+        from pgmq.read(${args.queue}, ${args.visibilityTimeout}::integer, ${args.quantity}::integer) m
+      )
+      select b.ids::text[] as message_ids,
+        sluice.start_tasks(${args.queue}, b.ids, ${args.workerId}::uuid, ${supported}::text::jsonb) as claim
+      from batch b`
+    : sql<{ message_ids: string[]; claim: RawClaim }[]>`
+      with batch as materialized (
+        select coalesce(array_agg(m.msg_id order by m.msg_id), '{}'::bigint[]) as ids
+        from pgmq.read_with_poll(
+          ${args.queue}, ${args.visibilityTimeout}::integer, ${args.quantity}::integer,
+          ${args.mode.maxPollSeconds}::integer, ${args.mode.pollIntervalMs}::integer
+        ) m
+      )
+      select b.ids::text[] as message_ids,
+        sluice.start_tasks(${args.queue}, b.ids, ${args.workerId}::uuid, ${supported}::text::jsonb) as claim
+      from batch b`;
+  const cancel = () => query.cancel();
+  args.signal?.addEventListener("abort", cancel, { once: true });
+  try {
+    const [row] = await query;
+    const claim = row.claim;
+    return {
+      outcome: claim.outcome,
+      messageIds: row.message_ids,
+      tasks: claim.tasks.map((task) => ({
+        messageId: task.message_id,
+        flowSlug: task.flow_slug,
+        runId: task.run_id,
+        stepSlug: task.step_slug,
+        taskIndex: task.task_index,
+        attempt: task.attempt,
+        timeoutSeconds: task.timeout_seconds,
+        input: task.input,
+        flowInput: task.flow_input,
+      })),
+      duplicates: claim.duplicates,
+      archived: claim.archived,
+      fatal: claim.fatal.map((entry) => ({ messageId: entry.message_id, class: entry.class })),
+    };
+  } finally {
+    args.signal?.removeEventListener("abort", cancel);
+  }
+}
+
+/** The worker function row, as far as the worker cares. */
+export interface WorkerFunctionRow {
+  readonly functionName: string;
+  readonly enabled: boolean;
+  readonly restartPausedAt: Date | null;
+  readonly pauseReason: string | null;
+}
+
+/** `sluice.track_worker_function`: creates or touches the worker function row. */
+export async function trackWorkerFunction(
+  sql: Sql,
+  functionName: string,
+): Promise<WorkerFunctionRow> {
+  const [row] = await sql<
+    {
+      function_name: string;
+      enabled: boolean;
+      restart_paused_at: Date | null;
+      pause_reason: string | null;
+    }[]
+  >`select function_name, enabled, restart_paused_at, pause_reason
+    from sluice.track_worker_function(${functionName})`;
+  return {
+    functionName: row.function_name,
+    enabled: row.enabled,
+    restartPausedAt: row.restart_paused_at,
+    pauseReason: row.pause_reason,
+  };
+}
+
+/** `sluice.register_worker`: inserts the worker row. */
+export async function registerWorker(
+  sql: Sql,
+  worker: {
+    workerId: string;
+    functionName: string;
+    queue: string;
+    flowSlug: string;
+    stepSlug: string | null;
+  },
+): Promise<void> {
+  await sql`select sluice.register_worker(
+    ${worker.workerId}::uuid, ${worker.functionName}, ${worker.queue}, ${worker.flowSlug},
+    ${worker.stepSlug}::text
+  )`;
+}
+
+/** `sluice.heartbeat_worker`: refreshes the heartbeat; tells whether the worker is deprecated. */
+export async function heartbeatWorker(
+  sql: Sql,
+  workerId: string,
+): Promise<{ deprecated: boolean }> {
+  const [row] = await sql<{ result: { deprecated: boolean } }[]>`
+    select sluice.heartbeat_worker(${workerId}::uuid) as result`;
+  return { deprecated: row.result.deprecated === true };
+}
+
+/** `sluice.stop_worker`: marks the worker stopped. */
+export async function stopWorker(sql: Sql, workerId: string): Promise<void> {
+  await sql`select sluice.stop_worker(${workerId}::uuid)`;
+}
+
+/** `sluice.requeue_stalled_tasks`: how many stalled tasks were requeued or failed. */
+export async function requeueStalledTasks(sql: Sql): Promise<number> {
+  const [row] = await sql<{ handled: number }[]>`
+    select sluice.requeue_stalled_tasks() as handled`;
+  return row.handled;
+}
+
+/** One successful result; `outputJson` is the handler output already serialized. */
+export interface TaskResult {
+  readonly runId: string;
+  readonly stepSlug: string;
+  readonly taskIndex: number;
+  readonly outputJson: string;
+}
+
+/**
+ * `sluice.complete_tasks`: reports a batch of results; returns how many were applied (the rest
+ * were late or duplicate reports). The outputs are spliced in as they were serialized.
+ */
+export async function completeTasks(sql: Sql, results: readonly TaskResult[]): Promise<number> {
+  const body = "[" +
+    results.map((result) =>
+      `{"run_id":${JSON.stringify(result.runId)},"step_slug":${
+        JSON.stringify(result.stepSlug)
+      },"task_index":${result.taskIndex},"output":${result.outputJson}}`
+    ).join(",") + "]";
+  const [row] = await sql<{ applied: number }[]>`
+    select sluice.complete_tasks(${body}::text::jsonb) as applied`;
+  return row.applied;
+}
+
+/** What `sluice.fail_task` did. */
+export type FailOutcome = "retried" | "failed" | "ignored";
+
+/** `sluice.fail_task`: reports a failed attempt. */
+export async function failTask(
+  sql: Sql,
+  failure: {
+    runId: string;
+    stepSlug: string;
+    taskIndex: number;
+    error: string;
+    retryDelaySeconds: number | null;
+  },
+): Promise<FailOutcome> {
+  const [row] = await sql<{ outcome: FailOutcome }[]>`
+    select sluice.fail_task(
+      ${failure.runId}::uuid, ${failure.stepSlug}, ${failure.taskIndex}::integer, ${failure.error},
+      ${failure.retryDelaySeconds}::double precision
+    ) as outcome`;
+  return row.outcome;
+}

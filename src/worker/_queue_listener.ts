@@ -1,0 +1,136 @@
+/**
+ * Wakes an idle worker when its queue gets messages: a dedicated session connection LISTENs on
+ * `sluice_queue_ready` (the SQL core notifies it with the queue name whenever a committing
+ * transaction makes messages visible on a queue).
+ *
+ * Lost wakeups are avoided with a sequence number: the poll loop notes it before reading, and
+ * waits only while it is unchanged, so a notification that arrives between an empty read and the
+ * start of the wait ends the wait at once. After the connection is lost it is re-established with
+ * backoff, and the sequence is bumped when listening resumes, since notifications sent meanwhile
+ * are gone.
+ *
+ * @module
+ */
+
+import postgres, { type Sql } from "postgres";
+import { describeError } from "./_errors.ts";
+import { backoffDelay, sleep } from "./_retry.ts";
+import type { Logger } from "./logger.ts";
+
+/** The channel the SQL core notifies (`sluice.notify_queue`). */
+export const QUEUE_READY_CHANNEL = "sluice_queue_ready";
+
+/** Listens for notifications about one queue on a connection of its own. */
+export class QueueListener {
+  #queue: string;
+  #logger: Logger;
+  #client: Sql;
+  #sequence = 0;
+  #waiters = new Set<() => void>();
+  #closing = false;
+  #reconnecting = false;
+  #closed = new AbortController();
+
+  private constructor(pool: Sql, queue: string, logger: Logger) {
+    this.#queue = queue;
+    this.#logger = logger;
+    // The pool's own connection settings (postgres.js parsed options, which it accepts back as
+    // is; sql.listen() does the same), on one session connection that is never recycled.
+    const options = {
+      ...pool.options,
+      max: 1,
+      idle_timeout: null,
+      max_lifetime: null,
+      fetch_types: false,
+      onnotice: () => {},
+      onnotify: (channel: string, payload: string) => {
+        if (channel === QUEUE_READY_CHANNEL && payload === this.#queue) this.#wake();
+      },
+      onclose: () => {
+        if (!this.#closing) this.#reconnect();
+      },
+    };
+    this.#client = postgres(options as unknown as postgres.Options<Record<string, never>>);
+  }
+
+  /**
+   * Opens the connection and LISTENs. Resolves `null` when LISTEN fails (e.g. behind a
+   * transaction pooler): the worker then long-polls instead.
+   */
+  static async start(pool: Sql, queue: string, logger: Logger): Promise<QueueListener | null> {
+    const listener = new QueueListener(pool, queue, logger);
+    try {
+      await listener.#listen();
+      return listener;
+    } catch (error) {
+      logger.info("LISTEN unavailable: long-polling the queue instead", {
+        error: describeError(error),
+      });
+      await listener.close();
+      return null;
+    }
+  }
+
+  /** Increases with every notification for the queue (and when listening resumes). */
+  get sequence(): number {
+    return this.#sequence;
+  }
+
+  /**
+   * Resolves when the sequence differs from `since` (at once if it already does), after
+   * `timeoutMs`, or when `signal` aborts.
+   */
+  wait(since: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.#sequence !== since || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#waiters.delete(done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.#waiters.add(done);
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  /** Stops listening and closes the connection. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#closed.abort();
+    this.#wake();
+    await this.#client.end({ timeout: 0 }).catch(() => {});
+  }
+
+  async #listen(): Promise<void> {
+    await this.#client.unsafe(`listen ${QUEUE_READY_CHANNEL}`);
+  }
+
+  #wake(): void {
+    this.#sequence++;
+    for (const waiter of [...this.#waiters]) waiter();
+  }
+
+  #reconnect(): void {
+    if (this.#reconnecting) return;
+    this.#reconnecting = true;
+    this.#logger.debug("LISTEN connection lost: reconnecting");
+    (async () => {
+      for (let failures = 1; !this.#closing; failures++) {
+        await sleep(backoffDelay(failures), this.#closed.signal);
+        if (this.#closing) break;
+        try {
+          await this.#listen();
+          this.#logger.debug("LISTEN connection restored");
+          // Notifications sent while the connection was down are lost: look at the queue.
+          this.#wake();
+          break;
+        } catch (error) {
+          this.#logger.debug("LISTEN reconnect failed", { error: describeError(error) });
+        }
+      }
+      this.#reconnecting = false;
+    })();
+  }
+}

@@ -1,0 +1,242 @@
+/**
+ * Reports task outcomes to the database.
+ *
+ * Successes are coalesced: a result is queued, and one flush (scheduled on the next macrotask, so
+ * results that finish close together share it) sends everything queued through one
+ * `sluice.complete_tasks` call. One flush is in flight at a time; results finishing meanwhile
+ * wait for the next. Failures go through `sluice.fail_task`, one call each, from the same pump.
+ *
+ * Transient database errors are retried with backoff until they succeed or the worker gives up at
+ * shutdown: an outcome the worker computed stays in memory until the database has it. When
+ * `complete_tasks` rejects a batch with a SQL error, the batch is retried one result at a time
+ * and a result the database refuses (e.g. a map source that is not an array) fails its attempt
+ * through `fail_task` with the database's message.
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+import { describeError, MAX_TASK_ERROR_LENGTH, truncate } from "./_errors.ts";
+import { completeTasks, failTask, type TaskResult } from "./_queries.ts";
+import { type OutageTracker, retryTransient } from "./_retry.ts";
+import type { Logger } from "./logger.ts";
+
+/** Largest number of results sent in one `complete_tasks` call. */
+const MAX_BATCH = 500;
+
+/** A successful result waiting to be reported. */
+interface PendingCompletion extends TaskResult {
+  readonly attempt: number;
+}
+
+/** A failed attempt waiting to be reported. */
+export interface PendingFailure {
+  readonly runId: string;
+  readonly stepSlug: string;
+  readonly taskIndex: number;
+  readonly attempt: number;
+  readonly error: string;
+  readonly retryDelaySeconds: number | null;
+}
+
+/** Queues outcomes and reports them, batching successes. */
+export class ResultReporter {
+  #sql: Sql;
+  #logger: Logger;
+  #outage: OutageTracker;
+  #completions: PendingCompletion[] = [];
+  #failures: PendingFailure[] = [];
+  #pumping = false;
+  /** Outcomes taken off the queues and being reported right now. */
+  #reporting = 0;
+  #scheduled = false;
+  #idleWaiters: (() => void)[] = [];
+  #giveUp = new AbortController();
+  #onProgress: () => void;
+
+  /**
+   * @param onProgress Called whenever the backlog shrank (the poll loop limits reading by it).
+   */
+  constructor(sql: Sql, logger: Logger, outage: OutageTracker, onProgress: () => void) {
+    this.#sql = sql;
+    this.#logger = logger;
+    this.#outage = outage;
+    this.#onProgress = onProgress;
+  }
+
+  /** Outcomes not reported yet (queued or in flight). */
+  get backlog(): number {
+    return this.#completions.length + this.#failures.length + this.#reporting;
+  }
+
+  /** Queues a success. */
+  complete(result: PendingCompletion): void {
+    this.#completions.push(result);
+    this.#schedule();
+  }
+
+  /** Queues a failed attempt. */
+  fail(failure: PendingFailure): void {
+    this.#failures.push(failure);
+    this.#schedule();
+  }
+
+  /** Resolves when nothing is queued or in flight. */
+  idle(): Promise<void> {
+    if (!this.#pumping && !this.#scheduled && this.#isEmpty()) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /**
+   * Stops retrying: calls that fail transiently from now on are dropped (logged), so that a
+   * shutdown during an outage ends. Returns how many outcomes were still unreported.
+   */
+  giveUp(): number {
+    const unreported = this.#completions.length + this.#failures.length;
+    this.#giveUp.abort();
+    return unreported;
+  }
+
+  #isEmpty(): boolean {
+    return this.#completions.length === 0 && this.#failures.length === 0;
+  }
+
+  #schedule(): void {
+    if (this.#pumping || this.#scheduled) return;
+    this.#scheduled = true;
+    setTimeout(() => {
+      this.#scheduled = false;
+      this.#pump();
+    }, 0);
+  }
+
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    try {
+      while (!this.#isEmpty()) {
+        if (this.#completions.length > 0) {
+          const batch = this.#completions.splice(0, MAX_BATCH);
+          this.#reporting = batch.length;
+          await this.#reportCompletions(batch);
+          this.#reporting = 0;
+          this.#onProgress();
+        }
+        const failures = this.#failures.splice(0);
+        this.#reporting = failures.length;
+        for (const failure of failures) {
+          await this.#reportFailure(failure);
+          this.#reporting--;
+          this.#onProgress();
+        }
+      }
+    } catch (error) {
+      // Unreachable by design (every report handles its own errors); logged so that a bug does
+      // not pass silently.
+      this.#logger.error("result reporter failed", { error: describeError(error) });
+    } finally {
+      this.#reporting = 0;
+      this.#pumping = false;
+      this.#onProgress();
+      if (!this.#isEmpty()) {
+        this.#schedule();
+      } else {
+        for (const resolve of this.#idleWaiters.splice(0)) resolve();
+      }
+    }
+  }
+
+  async #reportCompletions(batch: PendingCompletion[]): Promise<void> {
+    let applied: number;
+    try {
+      applied = await retryTransient(() => completeTasks(this.#sql, batch), {
+        operation: "complete_tasks",
+        outage: this.#outage,
+        signal: this.#giveUp.signal,
+      });
+    } catch (error) {
+      if (this.#giveUp.signal.aborted) {
+        this.#dropped(batch.length, error);
+        return;
+      }
+      if (batch.length === 1) {
+        await this.#refused(batch[0], error);
+        return;
+      }
+      this.#logger.warn("complete_tasks rejected a batch: reporting its results one by one", {
+        results: batch.length,
+        error: describeError(error),
+      });
+      for (const result of batch) await this.#reportCompletions([result]);
+      return;
+    }
+    if (this.#logger.enabled("debug")) {
+      for (const result of batch) {
+        this.#logger.debug("task completed", {
+          run_id: result.runId,
+          step_slug: result.stepSlug,
+          task_index: result.taskIndex,
+          attempt: result.attempt,
+        });
+      }
+    }
+    if (applied < batch.length) {
+      this.#logger.debug("late or duplicate results ignored by the database", {
+        ignored: batch.length - applied,
+      });
+    }
+  }
+
+  /** The database refused one result: its attempt fails with the database's message. */
+  async #refused(result: PendingCompletion, error: unknown): Promise<void> {
+    const message = error instanceof Error ? error.message : String(error);
+    this.#logger.warn("the database refused a task result: failing the attempt", {
+      run_id: result.runId,
+      step_slug: result.stepSlug,
+      task_index: result.taskIndex,
+      error: describeError(error),
+    });
+    await this.#reportFailure({
+      runId: result.runId,
+      stepSlug: result.stepSlug,
+      taskIndex: result.taskIndex,
+      attempt: result.attempt,
+      error: truncate(`Cannot complete task: ${message}`, MAX_TASK_ERROR_LENGTH),
+      retryDelaySeconds: null,
+    });
+  }
+
+  async #reportFailure(failure: PendingFailure): Promise<void> {
+    try {
+      const outcome = await retryTransient(() => failTask(this.#sql, failure), {
+        operation: "fail_task",
+        outage: this.#outage,
+        signal: this.#giveUp.signal,
+      });
+      this.#logger.debug("task failure reported", {
+        run_id: failure.runId,
+        step_slug: failure.stepSlug,
+        task_index: failure.taskIndex,
+        attempt: failure.attempt,
+        outcome,
+      });
+    } catch (error) {
+      if (this.#giveUp.signal.aborted) {
+        this.#dropped(1, error);
+        return;
+      }
+      this.#logger.error("cannot report a task failure", {
+        run_id: failure.runId,
+        step_slug: failure.stepSlug,
+        task_index: failure.taskIndex,
+        error: describeError(error),
+      });
+    }
+  }
+
+  #dropped(count: number, error: unknown): void {
+    this.#logger.error(
+      "results not reported before the worker stopped; stalled-task recovery will retry their tasks",
+      { results: count, error: describeError(error) },
+    );
+  }
+}

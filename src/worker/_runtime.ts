@@ -1,0 +1,208 @@
+/**
+ * A running worker: owns the poll loop, the heartbeat, the result reporter and the LISTEN
+ * connection, and runs the shutdown sequence — stop polling, let in-flight tasks finish (aborting
+ * them after the grace period when one applies), flush their results, mark the worker stopped,
+ * close what the worker opened.
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+import type { StepHandler } from "../dsl/step_definition.ts";
+import { describeError } from "./_errors.ts";
+import { Heartbeat } from "./_heartbeat.ts";
+import { PollLoop, type PollLoopEnd } from "./_poll_loop.ts";
+import { stopWorker, type SupportedRoute } from "./_queries.ts";
+import type { QueueListener } from "./_queue_listener.ts";
+import { ResultReporter } from "./_result_reporter.ts";
+import { OutageTracker, retryTransient } from "./_retry.ts";
+import { shutdownReason } from "./_task_executor.ts";
+import type { Logger } from "./logger.ts";
+import type { WorkerStatus } from "./start_worker.ts";
+
+/** Everything a runtime needs, resolved from the worker options. */
+export interface RuntimeSettings {
+  readonly workerId: string;
+  readonly functionName: string;
+  readonly queue: string;
+  readonly supported: readonly SupportedRoute[];
+  readonly handlers: ReadonlyMap<string, StepHandler>;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly maxConcurrent: number;
+  readonly batchSize: number;
+  readonly visibilityTimeout: number;
+  readonly pollIntervalMs: number;
+  readonly maxPollSeconds: number;
+  readonly heartbeatIntervalMs: number;
+  readonly stalledCheckIntervalMs: number;
+  readonly shutdownGraceMs: number;
+  /** Close `sql` at the end (the worker opened it). */
+  readonly ownsPool: boolean;
+}
+
+/** Longest time spent flushing results and marking the worker stopped at shutdown. */
+const MIN_FLUSH_TIMEOUT_MS = 5000;
+
+type ShutdownReason = "requested" | "deprecated" | "fatal";
+
+/** One running worker. */
+export class WorkerRuntime {
+  #sql: Sql;
+  #logger: Logger;
+  #listener: QueueListener | null;
+  #settings: RuntimeSettings;
+  #outage: OutageTracker;
+  #reporter: ResultReporter;
+  #loop: PollLoop;
+  #heartbeat: Heartbeat;
+  #pollStop = new AbortController();
+  #taskAbort = new AbortController();
+  #abortTimer: ReturnType<typeof setTimeout> | undefined;
+  #status: WorkerStatus = "running";
+  #loopEnded: Promise<PollLoopEnd> | null = null;
+  #shutdown: Promise<void> | null = null;
+  #resolveDone!: () => void;
+  /** Resolves once the worker has stopped and released everything. */
+  readonly done: Promise<void>;
+
+  constructor(sql: Sql, logger: Logger, listener: QueueListener | null, settings: RuntimeSettings) {
+    this.#sql = sql;
+    this.#logger = logger;
+    this.#listener = listener;
+    this.#settings = settings;
+    this.#outage = new OutageTracker(logger);
+    this.#reporter = new ResultReporter(
+      sql,
+      logger,
+      this.#outage,
+      () => this.#loop.capacityChanged(),
+    );
+    this.#loop = new PollLoop(sql, logger, this.#outage, this.#reporter, {
+      queue: settings.queue,
+      workerId: settings.workerId,
+      supported: settings.supported,
+      handlers: settings.handlers,
+      maxConcurrent: settings.maxConcurrent,
+      batchSize: settings.batchSize,
+      visibilityTimeout: settings.visibilityTimeout,
+      pollIntervalMs: settings.pollIntervalMs,
+      maxPollSeconds: settings.maxPollSeconds,
+      listener,
+    }, { sql, env: settings.env, shutdownSignal: this.#taskAbort.signal });
+    this.#heartbeat = new Heartbeat(sql, logger, this.#outage, {
+      workerId: settings.workerId,
+      intervalMs: settings.heartbeatIntervalMs,
+      stalledCheckIntervalMs: settings.stalledCheckIntervalMs,
+      onDeprecated: () => void this.#stop("deprecated"),
+    });
+    this.done = new Promise((resolve) => this.#resolveDone = resolve);
+  }
+
+  /** The worker's status. */
+  get status(): WorkerStatus {
+    return this.#status;
+  }
+
+  /** Starts the heartbeat and the poll loop. */
+  start(): void {
+    this.#heartbeat.start();
+    const loopEnded = this.#loop.run(this.#pollStop.signal).catch((error): PollLoopEnd => {
+      this.#logger.error("poll loop failed", { error: describeError(error) });
+      return { kind: "stopped" };
+    });
+    this.#loopEnded = loopEnded;
+    loopEnded.then((end) => {
+      if (end.kind === "fatal") this.#fatal(end);
+      else void this.#stop("requested");
+    });
+  }
+
+  /**
+   * Stops gracefully: in-flight tasks get `shutdownGraceMs` to finish, then their signals abort
+   * and their attempts fail. Resolves when the worker has stopped.
+   */
+  stop(): Promise<void> {
+    this.#abortTasksAfter(this.#settings.shutdownGraceMs);
+    return this.#stop("requested");
+  }
+
+  #fatal(end: Extract<PollLoopEnd, { kind: "fatal" }>): void {
+    this.#status = "fatal";
+    const { claim } = end;
+    const offending = claim.fatal.map((entry) => `${entry.messageId} (${entry.class})`).join(", ");
+    this.#logger.fatal(
+      `unsupported work on queue "${this.#settings.queue}": message ${offending}; ` +
+        `worker ${this.#settings.workerId} stops, nothing of the batch was claimed, and restarts ` +
+        `of worker function "${this.#settings.functionName}" are paused until an operator ` +
+        `clears them (sluice.clear_restart_pause)`,
+      {
+        message_ids: claim.messageIds,
+        fatal: claim.fatal.map((entry) => ({ message_id: entry.messageId, class: entry.class })),
+      },
+    );
+    void this.#stop("fatal");
+  }
+
+  #abortTasksAfter(graceMs: number): void {
+    if (this.#abortTimer !== undefined || this.#taskAbort.signal.aborted) return;
+    this.#abortTimer = setTimeout(() => {
+      const running = this.#loop.inFlight;
+      if (running > 0) {
+        this.#logger.warn("shutdown grace expired: aborting in-flight tasks", {
+          tasks: running,
+          shutdown_grace_ms: graceMs,
+        });
+      }
+      this.#taskAbort.abort(shutdownReason(graceMs));
+    }, graceMs);
+  }
+
+  #stop(reason: ShutdownReason): Promise<void> {
+    this.#shutdown ??= this.#runShutdown(reason).catch((error) => {
+      this.#logger.error("shutdown failed", { error: describeError(error) });
+    }).finally(() => this.#resolveDone());
+    return this.done;
+  }
+
+  async #runShutdown(reason: ShutdownReason): Promise<void> {
+    if (this.#status === "running") this.#status = "stopping";
+    this.#logger.info("worker stopping", { reason, in_flight: this.#loop.inFlight });
+    this.#pollStop.abort();
+    await this.#loopEnded;
+
+    // Every execution settles by its timeout at the latest, or at once when aborted.
+    await this.#loop.drained(null);
+    clearTimeout(this.#abortTimer);
+
+    const flushTimeout = Math.max(MIN_FLUSH_TIMEOUT_MS, this.#settings.shutdownGraceMs);
+    const giveUp = setTimeout(() => {
+      const unreported = this.#reporter.giveUp();
+      if (unreported > 0) {
+        this.#logger.warn("results still unreported at shutdown: giving up after one more try", {
+          results: unreported,
+        });
+      }
+    }, flushTimeout);
+    await this.#reporter.idle();
+    clearTimeout(giveUp);
+
+    await this.#heartbeat.stop();
+    await this.#listener?.close();
+    const stopTimeout = new AbortController();
+    const stopTimer = setTimeout(() => stopTimeout.abort(), MIN_FLUSH_TIMEOUT_MS);
+    try {
+      await retryTransient(() => stopWorker(this.#sql, this.#settings.workerId), {
+        operation: "stop_worker",
+        outage: this.#outage,
+        signal: stopTimeout.signal,
+      });
+    } catch (error) {
+      this.#logger.error("cannot mark the worker stopped", { error: describeError(error) });
+    } finally {
+      clearTimeout(stopTimer);
+    }
+    if (this.#settings.ownsPool) await this.#sql.end({ timeout: 5 }).catch(() => {});
+    if (this.#status !== "fatal") this.#status = "stopped";
+    this.#logger.info("worker stopped", { reason });
+  }
+}
