@@ -36,8 +36,11 @@ export type QueueMode = "flow" | "step" | "routed";
  * ```
  */
 export interface FlowDefinitionOptions {
+  /** Attempts per task; `null`: the default. */
   readonly max_attempts: number | null;
+  /** Retry backoff base in seconds; `null`: the default. */
   readonly base_delay: number | null;
+  /** Task timeout in seconds; `null`: the default. */
   readonly timeout: number | null;
 }
 
@@ -57,6 +60,7 @@ export interface FlowDefinitionOptions {
  * ```
  */
 export interface StepDefinitionOptions extends FlowDefinitionOptions {
+  /** Seconds before the first attempt; `null`: none. */
   readonly start_delay: number | null;
 }
 
@@ -82,17 +86,25 @@ export interface StepDefinitionOptions extends FlowDefinitionOptions {
  * ```
  */
 export interface FlowDefinitionStep {
+  /** The step slug. */
   readonly step_slug: string;
+  /** Zero-based; equals the position in `steps`. */
   readonly step_index: number;
+  /** `single` or `map`. */
   readonly step_type: StepType;
   /** Sorted ascending by code point. */
   readonly deps: readonly string[];
   /** A map step's source dependency; `null` for single steps and maps over the run input. */
   readonly map_source: string | null;
+  /** The `if` pattern, or `null`. */
   readonly required_input_pattern: JsonObject | null;
+  /** The `ifNot` pattern, or `null`. */
   readonly forbidden_input_pattern: JsonObject | null;
+  /** What happens when the condition is not met. */
   readonly when_unmet: WhenPolicy;
+  /** What happens when the last attempt failed. */
   readonly when_exhausted: WhenPolicy;
+  /** Step runtime options (not part of the shape). */
   readonly options: StepDefinitionOptions;
 }
 
@@ -107,7 +119,9 @@ export interface FlowDefinitionStep {
  * ```
  */
 export interface FlowDefinitionRoute {
+  /** The step slug. */
   readonly step_slug: string;
+  /** The queue its tasks are sent to. */
   readonly queue_name: string;
 }
 
@@ -127,9 +141,13 @@ export interface FlowDefinitionRoute {
  * ```
  */
 export interface FlowDefinition {
+  /** The concrete flow slug. */
   readonly flow_slug: string;
+  /** How the routes were derived. */
   readonly queue_mode: QueueMode;
+  /** Flow runtime options (not part of the shape). */
   readonly options: FlowDefinitionOptions;
+  /** The steps in definition order. */
   readonly steps: readonly FlowDefinitionStep[];
   /** One per step, in step order. */
   readonly routes: readonly FlowDefinitionRoute[];

@@ -82,14 +82,22 @@ export interface FlowDefinitionErrorDetails {
  * ```
  */
 export class FlowDefinitionError extends Error implements FlowDefinitionErrorDetails {
+  /** The error name. */
   override name = "FlowDefinitionError";
+  /** The flow slug (as given, even when it is the invalid value). */
   readonly flowSlug: string;
+  /** The step being added, `undefined` for a flow-level problem. */
   readonly stepSlug: string | undefined;
+  /** Why the definition was rejected. */
   readonly reason: FlowDefinitionErrorReason;
+  /** The option that holds the offending value. */
   readonly option: string;
+  /** The offending value. */
   readonly value: unknown;
 
   /**
+   * Creates the error.
+   *
    * @param message The error message.
    * @param details The offending flow, step, option and value.
    */
@@ -186,14 +194,22 @@ export interface QueueNameErrorDetails {
  * ```
  */
 export class QueueNameError extends Error implements QueueNameErrorDetails {
+  /** The error name. */
   override name = "QueueNameError";
+  /** The flow whose queue names were derived. */
   readonly flowSlug: string;
+  /** Why the names were rejected. */
   readonly reason: QueueNameErrorReason;
+  /** The steps involved: none, one, or the two that collide. */
   readonly stepSlugs: readonly string[];
+  /** The names considered and their lengths. */
   readonly candidates: readonly QueueNameCandidate[];
+  /** The maximum queue name length. */
   readonly maxLength: number;
 
   /**
+   * Creates the error.
+   *
    * @param message The error message.
    * @param details The flow, steps and names involved.
    */

@@ -7,126 +7,23 @@
 import { type StepKind, validateFlowOptions, validateStep } from "./_validate.ts";
 import type { MaySkip, StepCondition, WhenPolicy } from "./condition.ts";
 import type { StepContext } from "./context.ts";
-import type { Json, JsonCompatible } from "./json.ts";
+import type { Json } from "./json.ts";
+import type {
+  ArrayOutputCheck,
+  ArrayStepSlug,
+  ElementOf,
+  HandlerOutput,
+  JsonOutputCheck,
+  RootMapInputCheck,
+  StepHandlerInput,
+  StepOutputs,
+  StepSignatures,
+  WithStep,
+} from "./signature.ts";
 import type { FlowRuntimeOptions, StepDefinition, StepRuntimeOptions } from "./step_definition.ts";
 
 /** Key of the type-only property that carries a flow's input and step types. */
 declare const flowTypes: unique symbol;
-
-/**
- * What the type system knows about one step: the handler's input, the step's output, the slugs
- * it depends on, and whether it may be skipped while its dependents run.
- *
- * @example Usage
- * ```ts
- * import type { StepSignature } from "@sluice/sluice";
- *
- * type Fetch = StepSignature & { input: { url: string }; output: string; deps: never };
- * ```
- */
-export interface StepSignature {
-  /** What the handler receives (one element for a map step). */
-  readonly input: unknown;
-  /** What the step produces (an array of handler outputs for a map step). */
-  readonly output: unknown;
-  /** The slugs of its dependencies (`never` for a root step). */
-  readonly deps: string;
-  /** Whether dependents may see it missing (see `MaySkip`). */
-  readonly skippable: boolean;
-}
-
-/**
- * The step signatures of a flow, keyed by step slug.
- *
- * @example Usage
- * ```ts
- * import type { StepSignatures } from "@sluice/sluice";
- *
- * type None = StepSignatures & Record<never, never>;
- * ```
- */
-export type StepSignatures = Record<string, StepSignature>;
-
-/**
- * An object keyed by the given steps, holding their outputs; skippable steps are optional keys.
- * This is what a dependent handler receives and what a run outputs (for its leaf steps).
- *
- * @typeParam Steps The flow's step signatures.
- * @typeParam Slugs The steps to include.
- *
- * @example Usage
- * ```ts
- * import type { StepOutputs } from "@sluice/sluice";
- *
- * type Steps = {
- *   a: { input: null; output: number; deps: never; skippable: false };
- *   b: { input: null; output: string; deps: never; skippable: true };
- * };
- * const outputs: StepOutputs<Steps, "a" | "b"> = { a: 1 };
- * ```
- */
-export type StepOutputs<Steps extends StepSignatures, Slugs extends keyof Steps> = Flatten<
-  & { [K in Slugs as true extends Steps[K]["skippable"] ? never : K]: Steps[K]["output"] }
-  & { [K in Slugs as true extends Steps[K]["skippable"] ? K : never]?: Steps[K]["output"] }
->;
-
-/**
- * Flattens an intersection of object types into one object type, keeping `?` modifiers. The
- * trailing `& NonNullable<unknown>` (that is, `& {}`) makes editors show the resolved object
- * instead of the alias.
- */
-type Flatten<T> = { [K in keyof T]: T[K] } & NonNullable<unknown>;
-
-/** The input of a single step: the flow input for a root step, its dependencies' outputs else. */
-type SingleInput<Input, Steps extends StepSignatures, Deps extends keyof Steps> = [Deps] extends
-  [never] ? Input : StepOutputs<Steps, Deps>;
-
-/** The element type of an array type. */
-type ElementOf<T> = T extends readonly (infer E)[] ? E : never;
-
-/** The slugs of steps whose output is an array (what `.map({ array })` accepts). */
-type ArrayStepSlug<Steps extends StepSignatures> = {
-  [K in keyof Steps]: Steps[K]["output"] extends readonly unknown[] ? K : never;
-}[keyof Steps];
-
-/** Adds one step signature to a flow's signatures (displayed resolved, see `Flatten`). */
-type WithStep<Steps extends StepSignatures, Slug extends string, Signature extends StepSignature> =
-  & { [K in keyof Steps | Slug]: K extends Slug ? Signature : Steps[K] }
-  & NonNullable<unknown>;
-
-/**
- * Blocks a root `.map()` at compile time when the flow input is not an array. The property name
- * is the error message the compiler shows.
- */
-type RootMapInputCheck<Input> = [Input] extends [readonly unknown[]] ? unknown
-  : { readonly "a map without `array` maps the flow input, which must be an array": never };
-
-/**
- * The output type of a handler: its awaited return type.
- *
- * @typeParam H The handler's function type.
- *
- * @example Usage
- * ```ts
- * import type { HandlerOutput } from "@sluice/sluice";
- *
- * type Out = HandlerOutput<() => Promise<{ ok: boolean }>>; // { ok: boolean }
- * ```
- */
-export type HandlerOutput<H> = H extends (...args: never) => infer R ? Awaited<R> : never;
-
-/**
- * The return-type bound of a handler `H`: `unknown` when its output is JSON-compatible, else an
- * object whose property name is the error message the compiler shows. Used as the F-bound
- * `H extends (input, context) => JsonOutputCheck<H>`, which keeps `H` (and so unions of returned
- * shapes) inferred exactly.
- */
-type JsonOutputCheck<H> = [HandlerOutput<H>] extends [JsonCompatible<HandlerOutput<H>>] ? unknown
-  : { readonly "a handler must return a JSON-compatible value": never };
-
-/** Like {@linkcode JsonOutputCheck}, and the output must be an array. */
-type ArrayOutputCheck<H> = [HandlerOutput<H>] extends [readonly unknown[]] ? JsonOutputCheck<H>
-  : { readonly "an array step handler must return an array": never };
 
 /**
  * Options of `new Flow()`.
@@ -379,12 +276,12 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
   step<
     const Slug extends string,
     H extends (
-      input: SingleInput<Input, Steps, Deps>,
+      input: StepHandlerInput<Input, Steps, Deps>,
       context: StepContext<Input, Slug>,
     ) => JsonOutputCheck<H>,
     const Deps extends keyof Steps & string = never,
-    const If extends StepCondition<SingleInput<Input, Steps, Deps>> | undefined = undefined,
-    const IfNot extends StepCondition<SingleInput<Input, Steps, Deps>> | undefined = undefined,
+    const If extends StepCondition<StepHandlerInput<Input, Steps, Deps>> | undefined = undefined,
+    const IfNot extends StepCondition<StepHandlerInput<Input, Steps, Deps>> | undefined = undefined,
     const Unmet extends WhenPolicy = "skip",
     const Exhausted extends WhenPolicy = "fail",
   >(
@@ -393,7 +290,7 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
   ): Flow<
     Input,
     WithStep<Steps, Slug, {
-      input: SingleInput<Input, Steps, Deps>;
+      input: StepHandlerInput<Input, Steps, Deps>;
       output: HandlerOutput<H>;
       deps: Deps;
       skippable: MaySkip<If, IfNot, Unmet, Exhausted>;
@@ -422,12 +319,12 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
   array<
     const Slug extends string,
     H extends (
-      input: SingleInput<Input, Steps, Deps>,
+      input: StepHandlerInput<Input, Steps, Deps>,
       context: StepContext<Input, Slug>,
     ) => ArrayOutputCheck<H>,
     const Deps extends keyof Steps & string = never,
-    const If extends StepCondition<SingleInput<Input, Steps, Deps>> | undefined = undefined,
-    const IfNot extends StepCondition<SingleInput<Input, Steps, Deps>> | undefined = undefined,
+    const If extends StepCondition<StepHandlerInput<Input, Steps, Deps>> | undefined = undefined,
+    const IfNot extends StepCondition<StepHandlerInput<Input, Steps, Deps>> | undefined = undefined,
     const Unmet extends WhenPolicy = "skip",
     const Exhausted extends WhenPolicy = "fail",
   >(
@@ -436,7 +333,7 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
   ): Flow<
     Input,
     WithStep<Steps, Slug, {
-      input: SingleInput<Input, Steps, Deps>;
+      input: StepHandlerInput<Input, Steps, Deps>;
       output: HandlerOutput<H>;
       deps: Deps;
       skippable: MaySkip<If, IfNot, Unmet, Exhausted>;

@@ -22,6 +22,7 @@ export * from "./errors.ts";
 export * from "./flow.ts";
 export * from "./json.ts";
 export * from "./queue_name.ts";
+export * from "./signature.ts";
 export * from "./slug.ts";
 export * from "./step_definition.ts";
 export * from "./step_queues.ts";

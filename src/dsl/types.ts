@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { AnyFlow, Flow, StepOutputs, StepSignatures } from "./flow.ts";
+import type { AnyFlow, Flow } from "./flow.ts";
+import type { StepOutputs, StepSignatures } from "./signature.ts";
 import type { StepQueuedFlow } from "./step_queues.ts";
 
 /**
@@ -21,15 +22,59 @@ import type { StepQueuedFlow } from "./step_queues.ts";
  */
 export type DeployableFlow = AnyFlow | StepQueuedFlow;
 
-/** The plain flow inside a deployable flow. */
-type FlowOf<F extends DeployableFlow> = F extends StepQueuedFlow<infer Inner> ? Inner : F;
+/**
+ * The plain flow inside a deployable flow.
+ *
+ * @typeParam F A flow (plain or step-queued).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type PlainFlow, withStepQueues } from "@sluice/sluice";
+ *
+ * const flow = new Flow({ slug: "f" }).step({ slug: "a" }, () => 1);
+ * const queued = withStepQueues(flow);
+ * const plain: PlainFlow<typeof queued> = queued.flow;
+ * ```
+ */
+export type PlainFlow<F extends DeployableFlow> = F extends StepQueuedFlow<infer Inner> ? Inner
+  : F;
 
-/** The step signatures of a deployable flow. */
-type StepsOf<F extends DeployableFlow> = FlowOf<F> extends Flow<unknown, infer Steps> ? Steps
+/**
+ * The step signatures of a flow, keyed by step slug.
+ *
+ * @typeParam F A flow (plain or step-queued).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type FlowSteps } from "@sluice/sluice";
+ *
+ * const flow = new Flow({ slug: "f" }).step({ slug: "a" }, () => 1);
+ * const skippable: FlowSteps<typeof flow>["a"]["skippable"] = false;
+ * ```
+ */
+export type FlowSteps<F extends DeployableFlow> = PlainFlow<F> extends Flow<unknown, infer Steps>
+  ? Steps
   : never;
 
-/** Steps no other step depends on. */
-type LeafSlug<Steps extends StepSignatures> = Exclude<keyof Steps, Steps[keyof Steps]["deps"]>;
+/**
+ * The slugs of a flow's leaf steps: those no other step depends on.
+ *
+ * @typeParam F A flow (plain or step-queued).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type LeafStepSlug } from "@sluice/sluice";
+ *
+ * const flow = new Flow({ slug: "f" })
+ *   .step({ slug: "a" }, () => 1)
+ *   .step({ slug: "b", dependsOn: ["a"] }, () => 2);
+ * const leaf: LeafStepSlug<typeof flow> = "b";
+ * ```
+ */
+export type LeafStepSlug<F extends DeployableFlow> = Exclude<
+  keyof FlowSteps<F>,
+  FlowSteps<F>[keyof FlowSteps<F>]["deps"]
+>;
 
 /**
  * The input type of a flow.
@@ -44,7 +89,7 @@ type LeafSlug<Steps extends StepSignatures> = Exclude<keyof Steps, Steps[keyof S
  * const input: FlowInput<typeof flow> = { url: "https://example.com" };
  * ```
  */
-export type FlowInput<F extends DeployableFlow> = FlowOf<F> extends
+export type FlowInput<F extends DeployableFlow> = PlainFlow<F> extends
   Flow<infer Input, StepSignatures> ? Input
   : never;
 
@@ -64,7 +109,7 @@ export type FlowInput<F extends DeployableFlow> = FlowOf<F> extends
  * const output: FlowOutput<typeof flow> = { label: "n*2=4" };
  * ```
  */
-export type FlowOutput<F extends DeployableFlow> = StepOutputs<StepsOf<F>, LeafSlug<StepsOf<F>>>;
+export type FlowOutput<F extends DeployableFlow> = StepOutputs<FlowSteps<F>, LeafStepSlug<F>>;
 
 /**
  * The union of a flow's step slugs.
@@ -79,7 +124,7 @@ export type FlowOutput<F extends DeployableFlow> = StepOutputs<StepsOf<F>, LeafS
  * const slug: StepSlug<typeof flow> = "b"; // "a" | "b"
  * ```
  */
-export type StepSlug<F extends DeployableFlow> = keyof StepsOf<F> & string;
+export type StepSlug<F extends DeployableFlow> = keyof FlowSteps<F> & string;
 
 /**
  * What a step's handler receives: the flow input for a root step, an object of dependency outputs
@@ -96,7 +141,7 @@ export type StepSlug<F extends DeployableFlow> = keyof StepsOf<F> & string;
  * const input: StepInput<typeof flow, "len"> = "one element";
  * ```
  */
-export type StepInput<F extends DeployableFlow, S extends StepSlug<F>> = StepsOf<F>[S]["input"];
+export type StepInput<F extends DeployableFlow, S extends StepSlug<F>> = FlowSteps<F>[S]["input"];
 
 /**
  * What a step produces: its handler's (awaited) output, or the array of them for a map step.
@@ -112,4 +157,4 @@ export type StepInput<F extends DeployableFlow, S extends StepSlug<F>> = StepsOf
  * const output: StepOutput<typeof flow, "len"> = [3, 5];
  * ```
  */
-export type StepOutput<F extends DeployableFlow, S extends StepSlug<F>> = StepsOf<F>[S]["output"];
+export type StepOutput<F extends DeployableFlow, S extends StepSlug<F>> = FlowSteps<F>[S]["output"];
