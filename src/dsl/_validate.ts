@@ -45,7 +45,8 @@ export function formatValue(value: unknown): string {
     case "object": {
       if (value === null) return "null";
       if (!Array.isArray(value) && !isPlainObject(value)) {
-        return `an instance of ${value.constructor?.name ?? "an unknown class"}`;
+        const name: unknown = value.constructor?.name;
+        return typeof name === "string" && name !== "" ? `an instance of ${name}` : "an object";
       }
       try {
         return JSON.stringify(value);
