@@ -22,7 +22,7 @@ create table sluice.flows (
   flow_slug text primary key check (sluice.is_valid_slug(flow_slug)),
   queue_mode text not null check (queue_mode in ('flow', 'step', 'routed')),
   opt_max_attempts integer not null default 3 check (opt_max_attempts >= 1),
-  opt_base_delay integer not null default 1 check (opt_base_delay >= 0),
+  opt_base_delay integer not null default 1 check (opt_base_delay >= 1),
   opt_timeout integer not null default 60 check (opt_timeout >= 1),
   created_at timestamptz not null default now()
 );
@@ -48,7 +48,7 @@ create table sluice.steps (
   map_source text,
   deps_count integer not null check (deps_count >= 0),
   opt_max_attempts integer check (opt_max_attempts >= 1),
-  opt_base_delay integer check (opt_base_delay >= 0),
+  opt_base_delay integer check (opt_base_delay >= 1),
   opt_timeout integer check (opt_timeout >= 1),
   opt_start_delay integer check (opt_start_delay >= 0),
   required_input_pattern jsonb check (jsonb_typeof(required_input_pattern) = 'object'),

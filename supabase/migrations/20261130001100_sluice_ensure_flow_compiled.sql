@@ -76,7 +76,7 @@ begin
     array['flow', 'step', 'routed'], format('queue_mode of flow "%s"', v_flow));
   perform sluice.check_whole_number(definition #> '{options,max_attempts}', 1,
     format('options.max_attempts of flow "%s"', v_flow));
-  perform sluice.check_whole_number(definition #> '{options,base_delay}', 0,
+  perform sluice.check_whole_number(definition #> '{options,base_delay}', 1,
     format('options.base_delay of flow "%s"', v_flow));
   perform sluice.check_whole_number(definition #> '{options,timeout}', 1,
     format('options.timeout of flow "%s"', v_flow));
@@ -115,7 +115,7 @@ begin
       format('when_exhausted of step "%s"', v_slug));
     perform sluice.check_whole_number(v_step #> '{options,max_attempts}', 1,
       format('options.max_attempts of step "%s"', v_slug));
-    perform sluice.check_whole_number(v_step #> '{options,base_delay}', 0,
+    perform sluice.check_whole_number(v_step #> '{options,base_delay}', 1,
       format('options.base_delay of step "%s"', v_slug));
     perform sluice.check_whole_number(v_step #> '{options,timeout}', 1,
       format('options.timeout of step "%s"', v_slug));
