@@ -242,6 +242,20 @@ begin
     limit 1;
     exit when not found;
 
+    -- A map over a skipped step has nothing to map. Skipping it with its dependents keeps the
+    -- typed promise that a map's output is present wherever the map itself cannot be skipped.
+    if v_step.map_source is not null and exists (
+      select 1 from sluice.step_states ds
+      where ds.run_id = start_ready_steps.run_id
+        and ds.step_slug = v_step.map_source
+        and ds.status = 'skipped'
+    ) then
+      perform sluice.skip_steps(
+        start_ready_steps.run_id, v_step.flow_slug, v_step.step_slug, 'dependency_skipped', true
+      );
+      continue;
+    end if;
+
     if v_step.deps_count = 0 then
       v_input := v_run.input;
     else

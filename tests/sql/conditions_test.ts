@@ -86,3 +86,27 @@ Deno.test("whenUnmet 'fail' fails the run, cancelling its other tasks and archiv
   assert.equal(task.status, "cancelled");
   assert.equal(await liveMessages(db.sql, runId), 0);
 });
+
+Deno.test("a map over a skipped step is skipped with its dependents", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, {
+    slug: "mapskip",
+    steps: [
+      { slug: "list", if: { go: true } },
+      { slug: "each", type: "map", deps: ["list"], mapSource: "list" },
+      { slug: "after", deps: ["each"] },
+      { slug: "side" },
+    ],
+  });
+  const runId = await startFlow(db.sql, "mapskip", { go: false });
+  await drive(db.sql, "mapskip", "mapskip", () => "ok");
+  assert.deepEqual(await stepStatuses(db.sql, runId), {
+    list: "skipped",
+    each: "skipped",
+    after: "skipped",
+    side: "completed",
+  });
+  const [state] = await db.sql`select skip_reason from sluice.step_states where run_id = ${runId} and step_slug = 'each'`;
+  assert.equal(state.skip_reason, "dependency_skipped");
+  assert.deepEqual((await run(db.sql, runId)).output, { side: "ok" });
+});
