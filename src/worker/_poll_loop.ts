@@ -160,7 +160,9 @@ export class PollLoop {
           archived: claim.archived,
         });
       }
-      if (claim.messageIds.length === 0 && listener !== null) {
+      // A short read means the queue had no more visible messages when it ran; unless a
+      // notification arrived since (the sequence moved), wait for one instead of reading again.
+      if (claim.messageIds.length < quantity && listener !== null) {
         await listener.wait(sequence, this.#settings.pollIntervalMs, stop);
       }
     }

@@ -1,11 +1,14 @@
 /**
  * Every SQL statement the worker runs, one function each, typed on both sides. The SQL functions
- * and their JSON shapes are described in docs/internals/contracts.md §3.
+ * and their JSON shapes are described in docs/internals/contracts.md §3. The per-task statements
+ * (claim, completion, failure) are sent as simple queries with inlined literals: one round trip
+ * each (see `_sql_literal.ts`).
  *
  * @module
  */
 
 import type { Sql } from "postgres";
+import { integerLiteral, numberLiteral, textLiteral, uuidLiteral } from "./_sql_literal.ts";
 
 /** One `(flow_slug, step_slug)` pair a worker can run. */
 export interface SupportedRoute {
@@ -94,27 +97,24 @@ interface RawClaim {
  * before the claim sees its ids.
  */
 export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<ClaimResult> {
-  const supported = JSON.stringify(args.supported);
-  const query = args.mode.kind === "read"
-    ? sql<{ message_ids: string[]; claim: RawClaim }[]>`
-      with batch as materialized (
-        select coalesce(array_agg(m.msg_id order by m.msg_id), '{}'::bigint[]) as ids
-        from pgmq.read(${args.queue}, ${args.visibilityTimeout}::integer, ${args.quantity}::integer) m
-      )
-      select b.ids::text[] as message_ids,
-        sluice.start_tasks(${args.queue}, b.ids, ${args.workerId}::uuid, ${supported}::text::jsonb) as claim
-      from batch b`
-    : sql<{ message_ids: string[]; claim: RawClaim }[]>`
-      with batch as materialized (
-        select coalesce(array_agg(m.msg_id order by m.msg_id), '{}'::bigint[]) as ids
-        from pgmq.read_with_poll(
-          ${args.queue}, ${args.visibilityTimeout}::integer, ${args.quantity}::integer,
-          ${args.mode.maxPollSeconds}::integer, ${args.mode.pollIntervalMs}::integer
-        ) m
-      )
-      select b.ids::text[] as message_ids,
-        sluice.start_tasks(${args.queue}, b.ids, ${args.workerId}::uuid, ${supported}::text::jsonb) as claim
-      from batch b`;
+  const queue = textLiteral(args.queue);
+  const vt = integerLiteral(args.visibilityTimeout);
+  const quantity = integerLiteral(args.quantity);
+  const read = args.mode.kind === "read"
+    ? `pgmq.read(${queue}, ${vt}, ${quantity})`
+    : `pgmq.read_with_poll(${queue}, ${vt}, ${quantity}, ${
+      integerLiteral(args.mode.maxPollSeconds)
+    }, ${integerLiteral(args.mode.pollIntervalMs)})`;
+  const query = sql.unsafe<{ message_ids: string[]; claim: RawClaim }[]>(`
+    with batch as materialized (
+      select coalesce(array_agg(m.msg_id order by m.msg_id), '{}'::bigint[]) as ids
+      from ${read} m
+    )
+    select b.ids::text[] as message_ids,
+      sluice.start_tasks(${queue}, b.ids, ${uuidLiteral(args.workerId)}, ${
+    textLiteral(JSON.stringify(args.supported))
+  }::jsonb) as claim
+    from batch b`);
   const cancel = () => query.cancel();
   args.signal?.addEventListener("abort", cancel, { once: true });
   try {
@@ -231,8 +231,9 @@ export async function completeTasks(sql: Sql, results: readonly TaskResult[]): P
         JSON.stringify(result.stepSlug)
       },"task_index":${result.taskIndex},"output":${result.outputJson}}`
     ).join(",") + "]";
-  const [row] = await sql<{ applied: number }[]>`
-    select sluice.complete_tasks(${body}::text::jsonb) as applied`;
+  const [row] = await sql.unsafe<{ applied: number }[]>(
+    `select sluice.complete_tasks(${textLiteral(body)}::jsonb) as applied`,
+  );
   return row.applied;
 }
 
@@ -250,10 +251,11 @@ export async function failTask(
     retryDelaySeconds: number | null;
   },
 ): Promise<FailOutcome> {
-  const [row] = await sql<{ outcome: FailOutcome }[]>`
+  const [row] = await sql.unsafe<{ outcome: FailOutcome }[]>(`
     select sluice.fail_task(
-      ${failure.runId}::uuid, ${failure.stepSlug}, ${failure.taskIndex}::integer, ${failure.error},
-      ${failure.retryDelaySeconds}::double precision
-    ) as outcome`;
+      ${uuidLiteral(failure.runId)}, ${textLiteral(failure.stepSlug)},
+      ${integerLiteral(failure.taskIndex)}, ${textLiteral(failure.error)},
+      ${numberLiteral(failure.retryDelaySeconds)}
+    ) as outcome`);
   return row.outcome;
 }

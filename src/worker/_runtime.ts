@@ -58,6 +58,8 @@ export class WorkerRuntime {
   #pollStop = new AbortController();
   #taskAbort = new AbortController();
   #abortTimer: ReturnType<typeof setTimeout> | undefined;
+  /** No task is in flight any more: nothing left to abort. */
+  #drained = false;
   #status: WorkerStatus = "running";
   #loopEnded: Promise<PollLoopEnd> | null = null;
   #shutdown: Promise<void> | null = null;
@@ -144,7 +146,7 @@ export class WorkerRuntime {
   }
 
   #abortTasksAfter(graceMs: number): void {
-    if (this.#abortTimer !== undefined || this.#taskAbort.signal.aborted) return;
+    if (this.#abortTimer !== undefined || this.#taskAbort.signal.aborted || this.#drained) return;
     this.#abortTimer = setTimeout(() => {
       const running = this.#loop.inFlight;
       if (running > 0) {
@@ -172,6 +174,7 @@ export class WorkerRuntime {
 
     // Every execution settles by its timeout at the latest, or at once when aborted.
     await this.#loop.drained(null);
+    this.#drained = true;
     clearTimeout(this.#abortTimer);
 
     const flushTimeout = Math.max(MIN_FLUSH_TIMEOUT_MS, this.#settings.shutdownGraceMs);

@@ -123,3 +123,21 @@ Deno.test("a skipped leaf is absent from the run output", async () => {
   const runId = await startFlow(db.sql, flow, { notify: false });
   assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {});
 });
+
+Deno.test("outputs and errors with quotes, backslashes and unicode are stored exactly", async () => {
+  await using db = await freshDatabase();
+  const nasty = `it's a "test" \\ with $$ dollars $tag$, E'\\x41', ünïcödé 🚀 and \n newlines`;
+  const flow = new Flow<{ text: string }>({ slug: "escaping", maxAttempts: 2, baseDelay: 1 })
+    .step({ slug: "echo" }, (input, ctx) => {
+      if (ctx.attempt === 1) throw new Error(input.text);
+      return { text: input.text, [input.text]: 1 };
+    });
+  await using _worker = await testWorker(flow, db, { pollIntervalMs: 50 });
+
+  const runId = await startFlow(db.sql, flow, { text: nasty });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+    echo: { text: nasty, [nasty]: 1 },
+  });
+  const [task] = await db.sql`select error_message from sluice.step_tasks`;
+  assert.ok(task.error_message.startsWith(`Error: ${nasty}\n`), task.error_message);
+});

@@ -1,0 +1,42 @@
+/**
+ * SQL literals for the worker's hot path.
+ *
+ * With `prepare: false` (required behind Supabase's transaction pooler), postgres.js sends every
+ * statement that has parameters as Parse/Describe first and Bind/Execute after the server
+ * answered: two round trips. The claim and the completion run once per task, so they are sent as
+ * parameterless simple queries instead, with every value inlined through these functions. Text
+ * always becomes an escape-string literal (`E'...'`), whose meaning does not depend on
+ * `standard_conforming_strings`.
+ *
+ * @module
+ */
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A text literal: `E'...'` with backslashes and quotes doubled. */
+export function textLiteral(value: string): string {
+  if (typeof value !== "string") throw new TypeError(`Cannot quote ${typeof value} as text`);
+  if (value.includes("\0")) throw new TypeError("Cannot quote text containing a NUL character");
+  return `E'${value.replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
+}
+
+/** An integer literal. */
+export function integerLiteral(value: number): string {
+  if (!Number.isSafeInteger(value)) throw new RangeError(`Cannot quote ${value} as an integer`);
+  return String(value);
+}
+
+/** A uuid literal. */
+export function uuidLiteral(value: string): string {
+  if (typeof value !== "string" || !UUID.test(value)) {
+    throw new TypeError(`Cannot quote ${JSON.stringify(value)} as a uuid`);
+  }
+  return `'${value}'::uuid`;
+}
+
+/** A double precision literal, or `null`. */
+export function numberLiteral(value: number | null): string {
+  if (value === null) return "null::double precision";
+  if (!Number.isFinite(value)) throw new RangeError(`Cannot quote ${value} as a number`);
+  return `${value}::double precision`;
+}

@@ -1,0 +1,101 @@
+// Several workers, slots and slow tasks.
+import assert from "node:assert/strict";
+import { Flow } from "../../src/dsl/flow.ts";
+import { startFlow } from "../../src/client/start_flow.ts";
+import { waitForRun } from "../../src/client/wait_for_run.ts";
+import { freshDatabase } from "../_db.ts";
+import { latch, testWorker, waitUntil } from "./_helpers.ts";
+
+Deno.test("two workers on one queue run each of 200 tasks exactly once", async () => {
+  await using db = await freshDatabase();
+  const calls = new Map<string, number>();
+  const byWorker = new Map<string, number>();
+  const flow = new Flow<{ i: number }>({ slug: "shared" })
+    .step({ slug: "work" }, async (input, ctx) => {
+      const key = `${ctx.runId}/${ctx.taskIndex}`;
+      calls.set(key, (calls.get(key) ?? 0) + 1);
+      await new Promise((resolve) => setTimeout(resolve, input.i % 5));
+      return input.i;
+    });
+  await using a = await testWorker(flow, db);
+  await using _b = await testWorker(flow, db);
+
+  await db.sql`
+    select sluice.start_flow('shared', jsonb_build_object('i', i)) from generate_series(1, 200) i`;
+  await waitUntil(
+    async () => {
+      const [{ done }] = await db.sql`
+      select count(*)::int as done from sluice.runs where status = 'completed'`;
+      return done === 200;
+    },
+    "200 completed runs",
+    30_000,
+  );
+
+  assert.equal(calls.size, 200);
+  assert.deepEqual([...new Set(calls.values())], [1]);
+  const [tasks] = await db.sql`
+    select count(*)::int as n, max(attempts_count) as max_attempts,
+      count(distinct last_worker_id)::int as workers
+    from sluice.step_tasks`;
+  assert.deepEqual({ ...tasks }, { n: 200, max_attempts: 1, workers: tasks.workers });
+  for (
+    const row of await db.sql`
+    select last_worker_id, count(*)::int as n from sluice.step_tasks group by 1`
+  ) {
+    byWorker.set(row.last_worker_id === a.workerId ? "a" : "b", row.n);
+  }
+  console.log(`tasks per worker: ${JSON.stringify(Object.fromEntries(byWorker))}`);
+  const [{ archived }] = await db.sql`select count(*)::int as archived from pgmq.a_shared`;
+  assert.equal(archived, 200);
+});
+
+Deno.test("a slow task does not hold up the tasks read after it (no per-batch barrier)", async () => {
+  await using db = await freshDatabase();
+  const slowStarted = latch();
+  const releaseSlow = latch();
+  const flow = new Flow<{ slow: boolean }>({ slug: "mixed" })
+    .step({ slug: "work" }, async (input) => {
+      if (input.slow) {
+        slowStarted.resolve();
+        await releaseSlow.promise;
+      }
+      return input.slow ? "slow" : "fast";
+    });
+  await using _worker = await testWorker(flow, db, { maxConcurrent: 2, batchSize: 2 });
+
+  const slow = await startFlow(db.sql, flow, { slow: true });
+  await slowStarted.promise;
+  const fast = [];
+  for (let i = 0; i < 10; i++) fast.push(await startFlow(db.sql, flow, { slow: false }));
+  // With one slot taken by the slow task, the ten fast runs go through the other slot.
+  for (const runId of fast) {
+    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+      work: "fast",
+    });
+  }
+  const [{ status }] = await db.sql`select status from sluice.runs where run_id = ${slow}`;
+  assert.equal(status, "started");
+  releaseSlow.resolve();
+  assert.deepEqual(await waitForRun(db.sql, slow, { timeoutMs: 10_000, flow }), { work: "slow" });
+});
+
+Deno.test("a worker never runs more than maxConcurrent tasks at once", async () => {
+  await using db = await freshDatabase();
+  let running = 0;
+  let peak = 0;
+  const flow = new Flow<number[]>({ slug: "bounded" })
+    .map({ slug: "work" }, async (n) => {
+      running++;
+      peak = Math.max(peak, running);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      running--;
+      return n;
+    });
+  await using _worker = await testWorker(flow, db, { maxConcurrent: 3 });
+
+  const runId = await startFlow(db.sql, flow, Array.from({ length: 30 }, (_, i) => i));
+  const output = await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
+  assert.equal(output.work.length, 30);
+  assert.equal(peak, 3);
+});

@@ -1,0 +1,59 @@
+// A worker process killed mid-task: stalled recovery requeues the task, another worker completes it.
+import assert from "node:assert/strict";
+import { startFlow } from "../../src/client/start_flow.ts";
+import { waitForRun } from "../../src/client/wait_for_run.ts";
+import { freshDatabase } from "../_db.ts";
+import { crashFlow } from "./_crash_flow.ts";
+import { testWorker } from "./_helpers.ts";
+
+Deno.test("a task of a killed worker is recovered by stalled recovery and completed by another worker", async () => {
+  await using db = await freshDatabase();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./_crash_worker.ts", import.meta.url).pathname, db.url],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  const nextLine = async () => {
+    while (!buffered.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the worker subprocess exited early");
+      buffered += value;
+    }
+    const end = buffered.indexOf("\n");
+    const line = buffered.slice(0, end);
+    buffered = buffered.slice(end + 1);
+    return line;
+  };
+  let runId: string;
+  try {
+    assert.equal(await nextLine(), "READY");
+    runId = await startFlow(db.sql, "crashy", { n: 20 });
+    assert.equal(await nextLine(), `STARTED ${runId} 1`);
+  } finally {
+    child.kill("SIGKILL");
+    await child.status;
+    await reader.cancel().catch(() => {});
+  }
+
+  const [crashed] = await db.sql`
+    select t.status, t.attempts_count, w.stopped_at
+    from sluice.step_tasks t join sluice.workers w on w.worker_id = t.last_worker_id`;
+  assert.deepEqual({ ...crashed }, { status: "started", attempts_count: 1, stopped_at: null });
+
+  // The task would be stalled after timeout (5 s) + 30 s: pretend that time has passed.
+  await db.sql`update sluice.step_tasks set started_at = now() - interval '1 minute'`;
+  const flow = crashFlow((input) => Promise.resolve(input.n * 2));
+  await using survivor = await testWorker(flow, db);
+
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), { work: 40 });
+  const [task] = await db.sql`
+    select attempts_count, requeued_count, last_worker_id from sluice.step_tasks`;
+  assert.deepEqual({ ...task }, {
+    attempts_count: 2,
+    requeued_count: 1,
+    last_worker_id: survivor.workerId,
+  });
+  assert.equal(survivor.logs.find("info", "stalled tasks recovered").length, 1);
+});

@@ -1,0 +1,147 @@
+// Lifecycle: deprecation drain, graceful stop and its grace period, LISTEN wake-up, long polling.
+import assert from "node:assert/strict";
+import { Flow } from "../../src/dsl/flow.ts";
+import { startFlow } from "../../src/client/start_flow.ts";
+import { waitForRun } from "../../src/client/wait_for_run.ts";
+import { freshDatabase } from "../_db.ts";
+import { latch, testWorker, waitUntil } from "./_helpers.ts";
+
+Deno.test("a deprecated worker stops polling, finishes its in-flight task, then stops", async () => {
+  await using db = await freshDatabase();
+  const started = latch();
+  const release = latch();
+  let calls = 0;
+  const flow = new Flow({ slug: "deprecate_me" })
+    .step({ slug: "work" }, async () => {
+      calls++;
+      started.resolve();
+      await release.promise;
+      return "finished";
+    });
+  await using worker = await testWorker(flow, db);
+
+  const first = await startFlow(db.sql, flow, {});
+  await started.promise;
+  await db
+    .sql`update sluice.workers set deprecated_at = now() where worker_id = ${worker.workerId}`;
+  await waitUntil(() => worker.status === "stopping", "the worker to start draining");
+
+  const second = await startFlow(db.sql, flow, {});
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(calls, 1, "a draining worker claims nothing new");
+
+  release.resolve();
+  await worker.done;
+  assert.equal(worker.status, "stopped");
+  assert.deepEqual(await waitForRun(db.sql, first, { timeoutMs: 1000, flow }), {
+    work: "finished",
+  });
+  const [row] = await db.sql`
+    select stopped_at is not null as stopped from sluice.workers where worker_id = ${worker.workerId}`;
+  assert.equal(row.stopped, true);
+  const [task] = await db.sql`
+    select status, attempts_count from sluice.step_tasks where run_id = ${second}`;
+  assert.deepEqual({ ...task }, { status: "queued", attempts_count: 0 });
+  assert.equal(worker.logs.find("info", "worker deprecated").length, 1);
+});
+
+Deno.test("stop() lets in-flight tasks finish within the grace period and reports them", async () => {
+  await using db = await freshDatabase();
+  const started = latch();
+  const flow = new Flow({ slug: "graceful" })
+    .step({ slug: "work" }, async () => {
+      started.resolve();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return "done";
+    });
+  const worker = await testWorker(flow, db, { shutdownGraceMs: 5000 });
+
+  const runId = await startFlow(db.sql, flow, {});
+  await started.promise;
+  await worker.stop();
+  assert.equal(worker.status, "stopped");
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 1000, flow }), { work: "done" });
+});
+
+Deno.test("stop() aborts tasks still running after the grace period and fails their attempts", async () => {
+  await using db = await freshDatabase();
+  const started = latch();
+  let reason = "";
+  const flow = new Flow({ slug: "impatient", baseDelay: 1 })
+    .step({ slug: "work" }, (_input, ctx) => {
+      started.resolve();
+      return new Promise<string>((_resolve, reject) => {
+        ctx.signal.addEventListener("abort", () => {
+          reason = ctx.signal.reason.name;
+          reject(ctx.signal.reason);
+        });
+      });
+    });
+  const worker = await testWorker(flow, db, { shutdownGraceMs: 200 });
+
+  const runId = await startFlow(db.sql, flow, {});
+  await started.promise;
+  const stopping = Date.now();
+  await worker.stop();
+  assert.ok(Date.now() - stopping < 3000);
+  assert.equal(reason, "AbortError");
+  const [task] = await db.sql`
+    select status, attempts_count, error_message from sluice.step_tasks where run_id = ${runId}`;
+  assert.equal(task.status, "queued");
+  assert.equal(task.attempts_count, 1);
+  assert.match(
+    task.error_message,
+    /Worker stopped before the task finished \(shutdown grace of 200 ms/,
+  );
+  assert.equal(worker.logs.find("warn", "shutdown grace expired").length, 1);
+});
+
+Deno.test("an idle worker is woken by NOTIFY, not by its poll interval", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow<{ n: number }>({ slug: "latency" })
+    .step({ slug: "a" }, (input) => input.n)
+    .step({ slug: "b", dependsOn: ["a"] }, (deps) => deps.a + 1)
+    .step({ slug: "c", dependsOn: ["b"] }, (deps) => deps.b + 1);
+  // A poll interval far longer than the test: only notifications can wake the worker.
+  await using worker = await testWorker(flow, db, { pollIntervalMs: 60_000, logLevel: "info" });
+  await new Promise((resolve) => setTimeout(resolve, 200)); // the worker is idle now
+
+  const durations: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const started = performance.now();
+    const runId = await startFlow(db.sql, flow, { n: i });
+    // Poll the run tightly to measure, not the 50 ms default of waitForRun.
+    await waitForRun(db.sql, runId, { timeoutMs: 5000, pollIntervalMs: 1, maxPollIntervalMs: 1 });
+    durations.push(performance.now() - started);
+  }
+  durations.sort((x, y) => x - y);
+  const median = durations[10];
+  const p95 = durations[18];
+  console.log(`idle 3-step run latency: median ${median.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms`);
+  assert.ok(p95 < 2000, `p95 ${p95} ms`);
+  assert.equal(worker.logs.find("info", "worker started")[0]?.fields.wake_up, "listen");
+});
+
+Deno.test("without LISTEN the worker long-polls and still stops promptly", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow({ slug: "long_poll" }).step({ slug: "a" }, () => "polled");
+  const worker = await testWorker(flow, db, { listen: false, maxPollSeconds: 2 });
+  assert.equal(worker.logs.find("info", "worker started")[0]?.fields.wake_up, "long_poll");
+
+  const runId = await startFlow(db.sql, flow, {});
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 5000, flow }), { a: "polled" });
+  await new Promise((resolve) => setTimeout(resolve, 300)); // inside a long poll now
+  const stopping = Date.now();
+  await worker.stop();
+  assert.ok(Date.now() - stopping < 1500, `stopped after ${Date.now() - stopping} ms`);
+});
+
+Deno.test("logLevel filters records; fatal ones always pass", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow({ slug: "quiet" }).step({ slug: "a" }, () => 1);
+  const worker = await testWorker(flow, db, { logLevel: "warn" });
+  const runId = await startFlow(db.sql, flow, {});
+  await waitForRun(db.sql, runId, { timeoutMs: 5000 });
+  await worker.stop();
+  assert.deepEqual(worker.logs.records, []);
+});

@@ -1,0 +1,174 @@
+// Failed attempts: backoff, RetryAfterError (valid and invalid delays), refused results.
+import assert from "node:assert/strict";
+import { Flow } from "../../src/dsl/flow.ts";
+import { startFlow } from "../../src/client/start_flow.ts";
+import { waitForRun } from "../../src/client/wait_for_run.ts";
+import { RunFailedError } from "../../src/client/errors.ts";
+import { RetryAfterError } from "../../src/worker/mod.ts";
+import { freshDatabase, type TestDatabase } from "../_db.ts";
+import { testWorker, waitUntil } from "./_helpers.ts";
+
+/** The task's row and how far in the future its message is hidden (seconds, DB clock). */
+async function taskState(db: TestDatabase, runId: string, queue: string) {
+  const [row] = await db.sql.unsafe(
+    `select t.status, t.attempts_count, t.error_message,
+       extract(epoch from (q.vt - clock_timestamp()))::float8 as hidden_for
+     from sluice.step_tasks t
+     left join pgmq.q_${queue} q on q.msg_id = t.message_id
+     where t.run_id = $1`,
+    [runId],
+  );
+  return row as unknown as {
+    status: string;
+    attempts_count: number;
+    error_message: string | null;
+    hidden_for: number | null;
+  };
+}
+
+Deno.test("a failing handler is retried with exponential backoff until it succeeds", async () => {
+  await using db = await freshDatabase();
+  // Attempt times on the database clock: the backoff is measured where it is applied.
+  const attemptTimes: number[] = [];
+  const flow = new Flow<{ failTimes: number }>({ slug: "flaky", maxAttempts: 3, baseDelay: 1 })
+    .step({ slug: "call" }, async (input, ctx) => {
+      const [{ now }] = await ctx.sql`select extract(epoch from clock_timestamp())::float8 as now`;
+      attemptTimes.push(now);
+      if (ctx.attempt <= input.failTimes) throw new Error(`boom on attempt ${ctx.attempt}`);
+      return { attempt: ctx.attempt };
+    });
+  await using _worker = await testWorker(flow, db, { pollIntervalMs: 50 });
+
+  const runId = await startFlow(db.sql, flow, { failTimes: 2 });
+  const output = await waitForRun(db.sql, runId, { timeoutMs: 15_000, flow });
+
+  assert.deepEqual(output, { call: { attempt: 3 } });
+  assert.equal(attemptTimes.length, 3);
+  // base_delay * 2^(attempt - 1): 1 s after the first failure, 2 s after the second.
+  assert.ok(
+    attemptTimes[1] - attemptTimes[0] >= 0.95,
+    `first retry after ${attemptTimes[1] - attemptTimes[0]} s`,
+  );
+  assert.ok(
+    attemptTimes[2] - attemptTimes[1] >= 1.95,
+    `second retry after ${attemptTimes[2] - attemptTimes[1]} s`,
+  );
+  const state = await taskState(db, runId, "flaky");
+  assert.equal(state.status, "completed");
+  assert.equal(state.attempts_count, 3);
+});
+
+Deno.test("a handler failing every attempt fails the run with its error message and stack", async () => {
+  await using db = await freshDatabase();
+  let calls = 0;
+  const flow = new Flow<{ secret: string }>({ slug: "doomed", maxAttempts: 2, baseDelay: 1 })
+    .step({ slug: "call" }, function failingHandler() {
+      calls++;
+      throw new TypeError("upstream said no", { cause: new Error("HTTP 503") });
+    });
+  await using worker = await testWorker(flow, db, { pollIntervalMs: 50 });
+
+  const runId = await startFlow(db.sql, flow, { secret: "s3cr3t-input" });
+  const error = await waitForRun(db.sql, runId, { timeoutMs: 15_000 }).catch((e) => e);
+
+  assert.ok(error instanceof RunFailedError);
+  assert.equal(error.stepSlug, "call");
+  assert.match(error.errorMessage, /TypeError: upstream said no/);
+  assert.match(error.errorMessage, /at failingHandler/);
+  assert.match(error.errorMessage, /Caused by Error: HTTP 503/);
+  assert.ok(!error.errorMessage.includes("s3cr3t-input"));
+  assert.doesNotMatch(error.errorMessage, /_task_executor\.ts/, "worker frames are dropped");
+  assert.equal(calls, 2);
+  assert.ok(!worker.logs.text().includes("s3cr3t-input"), "inputs are never logged");
+});
+
+Deno.test("RetryAfterError sets the next attempt's delay instead of the backoff", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow<{ delay: number }>({ slug: "retry_after", maxAttempts: 3, baseDelay: 1 })
+    .step({ slug: "call" }, (input, ctx) => {
+      if (ctx.attempt === 1) {
+        throw new RetryAfterError(input.delay, { cause: new Error("rate limited") });
+      }
+      return ctx.attempt;
+    });
+  await using _worker = await testWorker(flow, db, { pollIntervalMs: 50 });
+
+  // A long delay: the message stays hidden for it (the backoff would have been 1 s).
+  const slow = await startFlow(db.sql, flow, { delay: 3600 });
+  const hidden = await waitUntil(async () => {
+    const state = await taskState(db, slow, "retry_after");
+    return state.status === "queued" && state.attempts_count === 1 ? state : null;
+  }, "the first attempt to be reported");
+  assert.ok(
+    hidden.hidden_for! > 3590 && hidden.hidden_for! <= 3600,
+    `hidden for ${hidden.hidden_for}`,
+  );
+  assert.match(hidden.error_message!, /^RetryAfterError: Retry requested in 3600 s: rate limited/);
+
+  // Delay 0: retried at once (sooner than the 1 s backoff).
+  const fast = await startFlow(db.sql, flow, { delay: 0 });
+  assert.deepEqual(await waitForRun(db.sql, fast, { timeoutMs: 10_000, flow }), { call: 2 });
+  const [gap] = await db.sql`
+    select extract(epoch from (t.started_at - t.queued_at))::float8 as seconds
+    from sluice.step_tasks t where t.run_id = ${fast}`;
+  assert.ok(gap.seconds < 1, `retried after ${gap.seconds} s`);
+});
+
+for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, 86_401]) {
+  Deno.test(`RetryAfterError with delay ${bad} fails the attempt with the normal backoff`, async () => {
+    await using db = await freshDatabase();
+    const flow = new Flow({ slug: "bad_delay", maxAttempts: 2, baseDelay: 100 })
+      .step({ slug: "call" }, () => {
+        throw new RetryAfterError(bad);
+      });
+    await using _worker = await testWorker(flow, db);
+
+    const runId = await startFlow(db.sql, flow, {});
+    const state = await waitUntil(async () => {
+      const s = await taskState(db, runId, "bad_delay");
+      return s.status === "queued" && s.attempts_count === 1 ? s : null;
+    }, "the first attempt to be reported");
+
+    assert.match(state.error_message!, /^Invalid retry delay: RetryAfterError\.delaySeconds/);
+    assert.ok(state.error_message!.includes(String(bad)), state.error_message!);
+    // base_delay 100 * 2^0
+    assert.ok(state.hidden_for! > 95 && state.hidden_for! <= 100, `hidden for ${state.hidden_for}`);
+  });
+}
+
+Deno.test("a result the database refuses fails the attempt with the database's message", async () => {
+  await using db = await freshDatabase();
+  let mapped = 0;
+  const flow = new Flow({ slug: "refused", maxAttempts: 2, baseDelay: 1 })
+    // Lies about its type: returns an object, so the map over it cannot start.
+    .array({ slug: "list" }, () => ({ not: "an array" }) as unknown as number[])
+    .map({ slug: "each", array: "list" }, (n) => {
+      mapped++;
+      return n;
+    });
+  await using worker = await testWorker(flow, db, { pollIntervalMs: 50 });
+
+  const runId = await startFlow(db.sql, flow, {});
+  const error = await waitForRun(db.sql, runId, { timeoutMs: 15_000 }).catch((e) => e);
+
+  assert.ok(error instanceof RunFailedError, String(error));
+  assert.match(error.errorMessage, /Cannot complete task: .*must be an array, got object/);
+  assert.equal(mapped, 0);
+  assert.equal(worker.logs.find("warn", "refused").length, 2);
+  assert.ok(!worker.logs.text().includes('an array"'), "outputs are never logged");
+});
+
+Deno.test("an output that is not JSON-serializable fails the attempt", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow({ slug: "bigint_out", maxAttempts: 1 })
+    .step({ slug: "call" }, () => ({ n: 1n }) as unknown as { n: number });
+  await using _worker = await testWorker(flow, db);
+
+  const runId = await startFlow(db.sql, flow, {});
+  const error = await waitForRun(db.sql, runId, { timeoutMs: 10_000 }).catch((e) => e);
+  assert.ok(error instanceof RunFailedError);
+  assert.match(
+    error.errorMessage,
+    /Cannot store the output of step "call": .*not JSON-serializable/,
+  );
+});
