@@ -1,0 +1,91 @@
+/**
+ * The error `deno task gen:functions` throws for a configuration or flows module it cannot turn
+ * into worker functions.
+ *
+ * @module
+ */
+
+/**
+ * Why code generation was refused:
+ *
+ * - `invalid_config`: the `sluice` key of `deno.json` is missing or malformed.
+ * - `no_flows`: the flows module exports no `Flow` or step-queued flow.
+ * - `empty_flow`: an exported flow has no steps, so no worker could run it.
+ * - `duplicate_flow`: two exports carry the same concrete flow slug (compared case-insensitively);
+ *   their worker functions would collide, and one concrete flow has exactly one queue mode.
+ * - `config_toml_conflict`: `supabase/config.toml` has a broken generated block, or a
+ *   hand-written `[functions.<name>]` table for a generated function.
+ *
+ * @example Usage
+ * ```ts
+ * import type { CodegenErrorReason } from "./errors.ts";
+ *
+ * const reason: CodegenErrorReason = "duplicate_flow";
+ * ```
+ */
+export type CodegenErrorReason =
+  | "invalid_config"
+  | "no_flows"
+  | "empty_flow"
+  | "duplicate_flow"
+  | "config_toml_conflict";
+
+/**
+ * The fields of a {@linkcode CodegenError}.
+ *
+ * @example Usage
+ * ```ts
+ * import type { CodegenErrorDetails } from "./errors.ts";
+ *
+ * const details: CodegenErrorDetails = {
+ *   reason: "duplicate_flow",
+ *   path: "/app/flows.ts",
+ *   flowSlug: "orders",
+ *   exportNames: ["orders", "ordersV2"],
+ * };
+ * ```
+ */
+export interface CodegenErrorDetails {
+  /** Why generation was refused. */
+  readonly reason: CodegenErrorReason;
+  /** The file at fault: `deno.json`, the flows module or `config.toml`. */
+  readonly path: string;
+  /** The flow involved, when there is one. */
+  readonly flowSlug?: string;
+  /** The exports of the flows module involved, in code-point order. */
+  readonly exportNames?: readonly string[];
+}
+
+/**
+ * Thrown by `generateFunctions()` before it writes anything.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { CodegenError, generateFunctions } from "./mod.ts";
+ *
+ * try {
+ *   await generateFunctions({ check: true });
+ * } catch (error) {
+ *   if (error instanceof CodegenError) console.error(error.reason, error.path);
+ * }
+ * ```
+ */
+export class CodegenError extends Error implements CodegenErrorDetails {
+  override name = "CodegenError";
+  readonly reason: CodegenErrorReason;
+  readonly path: string;
+  readonly flowSlug: string | undefined;
+  readonly exportNames: readonly string[];
+
+  /**
+   * @param message The error message.
+   * @param details The reason and the file, flow and exports involved.
+   */
+  constructor(message: string, details: CodegenErrorDetails) {
+    super(message);
+    this.reason = details.reason;
+    this.path = details.path;
+    this.flowSlug = details.flowSlug;
+    this.exportNames = details.exportNames ?? [];
+  }
+}

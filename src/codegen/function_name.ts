@@ -1,0 +1,35 @@
+/**
+ * The name of a generated worker function (its Edge Function directory and URL path).
+ *
+ * Rule: lowercase each slug and turn `_` into `-`; a plain flow's function is the flow part
+ * alone, a step function is `<flow>--<step>`. Slugs start with a letter, contain only
+ * `[a-zA-Z0-9_]`, never contain `__` and never end with `_`, so a converted slug never contains
+ * `--` and never starts or ends with `-`: the first `--` always separates flow from step. Two
+ * different `(flow, step)` pairs therefore get different names unless their flow slugs differ only
+ * in case, which sluice treats as one concrete flow anyway (the generator rejects such a module).
+ *
+ * @module
+ */
+
+function kebab(slug: string): string {
+  return slug.toLowerCase().replaceAll("_", "-");
+}
+
+/**
+ * The worker function name of a plain flow (no step) or of one step of a step-queued flow.
+ *
+ * @param flowSlug The concrete flow slug.
+ * @param stepSlug The step slug, or `null` for a plain flow's single function.
+ * @returns The function name: `[a-z][a-z0-9-]*`, as Supabase accepts it.
+ *
+ * @example Usage
+ * ```ts
+ * import { workerFunctionName } from "./function_name.ts";
+ *
+ * console.log(workerFunctionName("greet_user", null)); // "greet-user"
+ * console.log(workerFunctionName("thread_digest", "fetch_posts")); // "thread-digest--fetch-posts"
+ * ```
+ */
+export function workerFunctionName(flowSlug: string, stepSlug: string | null): string {
+  return stepSlug === null ? kebab(flowSlug) : `${kebab(flowSlug)}--${kebab(stepSlug)}`;
+}

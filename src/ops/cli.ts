@@ -1,0 +1,133 @@
+/**
+ * `deno task ops <command>`: the operator CLI. Reads the monitoring views and calls the
+ * maintenance functions of the database at `DATABASE_URL`.
+ *
+ * ```sh
+ * DATABASE_URL=postgres://... deno task ops coverage
+ * deno task ops --help
+ * ```
+ *
+ * @module
+ */
+
+import postgres from "postgres";
+import { type CommandArgs, COMMANDS, type OpsCommand, type OpsIo } from "./commands/mod.ts";
+
+function usageLine(command: OpsCommand): string {
+  const positional = command.positional.map((name) => ` <${name}>`).join("");
+  return `deno task ops ${command.name}${positional}${command.json ? " [--json]" : ""}`;
+}
+
+function help(): string {
+  const width = Math.max(...COMMANDS.map((command) => command.name.length));
+  return [
+    "Usage: deno task ops <command> [arguments] [--json]",
+    "",
+    "Commands:",
+    ...COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`),
+    "",
+    "Connects to the database at DATABASE_URL. `deno task ops <command> --help` describes one",
+    "command. Exit codes: 0 done, 1 failed, 2 bad usage or DATABASE_URL unset.",
+  ].join("\n");
+}
+
+function commandHelp(command: OpsCommand): string {
+  return `Usage: ${usageLine(command)}\n\n${command.description}`;
+}
+
+/** Options of {@linkcode main}. */
+export interface OpsCliOptions {
+  /**
+   * The database to use.
+   *
+   * @default {Deno.env.get("DATABASE_URL")}
+   */
+  readonly databaseUrl?: string;
+  /**
+   * Where to print.
+   *
+   * @default {console.log and console.error}
+   */
+  readonly io?: OpsIo;
+}
+
+/** Splits a command's arguments; returns an error message for anything it does not accept. */
+function parseArgs(command: OpsCommand, args: readonly string[]): CommandArgs | string {
+  const positional: string[] = [];
+  let json = false;
+  for (const arg of args) {
+    // "-1 day" is an (invalid, negative) interval for the database to reject, not an option.
+    if (arg === "--json" && command.json) json = true;
+    else if (/^--?[a-zA-Z]/.test(arg)) return `unknown option ${JSON.stringify(arg)}`;
+    else positional.push(arg);
+  }
+  if (positional.length !== command.positional.length) {
+    const wanted = command.positional.length === 0
+      ? "no arguments"
+      : command.positional.map((name) => `<${name}>`).join(" ");
+    return `expected ${wanted}, got ${
+      positional.length === 0 ? "none" : positional.map((arg) => JSON.stringify(arg)).join(" ")
+    }`;
+  }
+  return { positional, json };
+}
+
+/**
+ * Runs one ops command.
+ *
+ * @param args The arguments after `deno task ops`.
+ * @param options The database URL and output streams.
+ * @returns The exit code: 0 done, 1 failed, 2 bad usage or no database URL.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { main } from "./cli.ts";
+ *
+ * Deno.exit(await main(["coverage", "--json"]));
+ * ```
+ */
+export async function main(
+  args: readonly string[],
+  options: OpsCliOptions = {},
+): Promise<number> {
+  const io = options.io ?? { out: console.log, err: console.error };
+  const [name, ...rest] = args;
+  if (name === undefined || name === "-h" || name === "--help" || name === "help") {
+    (name === undefined ? io.err : io.out)(help());
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS.find((candidate) => candidate.name === name);
+  if (command === undefined) {
+    io.err(`Cannot run ops ${JSON.stringify(name)}: no such command\n\n${help()}`);
+    return 2;
+  }
+  if (rest.includes("-h") || rest.includes("--help")) {
+    io.out(commandHelp(command));
+    return 0;
+  }
+  const parsed = parseArgs(command, rest);
+  if (typeof parsed === "string") {
+    io.err(`Cannot run ops ${command.name}: ${parsed}\n\n${commandHelp(command)}`);
+    return 2;
+  }
+  const url = options.databaseUrl ?? Deno.env.get("DATABASE_URL");
+  if (url === undefined || url === "") {
+    io.err(
+      `Cannot run ops ${command.name}: DATABASE_URL is not set; set it to the sluice database, ` +
+        "e.g. DATABASE_URL=postgres://postgres:postgres@127.0.0.1:54322/postgres",
+    );
+    return 2;
+  }
+  const sql = postgres(url, { prepare: false, max: 1, onnotice: () => {} });
+  try {
+    return await command.run(sql, parsed, io);
+  } catch (error) {
+    // An unreachable server or a rejected argument deserves one clear line, not a stack trace.
+    io.err(`Cannot run ops ${command.name}: ${error instanceof Error ? error.message : error}`);
+    return 1;
+  } finally {
+    await sql.end();
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,81 @@
+/**
+ * `deno task ops coverage`: every route of every compiled flow with its live workers, from
+ * `sluice.route_coverage`. A route without a worker whose heartbeat is fresh is flagged `MISSING`:
+ * its tasks are not lost, they wait in its queue until a worker for it starts.
+ *
+ * @module
+ */
+
+import { formatTable, type OpsCommand, printJson } from "./_command.ts";
+
+/** One row of `sluice.route_coverage`. */
+interface CoverageRow extends Record<string, unknown> {
+  flow_slug: string;
+  step_slug: string;
+  step_index: number;
+  queue_name: string;
+  live_workers: number;
+  queued_tasks: number;
+  last_heartbeat_at: Date | null;
+  missing_worker: boolean;
+}
+
+/**
+ * The `coverage` command. Always exits 0 when the view could be read: a missing worker is a state
+ * to report, not a failure of the command (`--json` lets scripts decide).
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { coverageCommand } from "./coverage.ts";
+ *
+ * await coverageCommand.run(sql, { positional: [], json: false }, io);
+ * ```
+ */
+export const coverageCommand: OpsCommand = {
+  name: "coverage",
+  positional: [],
+  json: true,
+  summary: "every route with its live workers; routes nobody serves are flagged MISSING",
+  description:
+    "Reads sluice.route_coverage: one line per (flow, step) route with its queue, the\n" +
+    "workers serving it whose heartbeat is fresh, and its queued tasks. A route without a\n" +
+    "live worker is MISSING: its tasks wait durably in its queue until a worker starts.",
+  async run(sql, args, io) {
+    const rows = await sql<CoverageRow[]>`
+      select flow_slug, step_slug, step_index, queue_name, live_workers, queued_tasks,
+        last_heartbeat_at, missing_worker
+      from sluice.route_coverage
+      order by flow_slug collate "C", step_index
+    `;
+    if (args.json) {
+      printJson(io, rows);
+      return 0;
+    }
+    if (rows.length === 0) {
+      io.out("No compiled flows, so no routes.");
+      return 0;
+    }
+    const table = formatTable(
+      ["FLOW", "STEP", "QUEUE", "WORKERS", "QUEUED", "STATUS"],
+      rows.map((row) => [
+        row.flow_slug,
+        row.step_slug,
+        row.queue_name,
+        String(row.live_workers),
+        String(row.queued_tasks),
+        row.missing_worker ? "MISSING" : "ok",
+      ]),
+      ["left", "left", "left", "right", "right", "left"],
+    );
+    for (const line of table) io.out(line);
+    const missing = rows.filter((row) => row.missing_worker);
+    io.out("");
+    io.out(
+      missing.length === 0
+        ? `All ${rows.length} routes have a live worker.`
+        : `${missing.length} of ${rows.length} routes have no live worker; their tasks wait in ` +
+          "their queues until a worker for them starts.",
+    );
+    return 0;
+  },
+};

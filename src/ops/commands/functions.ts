@@ -1,0 +1,68 @@
+/**
+ * `deno task ops functions`: every worker function with its enabled flag, restart pause and live
+ * workers, from `sluice.worker_function_status`.
+ *
+ * @module
+ */
+
+import { formatTable, formatTime, type OpsCommand, printJson } from "./_command.ts";
+
+/** One row of `sluice.worker_function_status`. */
+interface FunctionRow extends Record<string, unknown> {
+  function_name: string;
+  enabled: boolean;
+  restart_paused: boolean;
+  restart_paused_at: Date | null;
+  pause_reason: string | null;
+  last_invoked_at: Date | null;
+  live_workers: number;
+}
+
+/**
+ * The `functions` command.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { functionsCommand } from "./functions.ts";
+ *
+ * await functionsCommand.run(sql, { positional: [], json: false }, io);
+ * ```
+ */
+export const functionsCommand: OpsCommand = {
+  name: "functions",
+  positional: [],
+  json: true,
+  summary: "every worker function: enabled, restart pause and reason, live workers",
+  description: "Reads sluice.worker_function_status. A restart-paused function does not respawn\n" +
+    "its worker until an operator runs `deno task ops clear-pause <function_name>`.",
+  async run(sql, args, io) {
+    const rows = await sql<FunctionRow[]>`
+      select function_name, enabled, restart_paused, restart_paused_at, pause_reason,
+        last_invoked_at, live_workers
+      from sluice.worker_function_status
+      order by function_name collate "C"
+    `;
+    if (args.json) {
+      printJson(io, rows);
+      return 0;
+    }
+    if (rows.length === 0) {
+      io.out("No worker functions tracked yet.");
+      return 0;
+    }
+    const table = formatTable(
+      ["FUNCTION", "ENABLED", "PAUSED SINCE", "WORKERS", "LAST INVOKED", "PAUSE REASON"],
+      rows.map((row) => [
+        row.function_name,
+        row.enabled ? "yes" : "no",
+        formatTime(row.restart_paused_at),
+        String(row.live_workers),
+        formatTime(row.last_invoked_at),
+        row.pause_reason ?? "-",
+      ]),
+      ["left", "left", "left", "right", "left", "left"],
+    );
+    for (const line of table) io.out(line);
+    return 0;
+  },
+};

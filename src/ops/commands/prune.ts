@@ -1,0 +1,40 @@
+/**
+ * `deno task ops prune <interval>`: deletes runs finished longer ago than the interval (with
+ * their archived messages) and workers stopped that long ago, through
+ * `sluice.prune_data_older_than`.
+ *
+ * @module
+ */
+
+import type { OpsCommand } from "./_command.ts";
+
+/**
+ * The `prune` command. The interval is any PostgreSQL interval (`30 days`, `12h`, `1 week`); an
+ * invalid or negative one is rejected by the database and nothing is deleted.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { pruneCommand } from "./prune.ts";
+ *
+ * await pruneCommand.run(sql, { positional: ["30 days"], json: false }, io);
+ * ```
+ */
+export const pruneCommand: OpsCommand = {
+  name: "prune",
+  positional: ["interval"],
+  json: false,
+  summary: "delete finished runs and stopped workers older than an interval, e.g. '30 days'",
+  description: "Calls sluice.prune_data_older_than. Runs still in progress are never pruned.\n" +
+    "The interval is a PostgreSQL interval: '30 days', '12 hours', '1 week'.",
+  async run(sql, args, io) {
+    const [interval] = args.positional;
+    const [{ result }] = await sql<{ result: { runs: number; workers: number } }[]>`
+      select sluice.prune_data_older_than(${interval}::interval) as result
+    `;
+    io.out(
+      `Pruned ${result.runs} runs finished and ${result.workers} workers stopped more than ` +
+        `${interval} ago.`,
+    );
+    return 0;
+  },
+};
