@@ -1,0 +1,252 @@
+/**
+ * `createWorkerHandler()`: the request handler of a worker function, for hosting in a
+ * `Deno.serve` of your own. {@linkcode serveWorker} wraps it for a complete Edge Function.
+ *
+ * @module
+ */
+
+import type { AnyFlow } from "../dsl/flow.ts";
+import type { WorkerOptions } from "../worker/start_worker.ts";
+import { WorkerFunctionHost } from "./_host.ts";
+
+/**
+ * The part of Supabase's `EdgeRuntime` global the adapter uses: `waitUntil` keeps the isolate
+ * alive until the promise settles, after the response has been sent.
+ *
+ * @example Usage
+ * ```ts
+ * import type { EdgeRuntimeLike } from "@sluice/sluice/edge";
+ *
+ * const pending: Promise<unknown>[] = [];
+ * const standIn: EdgeRuntimeLike = { waitUntil: (promise) => void pending.push(promise) };
+ * ```
+ */
+export interface EdgeRuntimeLike {
+  /** Keeps the isolate alive until `promise` settles. */
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/**
+ * Where a worker function's isolate is:
+ *
+ * - `idle`: no worker yet (only seen through `handler.status`: a request starts one);
+ * - `starting`: a request is starting the worker (checking the function's row, compiling);
+ * - `running`: the worker polls its queue;
+ * - `draining`: the isolate is ending (or the worker stops): no polling, in-flight tasks finish;
+ * - `paused`: the function is restart-paused (a worker met unsupported work); nothing starts
+ *   until an operator runs `sluice.clear_restart_pause`;
+ * - `disabled`: the function's `enabled` flag is off; nothing starts;
+ * - `stopped`: this isolate's worker has stopped and the isolate starts no other;
+ * - `failed`: the worker could not start (see `error`); the next request tries again.
+ *
+ * @example Usage
+ * ```ts
+ * import type { WorkerFunctionState } from "@sluice/sluice/edge";
+ *
+ * const state: WorkerFunctionState = "paused";
+ * ```
+ */
+export type WorkerFunctionState =
+  | "idle"
+  | "starting"
+  | "running"
+  | "draining"
+  | "paused"
+  | "disabled"
+  | "stopped"
+  | "failed";
+
+/**
+ * The JSON body of every authorized response, and the value of `handler.status`.
+ *
+ * @example Usage
+ * ```ts
+ * import type { WorkerFunctionStatus } from "@sluice/sluice/edge";
+ *
+ * const status: WorkerFunctionStatus = {
+ *   status: "running",
+ *   functionName: "orders",
+ *   isolateId: "5f0c7a52-7a0e-4a8e-9a7b-2f3c1d2e4b6a",
+ *   workerId: "0b8e2c1a-9f3d-4c6e-8a1b-7d5e3f2a1c9b",
+ *   flowSlug: "orders",
+ *   queue: "orders",
+ * };
+ * ```
+ */
+export interface WorkerFunctionStatus {
+  /** Where the isolate is. */
+  readonly status: WorkerFunctionState;
+  /** The worker function (its `sluice.worker_functions` row). */
+  readonly functionName: string;
+  /** A random id of this isolate (handler instance), to tell isolates apart in logs. */
+  readonly isolateId: string;
+  /** The worker's id while this isolate has one. */
+  readonly workerId?: string;
+  /** The concrete flow slug of the worker. */
+  readonly flowSlug?: string;
+  /** The queue the worker polls. */
+  readonly queue?: string;
+  /**
+   * `paused`: the stored pause reason. `draining` and `stopped`: why the isolate ends
+   * (`beforeunload`, `wall_clock_budget`, `requested`, `closed`).
+   */
+  readonly reason?: string;
+  /** `paused`: when the pause was set (ISO 8601). */
+  readonly pausedAt?: string;
+  /** `failed`: why the worker could not start. */
+  readonly error?: string;
+}
+
+/**
+ * Options of {@linkcode createWorkerHandler} and {@linkcode serveWorker}: the worker's own options
+ * plus the Edge lifecycle. Configuration not given here is read from `env`.
+ *
+ * @example Usage
+ * ```ts
+ * import type { WorkerFunctionOptions } from "@sluice/sluice/edge";
+ *
+ * const options: WorkerFunctionOptions = {
+ *   functionName: "orders-worker",
+ *   maxConcurrent: 5,
+ *   wallClockBudgetMs: 390_000, // a paid plan: 400 s
+ * };
+ * ```
+ */
+export interface WorkerFunctionOptions extends WorkerOptions {
+  /**
+   * A connection URL. The adapter opens one pool (`poolSize` connections) shared by the worker
+   * and the adapter's own queries, and closes it when the isolate ends.
+   *
+   * @default {env SLUICE_DATABASE_URL, then env SUPABASE_DB_URL}
+   */
+  readonly connectionString?: string;
+  /**
+   * The bearer secret every request must carry (`Authorization: Bearer <secret>`), also sent by
+   * the successor request. Without one, every request is refused with a 500 naming the variable
+   * to set.
+   *
+   * @default {env SLUICE_WORKER_SECRET, then env SUPABASE_SERVICE_ROLE_KEY}
+   */
+  readonly secret?: string;
+  /**
+   * The function's own URL, called to start a successor.
+   *
+   * @default {env SUPABASE_URL + "/functions/v1/" + functionName}
+   */
+  readonly selfUrl?: string | URL;
+  /**
+   * On Edge: how long after the isolate started its worker stops by itself and hands over to a
+   * successor, in case the platform's `beforeunload` comes too late. With `drainTimeoutMs` and
+   * the successor request it must fit in the platform's wall-clock limit (Supabase: 150 s on the
+   * free plan, 400 s on paid plans). `Infinity` relies on `beforeunload` alone.
+   *
+   * @default {140000}
+   */
+  readonly wallClockBudgetMs?: number;
+  /**
+   * When the isolate ends: how long to wait for in-flight tasks (and their results) before
+   * requesting the successor anyway. The worker's `shutdownGraceMs` defaults to 3 s less.
+   *
+   * @default {8000}
+   */
+  readonly drainTimeoutMs?: number;
+  /**
+   * Request a successor when the isolate ends (`beforeunload`, the wall-clock budget, `end()`).
+   *
+   * @default {true}
+   */
+  readonly respawn?: boolean;
+  /**
+   * The platform runtime whose `waitUntil` keeps the isolate alive for the worker. `null` runs as
+   * a plain Deno process (no wall-clock budget, no `beforeunload` handling).
+   *
+   * @default {globalThis.EdgeRuntime, or null when absent}
+   */
+  readonly edgeRuntime?: EdgeRuntimeLike | null;
+  /**
+   * Where the platform announces the end of the isolate with a `beforeunload` event.
+   *
+   * @default {globalThis on Edge, none otherwise}
+   */
+  readonly lifecycleEvents?: EventTarget;
+  /**
+   * Environment read for the configuration above and passed to handlers as `context.env`.
+   *
+   * @default {Deno.env.toObject()}
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * The request handler of one worker function in one isolate. At most one worker runs at a time;
+ * the first authorized request (or `start()`) starts it.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { Flow } from "@sluice/sluice";
+ * import { createWorkerHandler } from "@sluice/sluice/edge";
+ *
+ * const flow = new Flow({ slug: "hello" }).step({ slug: "greet" }, () => "hi");
+ * await using handler = createWorkerHandler(flow);
+ * await using server = Deno.serve({ port: 0 }, handler.fetch);
+ * ```
+ */
+export interface WorkerFunctionHandler extends AsyncDisposable {
+  /** The worker function name. */
+  readonly functionName: string;
+  /** A random id of this isolate (handler instance). */
+  readonly isolateId: string;
+  /** Whether it runs under an Edge runtime (`waitUntil`, wall-clock budget, `beforeunload`). */
+  readonly onEdge: boolean;
+  /** Where the isolate is now. */
+  readonly status: WorkerFunctionStatus;
+  /**
+   * Answers one request: 401 without the secret; otherwise starts the worker when none runs and
+   * answers the status as JSON (200 `running`, 202 `starting`, 503 `draining`, `stopped`,
+   * `paused` or `disabled`, 500 `failed` or no secret configured).
+   */
+  readonly fetch: (request: Request) => Promise<Response>;
+  /**
+   * Starts the worker unless one runs or starts, exactly as an authorized request does.
+   *
+   * @returns The status a request would have answered.
+   */
+  start(): Promise<WorkerFunctionStatus>;
+  /**
+   * Ends the isolate as the platform's `beforeunload` does: stop polling, drain within
+   * `drainTimeoutMs`, request a successor (unless disabled, paused or already requested by
+   * another isolate), close the pool. Later requests answer `draining`, then `stopped`.
+   */
+  end(): Promise<void>;
+  /** Stops the worker gracefully without a successor and closes the pool. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates the request handler of a worker function, for hosting in a `Deno.serve` of your own.
+ * Use {@linkcode serveWorker} for a complete Edge Function entrypoint.
+ *
+ * @param flow The flow whose steps the worker runs.
+ * @param options Worker, connection, authorization and lifecycle options.
+ * @returns The handler; pass `handler.fetch` to `Deno.serve`.
+ * @throws {TypeError} When options are inconsistent (both `sql` and `connectionString`, an
+ * invalid `selfUrl`).
+ * @throws {RangeError} When `wallClockBudgetMs` or `drainTimeoutMs` is out of range.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { Flow } from "@sluice/sluice";
+ * import { createWorkerHandler } from "@sluice/sluice/edge";
+ *
+ * const flow = new Flow<{ n: number }>({ slug: "double" })
+ *   .step({ slug: "twice" }, (input) => input.n * 2);
+ * const handler = createWorkerHandler(flow, { secret: Deno.env.get("WORKER_SECRET") });
+ * Deno.serve({ port: 8080 }, handler.fetch);
+ * ```
+ */
+export function createWorkerHandler<F extends AnyFlow>(
+  flow: F,
+  options: WorkerFunctionOptions = {},
+): WorkerFunctionHandler {
+  return new WorkerFunctionHost(flow, options);
+}

@@ -1,0 +1,23 @@
+/**
+ * The Supabase Edge adapter: serves a worker function over HTTP. The first authorized request
+ * starts its worker inside `EdgeRuntime.waitUntil`; when the isolate ends, the worker drains and
+ * one successor is requested from the function's own URL, unless the function is disabled or
+ * restart-paused. The same entrypoint runs as a plain Deno process for local development.
+ *
+ * @example Usage
+ * ```ts ignore
+ * // supabase/functions/orders-worker/index.ts
+ * import { Flow } from "@sluice/sluice";
+ * import { serveWorker } from "@sluice/sluice/edge";
+ *
+ * const orders = new Flow<{ orderId: string }>({ slug: "orders" })
+ *   .step({ slug: "charge" }, (input) => ({ charged: input.orderId }));
+ *
+ * serveWorker(orders, { functionName: "orders-worker" });
+ * ```
+ *
+ * @module
+ */
+
+export * from "./create_worker_handler.ts";
+export * from "./serve_worker.ts";

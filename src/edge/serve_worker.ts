@@ -1,0 +1,179 @@
+/**
+ * `serveWorker()`: the whole body of a worker function's Edge Function entrypoint.
+ *
+ * @module
+ */
+
+import type { AnyFlow } from "../dsl/flow.ts";
+import { jsonLineSink, Logger } from "../worker/logger.ts";
+import {
+  createWorkerHandler,
+  type WorkerFunctionHandler,
+  type WorkerFunctionOptions,
+} from "./create_worker_handler.ts";
+
+/**
+ * Options of {@linkcode serveWorker}: the handler's options plus where to listen.
+ *
+ * @example Usage
+ * ```ts
+ * import type { ServeWorkerOptions } from "@sluice/sluice/edge";
+ *
+ * const options: ServeWorkerOptions = { port: 8787, startImmediately: true };
+ * ```
+ */
+export interface ServeWorkerOptions extends WorkerFunctionOptions {
+  /**
+   * Port to listen on (`0`: any free port; see `addr`).
+   *
+   * @default {8000}
+   */
+  readonly port?: number;
+  /**
+   * Interface to listen on.
+   *
+   * @default {"0.0.0.0"}
+   */
+  readonly hostname?: string;
+  /** Aborting it stops the worker (no successor) and closes the server. */
+  readonly signal?: AbortSignal;
+  /** Called once the server listens. @default {logs "listening" at info level} */
+  readonly onListen?: (addr: Deno.NetAddr) => void;
+  /**
+   * Start the worker at once instead of on the first request (local development).
+   *
+   * @default {env SLUICE_WORKER_START_IMMEDIATELY is "true" or "1"}
+   */
+  readonly startImmediately?: boolean;
+  /**
+   * Outside Edge: stop gracefully on SIGINT and SIGTERM (the worker drains, then the server
+   * closes). Never installed on Edge, where the platform ends isolates.
+   *
+   * @default {true}
+   */
+  readonly handleSignals?: boolean;
+}
+
+/**
+ * A served worker function.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { Flow } from "@sluice/sluice";
+ * import { serveWorker, type WorkerServer } from "@sluice/sluice/edge";
+ *
+ * const flow = new Flow({ slug: "hello" }).step({ slug: "greet" }, () => "hi");
+ * const served: WorkerServer = serveWorker(flow, { port: 0 });
+ * console.log(served.addr.port);
+ * await served.shutdown();
+ * ```
+ */
+export interface WorkerServer extends AsyncDisposable {
+  /** The request handler (status, `start()`, `end()`, `close()`). */
+  readonly handler: WorkerFunctionHandler;
+  /** Where the server listens. */
+  readonly addr: Deno.NetAddr;
+  /** Resolves once the server has closed. */
+  readonly finished: Promise<void>;
+  /** Stops the worker gracefully (no successor), then closes the server. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Serves a worker function over HTTP: the whole body of an Edge Function entrypoint.
+ *
+ * On Supabase Edge (`EdgeRuntime` present) the first request carrying
+ * `Authorization: Bearer <secret>` starts the worker inside `EdgeRuntime.waitUntil`, unless the
+ * function's row says it is disabled or restart-paused; later requests answer its status as JSON.
+ * When the platform announces the end of the isolate (`beforeunload`), or the wall-clock budget
+ * runs out first, the worker stops polling, drains, and one successor is requested from the
+ * function's own URL, debounced in PostgreSQL so that isolates ending together start one.
+ *
+ * As a plain Deno process it runs until SIGINT or SIGTERM, starting the worker on the first
+ * request or at once (`startImmediately`).
+ *
+ * @param flow The flow whose steps the worker runs.
+ * @param options Listening, worker, connection, authorization and lifecycle options.
+ * @returns The served function.
+ * @throws {TypeError} When options are inconsistent.
+ * @throws {RangeError} When a duration option is out of range.
+ *
+ * @example Usage
+ * ```ts ignore
+ * // supabase/functions/orders-worker/index.ts
+ * import { serveWorker } from "@sluice/sluice/edge";
+ * import { orders } from "../_flows/orders.ts";
+ *
+ * serveWorker(orders, { functionName: "orders-worker" });
+ * ```
+ */
+export function serveWorker<F extends AnyFlow>(
+  flow: F,
+  options: ServeWorkerOptions = {},
+): WorkerServer {
+  const handler = createWorkerHandler(flow, options);
+  const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
+    function_name: handler.functionName,
+    isolate_id: handler.isolateId,
+  });
+  const server = Deno.serve({
+    port: options.port,
+    hostname: options.hostname,
+    onListen: options.onListen ??
+      ((addr) => logger.info("listening", { hostname: addr.hostname, port: addr.port })),
+  }, handler.fetch);
+
+  const signals: Deno.Signal[] = [];
+  const onSignal = () => {
+    logger.info("signal received: stopping the worker and the server");
+    void shutdown();
+  };
+  let closing: Promise<void> | null = null;
+  const shutdown = (): Promise<void> =>
+    closing ??= (async () => {
+      for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+      options.signal?.removeEventListener("abort", onAbort);
+      await handler.close();
+      await server.shutdown();
+    })();
+  const onAbort = () => void shutdown();
+
+  if (!handler.onEdge && (options.handleSignals ?? true)) {
+    for (const signal of ["SIGINT", "SIGTERM"] as const) {
+      try {
+        Deno.addSignalListener(signal, onSignal);
+        signals.push(signal);
+      } catch {
+        // SIGTERM cannot be listened for on Windows; Ctrl-C still arrives as SIGINT.
+      }
+    }
+  }
+  if (options.signal?.aborted) void shutdown();
+  else options.signal?.addEventListener("abort", onAbort, { once: true });
+
+  if (options.startImmediately ?? startImmediatelyFromEnv(options.env)) {
+    void handler.start().then((status) => {
+      if (status.status !== "running") logger.warn("worker not started", { ...status });
+    });
+  }
+
+  return {
+    handler,
+    addr: server.addr,
+    finished: server.finished,
+    shutdown,
+    [Symbol.asyncDispose]: shutdown,
+  };
+}
+
+function startImmediatelyFromEnv(env: Readonly<Record<string, string | undefined>> | undefined) {
+  let value: string | undefined;
+  try {
+    value = env === undefined
+      ? Deno.env.get("SLUICE_WORKER_START_IMMEDIATELY")
+      : env.SLUICE_WORKER_START_IMMEDIATELY;
+  } catch {
+    // No --allow-env: start on the first request.
+  }
+  return value === "true" || value === "1";
+}

@@ -1,0 +1,147 @@
+// Request authorization and configuration errors: nothing starts without the secret.
+import assert from "node:assert/strict";
+import { Flow } from "../../src/dsl/flow.ts";
+import { createWorkerHandler } from "../../src/edge/mod.ts";
+import { freshDatabase } from "../_db.ts";
+import {
+  call,
+  LogCapture,
+  SECRET,
+  serve,
+  standInEdgeRuntime,
+  testHandler,
+  workerCounts,
+} from "./_helpers.ts";
+
+Deno.test("requests without the right bearer secret get 401 and start nothing", async () => {
+  await using db = await freshDatabase();
+  await using edge = standInEdgeRuntime();
+  const logs = new LogCapture();
+  const flow = new Flow({ slug: "locked" }).step({ slug: "a" }, () => 1);
+  await using handler = testHandler(flow, db, logs, { lifecycleEvents: new EventTarget() });
+  await using server = serve(handler.fetch);
+
+  for (
+    const authorization of [
+      null,
+      "",
+      "Bearer",
+      "Bearer wrong",
+      `Bearer ${SECRET}x`,
+      `Bearer ${SECRET.slice(0, -1)}`,
+      `Basic ${btoa(`user:${SECRET}`)}`,
+      SECRET,
+    ]
+  ) {
+    const answer = await call(server.url, authorization);
+    assert.equal(answer.status, 401, `Authorization: ${JSON.stringify(authorization)}`);
+    assert.equal(answer.body.status, undefined, "a refused request learns nothing");
+  }
+
+  assert.equal(edge.pending.length, 0);
+  assert.equal(handler.status.status, "idle");
+  const [{ count }] = await db.sql`select count(*)::int from sluice.worker_functions`;
+  assert.equal(count, 0);
+  assert.deepEqual(await workerCounts(db, "locked"), { started: 0, live: 0 });
+
+  const accepted = await call(server.url, `bearer  ${SECRET}`);
+  assert.equal(accepted.status, 200, "the scheme is case-insensitive");
+  assert.equal(accepted.body.status, "running");
+});
+
+Deno.test("without a secret every request is refused with a 500 naming the variable to set", async () => {
+  await using db = await freshDatabase();
+  const logs = new LogCapture();
+  const flow = new Flow({ slug: "unset" }).step({ slug: "a" }, () => 1);
+  await using handler = createWorkerHandler(flow, {
+    connectionString: db.url,
+    env: {},
+    edgeRuntime: null,
+    logger: logs.sink,
+  });
+  await using server = serve(handler.fetch);
+
+  const answer = await call(server.url, "Bearer anything");
+  assert.equal(answer.status, 500);
+  assert.match(answer.body.error!, /no secret configured; set SLUICE_WORKER_SECRET/);
+  assert.match(logs.find("error")[0].message, /SLUICE_WORKER_SECRET/);
+  assert.deepEqual(await workerCounts(db, "unset"), { started: 0, live: 0 });
+});
+
+Deno.test("the secret and the database URL come from the environment", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow({ slug: "from_env" }).step({ slug: "a" }, () => 1);
+  const logs = new LogCapture();
+  await using fallback = createWorkerHandler(flow, {
+    env: { SUPABASE_SERVICE_ROLE_KEY: "service-role", SUPABASE_DB_URL: db.url },
+    edgeRuntime: null,
+    logger: logs.sink,
+  });
+  await using fallbackServer = serve(fallback.fetch);
+  assert.equal((await call(fallbackServer.url, "Bearer service-role")).body.status, "running");
+
+  await using dedicated = createWorkerHandler(flow, {
+    env: {
+      SLUICE_WORKER_SECRET: "dedicated",
+      SUPABASE_SERVICE_ROLE_KEY: "service-role",
+      SLUICE_DATABASE_URL: db.url,
+    },
+    edgeRuntime: null,
+    logger: logs.sink,
+  });
+  await using dedicatedServer = serve(dedicated.fetch);
+  assert.equal((await call(dedicatedServer.url, "Bearer service-role")).status, 401);
+  assert.equal((await call(dedicatedServer.url, "Bearer dedicated")).body.status, "running");
+});
+
+Deno.test("without a database URL an authorized request answers 500 failed naming the variables", async () => {
+  const flow = new Flow({ slug: "no_db" }).step({ slug: "a" }, () => 1);
+  await using handler = createWorkerHandler(flow, {
+    secret: SECRET,
+    env: {},
+    edgeRuntime: null,
+    logger: () => {},
+  });
+  await using server = serve(handler.fetch);
+
+  const answer = await call(server.url);
+  assert.equal(answer.status, 500);
+  assert.equal(answer.body.status, "failed");
+  assert.match(answer.body.error!, /set SLUICE_DATABASE_URL \(or SUPABASE_DB_URL\)/);
+});
+
+Deno.test("a worker that cannot start answers 500 failed, and the next request tries again", async () => {
+  await using db = await freshDatabase();
+  const logs = new LogCapture();
+  const flow = new Flow({ slug: "blocked" }).step({ slug: "a" }, () => 1);
+  // A queue of that name owned by nobody: compilation refuses to adopt it.
+  await db.sql`select pgmq.create('blocked')`;
+  await using handler = testHandler(flow, db, logs, { edgeRuntime: null });
+  await using server = serve(handler.fetch);
+
+  const answer = await call(server.url);
+  assert.equal(answer.status, 500);
+  assert.equal(answer.body.status, "failed");
+  assert.match(answer.body.error!, /blocked/);
+  assert.equal(handler.status.status, "failed");
+
+  await db.sql`select pgmq.drop_queue('blocked')`;
+  const retried = await call(server.url);
+  assert.equal(retried.body.status, "running");
+});
+
+Deno.test("option errors are thrown at creation", () => {
+  const flow = new Flow({ slug: "opts" }).step({ slug: "a" }, () => 1);
+  assert.throws(
+    () => createWorkerHandler(flow, { wallClockBudgetMs: -1, env: {}, logger: () => {} }),
+    (error: unknown) => error instanceof RangeError && /wallClockBudgetMs/.test(error.message),
+  );
+  assert.throws(
+    () => createWorkerHandler(flow, { drainTimeoutMs: Infinity, env: {}, logger: () => {} }),
+    (error: unknown) => error instanceof RangeError && /drainTimeoutMs/.test(error.message),
+  );
+  assert.throws(
+    () => createWorkerHandler(flow, { selfUrl: "not a url", env: {}, logger: () => {} }),
+    (error: unknown) => error instanceof TypeError && /selfUrl/.test(error.message),
+  );
+});

@@ -1,0 +1,110 @@
+// The same entrypoint as a plain Deno process: no EdgeRuntime, no respawn, stop on signals.
+import assert from "node:assert/strict";
+import { Flow } from "../../src/dsl/flow.ts";
+import { serveWorker } from "../../src/edge/mod.ts";
+import { freshDatabase } from "../_db.ts";
+import { call, countingServer, LogCapture, SECRET, waitFor, workerCounts } from "./_helpers.ts";
+
+Deno.test("as a plain process the entrypoint starts at once and stops gracefully on SIGTERM", async () => {
+  await using db = await freshDatabase();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./_local_entrypoint.ts", import.meta.url).pathname],
+    env: {
+      SLUICE_DATABASE_URL: db.url,
+      SLUICE_WORKER_SECRET: SECRET,
+      SLUICE_WORKER_START_IMMEDIATELY: "true",
+      TEST_FLOW_SLUG: "local_dev",
+    },
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  try {
+    const stdout = lineReader(child.stdout);
+    const { port } = JSON.parse((await stdout.next()) ?? "{}");
+    await waitFor(async () => (await workerCounts(db, "local_dev")).live === 1, "the worker");
+    const status = await call(new URL(`http://127.0.0.1:${port}/`));
+    assert.equal(status.status, 200);
+    assert.equal(status.body.status, "running");
+    assert.deepEqual(await workerCounts(db, "local_dev"), { started: 1, live: 1 });
+
+    child.kill("SIGTERM");
+    const output: string[] = [];
+    for (let line = await stdout.next(); line !== null; line = await stdout.next()) {
+      output.push(line);
+    }
+    const { code } = await child.status;
+    assert.equal(code, 0, output.join("\n"));
+    assert.ok(output.some((line) => line.includes('"message":"worker stopped"')));
+    assert.deepEqual(await workerCounts(db, "local_dev"), { started: 1, live: 0 });
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already exited.
+    }
+    await child.status;
+  }
+});
+
+Deno.test("without EdgeRuntime, beforeunload is not the platform's: the worker keeps running", async () => {
+  await using db = await freshDatabase();
+  const logs = new LogCapture();
+  const flow = new Flow({ slug: "local_inproc" }).step({ slug: "a" }, () => 1);
+  await using functionUrl = countingServer();
+  const abort = new AbortController();
+  const served = serveWorker(flow, {
+    port: 0,
+    hostname: "127.0.0.1",
+    signal: abort.signal,
+    handleSignals: false,
+    connectionString: db.url,
+    secret: SECRET,
+    selfUrl: functionUrl.url,
+    env: {},
+    heartbeatIntervalMs: 100,
+    logger: logs.sink,
+  });
+  try {
+    assert.equal(served.handler.onEdge, false);
+    const url = new URL(`http://127.0.0.1:${served.addr.port}/`);
+    assert.equal((await call(url)).body.status, "running");
+
+    globalThis.dispatchEvent(new Event("beforeunload"));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(served.handler.status.status, "running");
+
+    abort.abort();
+    await served.finished;
+    assert.equal(served.handler.status.status, "stopped");
+    assert.equal(functionUrl.requests.length, 0, "stopping a local process requests no successor");
+    assert.deepEqual(await workerCounts(db, "local_inproc"), { started: 1, live: 0 });
+    assert.equal(logs.find("info", "listening").length, 1);
+  } finally {
+    await served.shutdown();
+  }
+});
+
+/** Reads a byte stream line by line; `next()` gives `null` at the end. */
+function lineReader(stream: ReadableStream<Uint8Array>): { next(): Promise<string | null> } {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  return {
+    async next() {
+      for (;;) {
+        const newline = buffer.indexOf("\n");
+        if (newline >= 0) {
+          const line = buffer.slice(0, newline);
+          buffer = buffer.slice(newline + 1);
+          return line;
+        }
+        const { value, done } = await reader.read();
+        if (done) {
+          const rest = buffer;
+          buffer = "";
+          return rest === "" ? null : rest;
+        }
+        buffer += value;
+      }
+    },
+  };
+}
