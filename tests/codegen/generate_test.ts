@@ -252,3 +252,14 @@ Deno.test("gen:functions explains a missing sluice key and a module without flow
   assert.equal((await cli("--bogus")).code, 2);
   assert.equal((await cli("--config")).code, 2);
 });
+
+Deno.test("the generated entrypoint of a plain flow type-checks against the Edge adapter", async () => {
+  // Resolved through the function's own deno.json, as Supabase resolves it; --no-lock keeps a
+  // lockfile out of the generated directory.
+  const { code, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["check", "--no-lock", "supabase/functions/greet-user/index.ts"],
+    cwd: ROOT,
+    stdin: "null",
+  }).output();
+  assert.equal(code, 0, new TextDecoder().decode(stderr));
+});
