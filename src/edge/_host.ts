@@ -37,8 +37,8 @@ const DEFAULT_WALL_CLOCK_BUDGET_MS = 140_000;
 const DEFAULT_DRAIN_TIMEOUT_MS = 8_000;
 /** Part of the drain timeout kept for reporting results after the task grace period. */
 const RESULT_FLUSH_RESERVE_MS = 3_000;
-/** Longest wait for the successor's answer (it compiles the flow before answering). */
-const SUCCESSOR_TIMEOUT_MS = 5_000;
+/** Longest wait for the successor's answer (a cold start that compiles the flow first). */
+const SUCCESSOR_TIMEOUT_MS = 10_000;
 
 const HTTP_STATUS: Readonly<Record<WorkerFunctionState, number>> = {
   idle: 200,

@@ -28,6 +28,7 @@ const RETRY_DELAY_MS = 500;
  * Posts to the function URL and logs what came back. A network error, or a 500, 502 or 504
  * (nothing started, or a gateway failed) is tried again; any other answer is final: a 503 means
  * the function is disabled or paused, or the request reached an isolate that is itself ending.
+ * A timeout is final too: the successor may be starting.
  *
  * @returns Whether the successor answered with a 2xx status.
  */
@@ -59,6 +60,15 @@ export async function requestSuccessor(
       }
     } catch (error) {
       clearTimeout(timer);
+      if (timeout.signal.aborted) {
+        // The request went out and may well be starting a worker: asking again could start two.
+        logger.error("successor request timed out: the successor may or may not have started", {
+          ...request.logFields,
+          attempts: attempt,
+          timeout_ms: request.timeoutMs,
+        });
+        return false;
+      }
       if (attempt < MAX_ATTEMPTS) {
         logger.warn("successor request failed: retrying", {
           ...request.logFields,

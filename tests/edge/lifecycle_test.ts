@@ -261,3 +261,32 @@ Deno.test("ten isolates ending at once request exactly one successor", async () 
   assert.equal(logs.records.filter((r) => r.message === "successor requested").length, 1);
   assert.deepEqual(await workerCounts(db, "crowd"), { started: 10, live: 0 });
 });
+
+Deno.test("a failed successor request is retried on 502, never after a 503", async () => {
+  await using db = await freshDatabase();
+  await using edge = standInEdgeRuntime();
+  const logs = new LogCapture();
+  const flow = new Flow({ slug: "retried" }).step({ slug: "a" }, () => 1);
+  const answers = [502, 200];
+  await using gateway = serve(() => Response.json({}, { status: answers.shift() ?? 500 }));
+  await using refusing = serve(() => Response.json({ status: "draining" }, { status: 503 }));
+
+  await using first = testHandler(flow, db, logs, {
+    lifecycleEvents: new EventTarget(),
+    selfUrl: gateway.url,
+  });
+  assert.equal((await first.start()).status, "running");
+  await first.end();
+  assert.equal(gateway.requests.length, 2);
+  assert.equal(logs.find("warn", "successor request failed: retrying").length, 1);
+
+  await using second = testHandler(flow, db, logs, {
+    lifecycleEvents: new EventTarget(),
+    selfUrl: refusing.url,
+  });
+  assert.equal((await second.start()).status, "running");
+  await second.end();
+  await Promise.allSettled(edge.pending);
+  assert.equal(refusing.requests.length, 1);
+  assert.equal(logs.find("error", "successor request refused").length, 1);
+});
