@@ -298,7 +298,9 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       );
     } else {
       this.#lastOutcome = this.#snapshot("stopped");
-      this.#logger.info("worker stopped by itself (deprecated): no successor requested", {
+      // Deprecated by a rollout (or its poll loop failed): nothing asked this isolate to end, so
+      // no successor; the next request starts a worker again after consulting the function's row.
+      this.#logger.info("worker stopped by itself: no successor requested", {
         worker_id: worker.workerId,
       });
     }
