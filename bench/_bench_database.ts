@@ -33,6 +33,8 @@ export interface BenchDatabase extends AsyncDisposable {
   server: string;
   /** How PGMQ was made available (`compat` on servers without the extension). */
   pgmq: string;
+  /** The server is the throwaway cluster, so its processes run on this machine. */
+  local: boolean;
 }
 
 /**
@@ -80,7 +82,7 @@ export async function benchDatabase(options: BenchDatabaseOptions = {}): Promise
       await admin.end();
       await cluster?.stop();
     };
-    return { url, server, pgmq, [Symbol.asyncDispose]: dispose };
+    return { url, server, pgmq, local: cluster !== undefined, [Symbol.asyncDispose]: dispose };
   } catch (error) {
     if (created) await admin.unsafe(`drop database if exists ${name} with (force)`).catch(() => {});
     await admin.end();

@@ -33,12 +33,22 @@ export interface RepetitionResult {
   latenciesMs: number[];
   /** Client-side time per call type, summed over all connections. */
   calls: Record<CallType, CallTime>;
+  /**
+   * CPU milliseconds the connections' server backends used, or `undefined` when the server's
+   * processes are not visible here (a remote `DATABASE_URL`). Unlike wall time, it hardly depends
+   * on what else the machine is running.
+   */
+  serverCpuMs: number | undefined;
+  /** CPU milliseconds of this (client) process. */
+  clientCpuMs: number;
 }
 
 /** One worker connection: its own single-connection client and registered worker. */
 interface Connection {
   sql: Sql;
   workerId: string;
+  /** Process id of the server backend serving this client's one connection, if it runs here. */
+  backendPid: number | undefined;
 }
 
 /** Worker connections for one workload; disposing them stops the workers and ends the clients. */
@@ -64,12 +74,14 @@ interface Claim {
 
 /**
  * Opens `count` single-connection clients (`prepare: false`, like Supabase's pooler needs) and
- * registers a worker of function `bench` on the workload's queue for each.
+ * registers a worker of function `bench` on the workload's queue for each. With `localServer`, the
+ * server runs on this machine and its backends' CPU time is measured.
  */
 export async function openConnections(
   url: string,
   count: number,
   workload: Workload,
+  localServer: boolean,
 ): Promise<Connections> {
   const list: Connection[] = [];
   const dispose = async () => {
@@ -82,7 +94,8 @@ export async function openConnections(
     for (let i = 0; i < count; i++) {
       const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
       const workerId = crypto.randomUUID();
-      list.push({ sql, workerId });
+      const [{ pid }] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      list.push({ sql, workerId, backendPid: localServer ? pid : undefined });
       await sql`select sluice.track_worker_function('bench')`;
       await sql`
         select sluice.register_worker(
@@ -130,6 +143,9 @@ export async function runRepetition(
       complete: { calls: 0, ms: 0 },
     },
   };
+  const pids = connections.list.flatMap((c) => c.backendPid ?? []);
+  const serverCpuBefore = pids.length > 0 ? await processCpuMs(pids) : undefined;
+  const clientCpuBefore = await processCpuMs(["self"]);
   const startedAt = performance.now();
   await Promise.all(
     connections.list.map(async (connection) => {
@@ -137,13 +153,37 @@ export async function runRepetition(
       await work(connection, workload, mode, runs, batchSize, progress);
     }),
   );
+  const serverCpuAfter = pids.length > 0 ? await processCpuMs(pids) : undefined;
+  const clientCpuAfter = await processCpuMs(["self"]);
   const latenciesMs = await runLatencies(connections.list[0].sql, progress.runIds);
   return {
     wallMs: progress.finishedAt - startedAt,
     tasks: runs * workload.tasksPerRun,
     latenciesMs,
     calls: progress.calls,
+    serverCpuMs: serverCpuAfter === undefined || serverCpuBefore === undefined
+      ? undefined
+      : serverCpuAfter - serverCpuBefore,
+    clientCpuMs: (clientCpuAfter ?? 0) - (clientCpuBefore ?? 0),
   };
+}
+
+/** Summed user + system CPU time of processes from /proc, or `undefined` if one is not there. */
+async function processCpuMs(pids: (number | "self")[]): Promise<number | undefined> {
+  let ticks = 0;
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    } catch {
+      return undefined;
+    }
+    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  // Linux reports these in USER_HZ, which is 100 on every mainstream architecture.
+  return ticks * 10;
 }
 
 async function timed<T>(progress: Progress, type: CallType, call: () => Promise<T>): Promise<T> {

@@ -12,6 +12,8 @@
  *   --profile             print pg_stat_statements / pg_stat_user_functions per combination
  *                         (throwaway cluster only; the statistics themselves cost some speed)
  *   --migrations DIR      migrate from DIR instead of supabase/migrations (to measure a patch)
+ *   --stock-set-immediate keep Deno's setImmediate, which adds ~1.2 ms to every small postgres.js
+ *                         write (see _prompt_set_immediate.ts); by default it is replaced
  *
  * Uses the server at DATABASE_URL when set (creating and dropping a database of its own), else a
  * throwaway cluster.
@@ -20,8 +22,9 @@
  */
 import { parseArgs } from "node:util";
 import postgres, { type Sql } from "postgres";
-import { benchDatabase } from "./_bench_database.ts";
+import { type BenchDatabase, benchDatabase } from "./_bench_database.ts";
 import { PROFILE_SETTINGS, profileReport, resetProfile } from "./_pg_profile.ts";
+import { usePromptSetImmediate } from "./_prompt_set_immediate.ts";
 import {
   type CallType,
   type CompletionMode,
@@ -78,7 +81,7 @@ async function compile(sql: Sql, workload: Workload): Promise<void> {
 }
 
 async function measure(
-  url: string,
+  db: BenchDatabase,
   admin: Sql,
   combination: Combination,
   repetitions: number,
@@ -87,13 +90,20 @@ async function measure(
 ): Promise<Measured> {
   const { workload, mode, connections, runs } = combination;
   const label = `${workload.shape} ${mode} x${connections}`;
-  // Every combination starts from the same table state, whatever ran before it.
-  await admin`vacuum analyze`;
   const results: RepetitionResult[] = [];
   {
-    await using conns: Connections = await openConnections(url, connections, workload);
-    // Untimed: fills the tables and each session's plan caches like a long-running worker's.
+    await using conns: Connections = await openConnections(
+      db.url,
+      connections,
+      workload,
+      db.local,
+    );
+    // Untimed: fills the tables like a long-running system's. PL/pgSQL caches each statement's
+    // plan per session, so the ones made while the tables were still empty (sequential scans)
+    // would stay for the timed repetitions; fresh statistics invalidate them, as autovacuum's
+    // analyze would in a real deployment.
     await runRepetition(conns, workload, mode, runs, batchSize);
+    await admin`vacuum analyze`;
     if (profile) await resetProfile(admin);
     for (let i = 0; i < repetitions; i++) {
       const result = await runRepetition(conns, workload, mode, runs, batchSize);
@@ -129,7 +139,12 @@ function callRow(m: Measured): string[] {
       ? "–"
       : `${(ms / calls).toFixed(2)} × ${whole(calls / m.repetitions.length)}`;
   });
-  return [m.workload.shape, m.mode, String(m.connections), ...cells];
+  const tasks = m.repetitions.reduce((sum, r) => sum + r.tasks, 0);
+  const serverCpu = m.repetitions.every((r) => r.serverCpuMs !== undefined)
+    ? (m.repetitions.reduce((sum, r) => sum + r.serverCpuMs!, 0) / tasks).toFixed(2)
+    : "–";
+  const clientCpu = (m.repetitions.reduce((sum, r) => sum + r.clientCpuMs, 0) / tasks).toFixed(2);
+  return [m.workload.shape, m.mode, String(m.connections), ...cells, serverCpu, clientCpu];
 }
 
 async function main(args: string[]): Promise<void> {
@@ -144,6 +159,7 @@ async function main(args: string[]): Promise<void> {
       repetitions: { type: "string" },
       profile: { type: "boolean", default: false },
       migrations: { type: "string" },
+      "stock-set-immediate": { type: "boolean", default: false },
     },
   });
   const connectionCounts = list(values.connections).map(Number);
@@ -163,6 +179,7 @@ async function main(args: string[]): Promise<void> {
     throw new Error("--profile needs the throwaway cluster: unset DATABASE_URL");
   }
 
+  using _prompt = values["stock-set-immediate"] ? undefined : usePromptSetImmediate();
   const loadBefore = await loadAverage();
   await using db = await benchDatabase({
     settings: values.profile ? PROFILE_SETTINGS : {},
@@ -184,7 +201,7 @@ async function main(args: string[]): Promise<void> {
             runs,
           };
           measured.push(
-            await measure(db.url, admin, combination, repetitions, batchSize, values.profile),
+            await measure(db, admin, combination, repetitions, batchSize, values.profile),
           );
         }
       }
@@ -201,6 +218,7 @@ async function main(args: string[]): Promise<void> {
     `${db.server}, PGMQ ${db.pgmq}; ${navigator.hardwareConcurrency} CPUs; ` +
     `load average before ${loadBefore}, after ${await loadAverage()}.`,
     `${runsNote.join(", ")}, all started first; read batch ${batchSize}; ` +
+    `postgres.js with ${values["stock-set-immediate"] ? "Deno's" : "a prompt"} setImmediate; ` +
     `median of ${repetitions} after one untimed warm-up (min–max).`,
     "",
     markdownTable(
@@ -208,9 +226,13 @@ async function main(args: string[]): Promise<void> {
       measured.map(resultRow),
     ),
     "",
-    "Client time per call (mean ms × calls per repetition):",
+    "Client time per call (mean ms × calls per repetition) and CPU time per task (server: the",
+    "connections' backends; client: this process):",
     "",
-    markdownTable(["shape", "mode", "connections", ...CALL_TYPES], measured.map(callRow)),
+    markdownTable(
+      ["shape", "mode", "connections", ...CALL_TYPES, "server CPU ms/task", "client CPU ms/task"],
+      measured.map(callRow),
+    ),
   ].join("\n"));
 }
 
