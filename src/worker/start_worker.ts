@@ -260,6 +260,7 @@ export async function startWorker<F extends AnyFlow>(
   let listener: QueueListener | null = null;
   try {
     const compiled = await compileFlow(sql, flow, { environment: settings.environment });
+    if (ownsPool) stopRefetchingTypes(sql);
     const workerFunction = await trackWorkerFunction(sql, settings.functionName);
     await registerWorker(sql, {
       workerId,
@@ -414,6 +415,17 @@ function resolveSettings(target: WorkerTarget, options: WorkerOptions): Settings
     stalledCheckIntervalMs: range("stalledCheckIntervalMs", 15000, 0, false),
     shutdownGraceMs: range("shutdownGraceMs", 10000, 0, false),
   };
+}
+
+/**
+ * postgres.js fetches the server's array types as the first statement of every new connection and
+ * drops that promise: a connection terminated at that moment surfaces as an unhandled rejection
+ * that no caller can catch (porsager/postgres#1192, #1223). The types are stored on the pool's
+ * shared options once fetched, so after the first query of a pool the worker owns, reconnections
+ * skip the fetch and the window closes.
+ */
+function stopRefetchingTypes(sql: Sql): void {
+  (sql.options as { fetch_types: boolean }).fetch_types = false;
 }
 
 function processEnv(): Record<string, string> {

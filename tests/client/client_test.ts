@@ -1,0 +1,224 @@
+// The producer client: connect, compileFlow, startFlow, getRun, waitForRun.
+import assert from "node:assert/strict";
+import { Flow } from "../../src/dsl/flow.ts";
+import type { Json } from "../../src/dsl/json.ts";
+import {
+  compileFlow,
+  connect,
+  FlowShapeMismatchError,
+  getRun,
+  RunFailedError,
+  RunTimeoutError,
+  startFlow,
+  waitForRun,
+} from "../../src/client/mod.ts";
+import { freshDatabase } from "../_db.ts";
+import { testWorker } from "../worker/_helpers.ts";
+
+const orders = new Flow<{ orderId: number }>({ slug: "orders", timeout: 30 })
+  .step({ slug: "load" }, (input) => ({ id: input.orderId }))
+  .step({ slug: "ship", dependsOn: ["load"] }, (deps) => `shipped ${deps.load.id}`);
+
+Deno.test("connect() opens a pool without prepared statements; bigints come back as strings", async () => {
+  await using db = await freshDatabase();
+  const sql = connect(db.url, { max: 2, applicationName: "client-test" });
+  try {
+    const [row] = await sql`
+      select pgmq.create('q') as created, 9007199254740993::bigint as big,
+        current_setting('application_name') as app`;
+    assert.equal(row.big, "9007199254740993");
+    assert.equal(row.app, "client-test");
+    const [{ send }] = await sql`select pgmq.send('q', '{}'::jsonb) as send`;
+    assert.equal(send, "1");
+    assert.equal(sql.options.prepare, false);
+    assert.equal(sql.options.max, 2);
+  } finally {
+    await sql.end();
+  }
+  assert.throws(() => connect(db.url, { max: 0 }), RangeError);
+  assert.throws(() => connect(""), TypeError);
+});
+
+Deno.test("compileFlow() compiles a new flow, then verifies it and refreshes runtime options", async () => {
+  await using db = await freshDatabase();
+  assert.deepEqual(await compileFlow(db.sql, orders), { outcome: "compiled", differences: [] });
+  assert.deepEqual(await compileFlow(db.sql, orders), { outcome: "verified", differences: [] });
+
+  const slower = new Flow<{ orderId: number }>({ slug: "orders", timeout: 90 })
+    .step({ slug: "load" }, (input) => ({ id: input.orderId }))
+    .step({ slug: "ship", dependsOn: ["load"] }, (deps) => `shipped ${deps.load.id}`);
+  assert.equal((await compileFlow(db.sql, slower)).outcome, "verified");
+  const [{ opt_timeout }] = await db.sql`select opt_timeout from sluice.flows`;
+  assert.equal(opt_timeout, 90);
+});
+
+Deno.test("compileFlow() in production throws FlowShapeMismatchError for a changed shape and changes nothing", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, orders);
+  const changed = new Flow<{ orderId: number }>({ slug: "orders" })
+    .step({ slug: "load" }, (input) => ({ id: input.orderId }))
+    .step({ slug: "ship", dependsOn: ["load"], if: { load: { id: 1 } } }, () => "x");
+
+  const error = await compileFlow(db.sql, changed).catch((e) => e);
+  assert.ok(error instanceof FlowShapeMismatchError);
+  assert.equal(error.name, "FlowShapeMismatchError");
+  assert.equal(error.flowSlug, "orders");
+  assert.equal(error.differences.length, 1);
+  assert.match(error.differences[0], /^step 1 \("ship"\): required_input_pattern compiled null/);
+  assert.match(error.message, /^Cannot compile flow "orders": the definition differs/);
+  assert.match(error.message, / {2}- step 1 \("ship"\)/);
+  assert.match(error.message, /new concrete slug \(e\.g\. "orders_v2"\)/);
+  const [{ pattern }] = await db.sql`
+    select required_input_pattern as pattern from sluice.steps where step_slug = 'ship'`;
+  assert.equal(pattern, null);
+
+  const v7 = new Flow({ slug: "orders_v7" }).step({ slug: "a" }, () => 1);
+  await compileFlow(db.sql, v7);
+  const v7changed = new Flow({ slug: "orders_v7" }).step({ slug: "b" }, () => 1);
+  await assert.rejects(compileFlow(db.sql, v7changed), /e\.g\. "orders_v8"/);
+});
+
+Deno.test("compileFlow() in development recompiles a changed flow that has no live workers", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, orders, { environment: "development" });
+  const runId = await startFlow(db.sql, orders, { orderId: 1 });
+  const changed = new Flow<{ orderId: number }>({ slug: "orders" })
+    .step({ slug: "load" }, (input) => ({ id: input.orderId }));
+
+  const result = await compileFlow(db.sql, changed, { environment: "development" });
+  assert.equal(result.outcome, "recompiled");
+  assert.deepEqual(result.differences, ['step 1: "ship" is missing from the definition']);
+  assert.equal(await getRun(db.sql, runId), null);
+  await assert.rejects(
+    compileFlow(db.sql, changed, { environment: "staging" as never }),
+    /environment must be "production" or "development", got "staging"/,
+  );
+});
+
+Deno.test("compileFlow() gives up when old workers do not drain in time", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, orders, { environment: "development" });
+  // A live worker that never heartbeats its deprecation away.
+  await db.sql`select sluice.track_worker_function('stuck')`;
+  await db.sql`select sluice.register_worker(gen_random_uuid(), 'stuck', 'orders', 'orders')`;
+  const changed = new Flow({ slug: "orders" }).step({ slug: "other" }, () => 1);
+
+  await assert.rejects(
+    compileFlow(db.sql, changed, {
+      environment: "development",
+      drainTimeoutMs: 300,
+      drainPollIntervalMs: 50,
+    }),
+    /Cannot recompile flow "orders": 1 live worker\(s\) did not stop within 300 ms/,
+  );
+});
+
+Deno.test("startFlow() starts by flow, by name and with a chosen run id; getRun() reads it back", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, orders);
+
+  const byFlow = await startFlow(db.sql, orders, { orderId: 7 });
+  const byName = await startFlow(db.sql, "orders", { anything: ["goes"] });
+  const chosen = crypto.randomUUID();
+  assert.equal(await startFlow(db.sql, orders, { orderId: 8 }, { runId: chosen }), chosen);
+  assert.match(byFlow, /^[0-9a-f-]{36}$/);
+
+  const run = await getRun(db.sql, byFlow);
+  assert.ok(run !== null);
+  assert.equal(run.runId, byFlow);
+  assert.equal(run.flowSlug, "orders");
+  assert.equal(run.startedVia, "orders");
+  assert.equal(run.status, "started");
+  assert.deepEqual(run.input, { orderId: 7 });
+  assert.equal(run.output, null);
+  assert.equal(run.remainingSteps, 2);
+  assert.ok(run.startedAt instanceof Date);
+  assert.deepEqual(
+    run.steps.map((s) => [s.stepSlug, s.status, s.remainingDeps, s.initialTasks]),
+    [["load", "started", 0, 1], ["ship", "created", 1, null]],
+  );
+  assert.ok(run.steps[0].startedAt instanceof Date);
+  assert.equal(run.steps[1].startedAt, null);
+  assert.deepEqual((await getRun(db.sql, byName))?.input, { anything: ["goes"] });
+
+  assert.equal(await getRun(db.sql, crypto.randomUUID()), null);
+  await assert.rejects(
+    getRun(db.sql, "nope"),
+    /Cannot get run: the run id must be a UUID, got "nope"/,
+  );
+  await assert.rejects(
+    startFlow(db.sql, orders, { orderId: 1 }, { runId: "x" }),
+    /Cannot start flow "orders": the run id must be a UUID/,
+  );
+  await assert.rejects(
+    startFlow(db.sql, orders, { orderId: 1 }, { runId: chosen }),
+    /already exists/,
+  );
+  await assert.rejects(startFlow(db.sql, "unknown", {}), /no flow or alias has that name/);
+});
+
+Deno.test("waitForRun() resolves with the typed output, or rejects with the run's failure", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow<{ fail: boolean }>({ slug: "maybe", maxAttempts: 1 })
+    .step({ slug: "work" }, (input) => {
+      if (input.fail) throw new Error("asked to fail");
+      return { ok: true };
+    });
+  await using _worker = await testWorker(flow, db);
+
+  const good = await startFlow(db.sql, flow, { fail: false });
+  const output = await waitForRun(db.sql, good, { timeoutMs: 10_000, flow });
+  const typed: { work: { ok: boolean } } = output;
+  assert.deepEqual(typed, { work: { ok: true } });
+  const untyped: Json = await waitForRun(db.sql, good, { timeoutMs: 1000 });
+  assert.deepEqual(untyped, { work: { ok: true } });
+  const byTypeArgument = await waitForRun<typeof flow>(db.sql, good, { timeoutMs: 1000 });
+  assert.equal(byTypeArgument.work.ok, true);
+
+  const bad = await startFlow(db.sql, flow, { fail: true });
+  const error = await waitForRun(db.sql, bad, { timeoutMs: 10_000 }).catch((e) => e);
+  assert.ok(error instanceof RunFailedError);
+  assert.equal(error.runId, bad);
+  assert.equal(error.flowSlug, "maybe");
+  assert.equal(error.stepSlug, "work");
+  assert.match(error.errorMessage, /^step "work" task 0 failed: Error: asked to fail/);
+  assert.match(error.message, new RegExp(`^Run ${bad} of flow "maybe" failed at step "work": `));
+});
+
+Deno.test("waitForRun() times out with RunTimeoutError, and rejects unknown runs and aborts", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, orders);
+  const runId = await startFlow(db.sql, orders, { orderId: 1 });
+
+  const started = Date.now();
+  const error = await waitForRun(db.sql, runId, { timeoutMs: 200 }).catch((e) => e);
+  assert.ok(error instanceof RunTimeoutError);
+  assert.equal(error.runId, runId);
+  assert.equal(error.timeoutMs, 200);
+  assert.equal(error.status, "started");
+  assert.ok(Date.now() - started >= 200);
+
+  await assert.rejects(
+    waitForRun(db.sql, crypto.randomUUID(), { timeoutMs: 100 }),
+    (e: Error) => e instanceof RangeError && /no such run/.test(e.message),
+  );
+  const controller = new AbortController();
+  const waiting = waitForRun(db.sql, runId, { timeoutMs: 10_000, signal: controller.signal });
+  controller.abort(new Error("caller gave up"));
+  await assert.rejects(waiting, /caller gave up/);
+});
+
+// Type-level checks (compiled by `deno test`, never run).
+function _types(sql: ReturnType<typeof connect>) {
+  // @ts-expect-error the input must match the flow's input type
+  startFlow(sql, orders, { orderId: "seven" });
+  // @ts-expect-error a missing input is rejected too
+  startFlow(sql, orders);
+  startFlow(sql, "orders", { any: "json" });
+  return waitForRun(sql, "id", { timeoutMs: 1, flow: orders }).then((output) => {
+    const shipped: string = output.ship;
+    // @ts-expect-error only leaf steps are in the run output
+    output.load;
+    return shipped;
+  });
+}

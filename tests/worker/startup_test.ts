@@ -1,0 +1,129 @@
+// Startup: option checks before any I/O, compilation first, production mismatches and
+// development recompilation.
+import assert from "node:assert/strict";
+import { Flow } from "../../src/dsl/flow.ts";
+import { FlowShapeMismatchError } from "../../src/client/errors.ts";
+import { startFlow } from "../../src/client/start_flow.ts";
+import { waitForRun } from "../../src/client/wait_for_run.ts";
+import { startWorker } from "../../src/worker/mod.ts";
+import { freshDatabase, type TestDatabase } from "../_db.ts";
+import { latch, testWorker, waitUntil } from "./_helpers.ts";
+
+async function counts(db: TestDatabase) {
+  const [row] = await db.sql`
+    select (select count(*)::int from sluice.flows) as flows,
+      (select count(*)::int from sluice.worker_functions) as functions,
+      (select count(*)::int from sluice.workers) as workers`;
+  return { ...row };
+}
+
+Deno.test("startWorker rejects stepSlug for a plain flow before touching the database", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow({ slug: "plain" }).step({ slug: "a" }, () => 1);
+
+  await assert.rejects(
+    // @ts-expect-error stepSlug is not an option of a plain-flow worker
+    startWorker(flow, { connectionString: db.url, stepSlug: "a" }),
+    (error: Error) => {
+      assert.ok(error instanceof TypeError);
+      assert.match(error.message, /stepSlug "a" is only for step-queued flows/);
+      assert.match(error.message, /polls queue "plain" and runs every step/);
+      assert.match(error.message, /withStepQueues\(flow\)/);
+      return true;
+    },
+  );
+  assert.deepEqual(await counts(db), { flows: 0, functions: 0, workers: 0 });
+});
+
+Deno.test("startWorker checks its options before touching the database", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow({ slug: "opts" }).step({ slug: "a" }, () => 1);
+
+  await assert.rejects(
+    startWorker(flow, {}),
+    /give sql \(a postgres\.js client\) or connectionString/,
+  );
+  await assert.rejects(
+    startWorker(flow, { sql: db.sql, connectionString: db.url }),
+    /either sql or connectionString, not both/,
+  );
+  await assert.rejects(
+    startWorker(flow, { sql: db.sql, maxConcurrent: 0 }),
+    (error: Error) =>
+      error instanceof RangeError &&
+      /maxConcurrent must be an integer >= 1, got 0/.test(error.message),
+  );
+  await assert.rejects(
+    startWorker(flow, { sql: db.sql, logLevel: "loud" as never }),
+    /logLevel must be "debug", "info", "warn" or "error", got "loud"/,
+  );
+  assert.deepEqual(await counts(db), { flows: 0, functions: 0, workers: 0 });
+});
+
+Deno.test("a failed compilation leaves no worker function and no worker row", async () => {
+  await using db = await freshDatabase();
+  await db.sql`select pgmq.create('taken')`;
+  const flow = new Flow({ slug: "taken" }).step({ slug: "a" }, () => 1);
+
+  await assert.rejects(
+    startWorker(flow, { connectionString: db.url, logger: () => {} }),
+    /queue "taken" of step "a" already exists in PGMQ/,
+  );
+  assert.deepEqual(await counts(db), { flows: 0, functions: 0, workers: 0 });
+});
+
+Deno.test("in production a changed shape fails startup with FlowShapeMismatchError and changes nothing", async () => {
+  await using db = await freshDatabase();
+  const v1 = new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1);
+  const first = await testWorker(v1, db);
+  await first.stop();
+
+  const v2 = new Flow({ slug: "orders" })
+    .step({ slug: "fetch" }, () => 1)
+    .step({ slug: "ship", dependsOn: ["fetch"] }, () => 2);
+  const error = await startWorker(v2, { connectionString: db.url, logger: () => {} }).catch((e) =>
+    e
+  );
+
+  assert.ok(error instanceof FlowShapeMismatchError, String(error));
+  assert.equal(error.flowSlug, "orders");
+  assert.deepEqual(error.differences, ['step 1: "ship" is new in the definition']);
+  assert.match(error.message, /new concrete slug \(e\.g\. "orders_v2"\)/);
+  assert.deepEqual(await counts(db), { flows: 1, functions: 1, workers: 1 });
+  const [{ steps }] = await db.sql`select count(*)::int as steps from sluice.steps`;
+  assert.equal(steps, 1);
+});
+
+Deno.test("in development a changed shape drains the old worker, then recompiles", async () => {
+  await using db = await freshDatabase();
+  const started = latch();
+  const release = latch();
+  const v1 = new Flow({ slug: "dev_flow" }).step({ slug: "a" }, async () => {
+    started.resolve();
+    await release.promise;
+    return "old";
+  });
+  const old = await testWorker(v1, db, { environment: "development" });
+  const oldRun = await startFlow(db.sql, v1, {});
+  await started.promise;
+
+  const v2 = new Flow({ slug: "dev_flow" })
+    .step({ slug: "a" }, () => "new")
+    .step({ slug: "b", dependsOn: ["a"] }, (deps) => `${deps.a}!`);
+  const starting = testWorker(v2, db, { environment: "development" });
+  await waitUntil(() => old.status === "stopping", "the old worker to be deprecated");
+  release.resolve();
+  await old.done;
+  await using current = await starting;
+
+  assert.equal(old.status, "stopped");
+  assert.equal(
+    current.logs.find("info", "worker started")[0]?.fields.compile_outcome,
+    "recompiled",
+  );
+  const [{ runs }] = await db.sql`
+    select count(*)::int as runs from sluice.runs where run_id = ${oldRun}`;
+  assert.equal(runs, 0, "recompilation replaces the flow and its data");
+  const runId = await startFlow(db.sql, v2, {});
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow: v2 }), { b: "new!" });
+});
