@@ -24,6 +24,7 @@
  * ```
  */
 export class FlowShapeMismatchError extends Error {
+  /** Always `"FlowShapeMismatchError"`. */
   override name = "FlowShapeMismatchError";
   /** The concrete flow slug. */
   readonly flowSlug: string;
@@ -31,6 +32,8 @@ export class FlowShapeMismatchError extends Error {
   readonly differences: readonly string[];
 
   /**
+   * Creates the error; the message lists the differences.
+   *
    * @param flowSlug The concrete flow slug.
    * @param differences What differs, one entry per difference.
    */
@@ -71,6 +74,7 @@ function nextVersionSlug(slug: string): string {
  * ```
  */
 export class RunFailedError extends Error {
+  /** Always `"RunFailedError"`. */
   override name = "RunFailedError";
   /** The run id. */
   readonly runId: string;
@@ -82,6 +86,8 @@ export class RunFailedError extends Error {
   readonly errorMessage: string;
 
   /**
+   * Creates the error from the failed run.
+   *
    * @param details The run, its flow, the failing step and the stored error message.
    */
   constructor(
@@ -115,6 +121,7 @@ export class RunFailedError extends Error {
  * ```
  */
 export class RunTimeoutError extends Error {
+  /** Always `"RunTimeoutError"`. */
   override name = "RunTimeoutError";
   /** The run id. */
   readonly runId: string;
@@ -124,6 +131,8 @@ export class RunTimeoutError extends Error {
   readonly status: string;
 
   /**
+   * Creates the error for a wait that timed out.
+   *
    * @param runId The run id.
    * @param timeoutMs The timeout that passed.
    * @param status The run's last seen status.

@@ -73,11 +73,17 @@ export interface StepState {
   readonly skipReason: SkipReason | null;
   /** The last error, for a failed step or one skipped after its retries ran out. */
   readonly errorMessage: string | null;
+  /** When the step state was created (with the run). */
   readonly createdAt: Date;
+  /** When the step's tasks were queued. */
   readonly startedAt: Date | null;
+  /** When the step completed. */
   readonly completedAt: Date | null;
+  /** When the step failed. */
   readonly failedAt: Date | null;
+  /** When the step was skipped. */
   readonly skippedAt: Date | null;
+  /** When the step was cancelled (its run failed). */
   readonly cancelledAt: Date | null;
 }
 
@@ -113,8 +119,11 @@ export interface RunState<Input = Json, Output = Json> {
   readonly errorMessage: string | null;
   /** Steps not resolved yet. */
   readonly remainingSteps: number;
+  /** When the run was started. */
   readonly startedAt: Date;
+  /** When the run completed. */
   readonly completedAt: Date | null;
+  /** When the run failed. */
   readonly failedAt: Date | null;
   /** The steps, in definition order. */
   readonly steps: readonly StepState[];

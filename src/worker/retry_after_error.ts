@@ -58,11 +58,14 @@ export interface RetryAfterErrorOptions {
  * ```
  */
 export class RetryAfterError extends Error {
+  /** Always `"RetryAfterError"`. */
   override name = "RetryAfterError";
   /** Seconds until the next attempt, as given. */
   readonly delaySeconds: number;
 
   /**
+   * Creates the error.
+   *
    * @param delaySeconds Seconds until the next attempt (0 to 86400).
    * @param options The cause of the failure.
    */
