@@ -9,6 +9,7 @@ import { extractDefinition } from "../dsl/definition.ts";
 import { Flow } from "../dsl/flow.ts";
 import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
+import { sentAtOnce, textLiteral, uuidLiteral } from "./_sql_literal.ts";
 import { assertUuid } from "./_uuid.ts";
 
 /**
@@ -98,10 +99,10 @@ export async function startFlow(
     ? flow.slug
     : extractDefinition(flow).flow_slug;
   if (options.runId !== undefined) assertUuid(options.runId, `Cannot start flow "${flowRef}"`);
-  const body = input === undefined ? null : JSON.stringify(input);
-  const [{ run_id }] = await sql<{ run_id: string }[]>`
-    select sluice.start_flow(${flowRef}, ${body}::text::jsonb, ${
-    options.runId ?? null
-  }::uuid) as run_id`;
+  const body = input === undefined ? "null" : `${textLiteral(JSON.stringify(input))}::jsonb`;
+  const runId = options.runId === undefined ? "null::uuid" : uuidLiteral(options.runId);
+  const [{ run_id }] = await sql.unsafe<{ run_id: string }[]>(
+    sentAtOnce(`select sluice.start_flow(${textLiteral(flowRef)}, ${body}, ${runId}) as run_id`),
+  );
   return run_id;
 }

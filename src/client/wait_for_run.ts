@@ -7,6 +7,7 @@
 import type { Sql } from "postgres";
 import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowOutput } from "../dsl/types.ts";
+import { sentAtOnce, uuidLiteral } from "./_sql_literal.ts";
 import { assertUuid } from "./_uuid.ts";
 import { RunFailedError, RunTimeoutError } from "./errors.ts";
 
@@ -109,7 +110,7 @@ export async function waitForRun<F extends DeployableFlow = never>(
 
   for (;;) {
     signal?.throwIfAborted();
-    const rows = await sql<
+    const rows = await sql.unsafe<
       {
         status: string;
         output: Json | null;
@@ -117,11 +118,11 @@ export async function waitForRun<F extends DeployableFlow = never>(
         flow_slug: string;
         failed_step: string | null;
       }[]
-    >`
+    >(sentAtOnce(`
       select r.status, r.output, r.error_message, r.flow_slug,
         (select ss.step_slug from sluice.step_states ss
          where ss.run_id = r.run_id and ss.status = 'failed' limit 1) as failed_step
-      from sluice.runs r where r.run_id = ${runId}::uuid`;
+      from sluice.runs r where r.run_id = ${uuidLiteral(runId)}`));
     if (rows.length === 0) {
       throw new RangeError(`Cannot wait for run ${runId}: no such run`);
     }

@@ -2,13 +2,19 @@
  * Every SQL statement the worker runs, one function each, typed on both sides. The SQL functions
  * and their JSON shapes are described in docs/internals/contracts.md §3. The per-task statements
  * (claim, completion, failure) are sent as simple queries with inlined literals: one round trip
- * each (see `_sql_literal.ts`).
+ * each (see `src/client/_sql_literal.ts`).
  *
  * @module
  */
 
 import type { Sql } from "postgres";
-import { integerLiteral, numberLiteral, textLiteral, uuidLiteral } from "./_sql_literal.ts";
+import {
+  integerLiteral,
+  numberLiteral,
+  sentAtOnce,
+  textLiteral,
+  uuidLiteral,
+} from "../client/_sql_literal.ts";
 
 /** One `(flow_slug, step_slug)` pair a worker can run. */
 export interface SupportedRoute {
@@ -105,7 +111,7 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
     : `pgmq.read_with_poll(${queue}, ${vt}, ${quantity}, ${
       integerLiteral(args.mode.maxPollSeconds)
     }, ${integerLiteral(args.mode.pollIntervalMs)})`;
-  const query = sql.unsafe<{ message_ids: string[]; claim: RawClaim }[]>(`
+  const query = sql.unsafe<{ message_ids: string[]; claim: RawClaim }[]>(sentAtOnce(`
     with batch as materialized (
       select coalesce(array_agg(m.msg_id order by m.msg_id), '{}'::bigint[]) as ids
       from ${read} m
@@ -114,7 +120,7 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
       sluice.start_tasks(${queue}, b.ids, ${uuidLiteral(args.workerId)}, ${
     textLiteral(JSON.stringify(args.supported))
   }::jsonb) as claim
-    from batch b`);
+    from batch b`));
   const cancel = () => query.cancel();
   args.signal?.addEventListener("abort", cancel, { once: true });
   try {
@@ -232,7 +238,7 @@ export async function completeTasks(sql: Sql, results: readonly TaskResult[]): P
       },"task_index":${result.taskIndex},"output":${result.outputJson}}`
     ).join(",") + "]";
   const [row] = await sql.unsafe<{ applied: number }[]>(
-    `select sluice.complete_tasks(${textLiteral(body)}::jsonb) as applied`,
+    sentAtOnce(`select sluice.complete_tasks(${textLiteral(body)}::jsonb) as applied`),
   );
   return row.applied;
 }
@@ -251,11 +257,11 @@ export async function failTask(
     retryDelaySeconds: number | null;
   },
 ): Promise<FailOutcome> {
-  const [row] = await sql.unsafe<{ outcome: FailOutcome }[]>(`
+  const [row] = await sql.unsafe<{ outcome: FailOutcome }[]>(sentAtOnce(`
     select sluice.fail_task(
       ${uuidLiteral(failure.runId)}, ${textLiteral(failure.stepSlug)},
       ${integerLiteral(failure.taskIndex)}, ${textLiteral(failure.error)},
       ${numberLiteral(failure.retryDelaySeconds)}
-    ) as outcome`);
+    ) as outcome`));
   return row.outcome;
 }

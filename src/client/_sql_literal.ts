@@ -1,12 +1,12 @@
 /**
- * SQL literals for the worker's hot path.
+ * One-round-trip statements for the hot paths (the worker's claim, completion and failure
+ * reports; the producer's start and wait), shared by `src/client/` and `src/worker/`.
  *
  * With `prepare: false` (required behind Supabase's transaction pooler), postgres.js sends every
  * statement that has parameters as Parse/Describe first and Bind/Execute after the server
- * answered: two round trips. The claim and the completion run once per task, so they are sent as
- * parameterless simple queries instead, with every value inlined through these functions. Text
- * always becomes an escape-string literal (`E'...'`), whose meaning does not depend on
- * `standard_conforming_strings`.
+ * answered: two round trips. These statements are sent as parameterless simple queries instead,
+ * with every value inlined through the functions below. Text always becomes an escape-string
+ * literal (`E'...'`), whose meaning does not depend on `standard_conforming_strings`.
  *
  * @module
  */
@@ -39,4 +39,19 @@ export function numberLiteral(value: number | null): string {
   if (value === null) return "null::double precision";
   if (!Number.isFinite(value)) throw new RangeError(`Cannot quote ${value} as a number`);
   return `${value}::double precision`;
+}
+
+/**
+ * postgres.js buffers a write shorter than 1024 bytes until `setImmediate`, which takes more than
+ * a millisecond under Deno; a longer one goes out at once. The per-task statements are padded with
+ * a trailing comment so that they are sent immediately.
+ */
+const IMMEDIATE_WRITE_BYTES = 1100;
+const encoder = new TextEncoder();
+
+/** `statement`, padded with a trailing comment to at least {@linkcode IMMEDIATE_WRITE_BYTES}. */
+export function sentAtOnce(statement: string): string {
+  const length = encoder.encode(statement).length;
+  if (length >= IMMEDIATE_WRITE_BYTES) return statement;
+  return `${statement}\n/*${" ".repeat(IMMEDIATE_WRITE_BYTES - length)}*/`;
 }
