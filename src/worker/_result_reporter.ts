@@ -1,10 +1,12 @@
 /**
  * Reports task outcomes to the database.
  *
- * Successes are coalesced: a result is queued, and one flush (scheduled on the next macrotask, so
- * results that finish close together share it) sends everything queued through one
- * `sluice.complete_tasks` call. One flush is in flight at a time; results finishing meanwhile
- * wait for the next. Failures go through `sluice.fail_task`, one call each, from the same pump.
+ * Successes are coalesced: a result is queued, and one flush sends everything queued through one
+ * `sluice.complete_tasks` call. The flush starts on a microtask, so results settling in the same
+ * turn of the event loop (a batch of synchronous handlers) share it, without the millisecond a
+ * timer costs an idle worker. One flush is in flight at a time; results finishing meanwhile wait
+ * for the next, so batches grow with the load. Failures go through `sluice.fail_task`, one call
+ * each, from the same pump.
  *
  * Transient database errors are retried with backoff until they succeed or the worker gives up at
  * shutdown: an outcome the worker computed stays in memory until the database has it. When
@@ -104,10 +106,10 @@ export class ResultReporter {
   #schedule(): void {
     if (this.#pumping || this.#scheduled) return;
     this.#scheduled = true;
-    setTimeout(() => {
+    queueMicrotask(() => {
       this.#scheduled = false;
       this.#pump();
-    }, 0);
+    });
   }
 
   async #pump(): Promise<void> {
