@@ -7,7 +7,8 @@
  * waits only while it is unchanged, so a notification that arrives between an empty read and the
  * start of the wait ends the wait at once. After the connection is lost it is re-established with
  * backoff, and the sequence is bumped when listening resumes, since notifications sent meanwhile
- * are gone.
+ * are gone. A periodic check re-issues LISTEN (idempotent) and compares the backend pid, so a
+ * connection replaced without the close being noticed is caught too.
  *
  * @module
  */
@@ -30,6 +31,8 @@ export class QueueListener {
   #closing = false;
   #reconnecting = false;
   #closed = new AbortController();
+  /** Backend pid of the listening session, to notice a replaced connection. */
+  #pid: number | null = null;
 
   private constructor(pool: Sql, queue: string, logger: Logger) {
     this.#queue = queue;
@@ -57,10 +60,16 @@ export class QueueListener {
    * Opens the connection and LISTENs. Resolves `null` when LISTEN fails (e.g. behind a
    * transaction pooler): the worker then long-polls instead.
    */
-  static async start(pool: Sql, queue: string, logger: Logger): Promise<QueueListener | null> {
+  static async start(
+    pool: Sql,
+    queue: string,
+    logger: Logger,
+    checkIntervalMs: number,
+  ): Promise<QueueListener | null> {
     const listener = new QueueListener(pool, queue, logger);
     try {
       await listener.#listen();
+      listener.#checkPeriodically(checkIntervalMs);
       return listener;
     } catch (error) {
       logger.info("LISTEN unavailable: long-polling the queue instead", {
@@ -103,8 +112,33 @@ export class QueueListener {
     await this.#client.end({ timeout: 0 }).catch(() => {});
   }
 
-  async #listen(): Promise<void> {
-    await this.#client.unsafe(`listen ${QUEUE_READY_CHANNEL}`);
+  /** LISTENs (a no-op when already listening); resolves whether the session is a new one. */
+  async #listen(): Promise<boolean> {
+    const results = await this.#client.unsafe(
+      `listen ${QUEUE_READY_CHANNEL}; select pg_backend_pid() as pid`,
+    );
+    const rows = (Array.isArray(results[0]) ? results.at(-1) : results) as { pid: number }[];
+    const pid = rows[0].pid;
+    const replaced = this.#pid !== null && this.#pid !== pid;
+    this.#pid = pid;
+    return replaced;
+  }
+
+  #checkPeriodically(intervalMs: number): void {
+    (async () => {
+      while (!this.#closing) {
+        await sleep(intervalMs, this.#closed.signal);
+        if (this.#closing || this.#reconnecting) continue;
+        try {
+          if (await this.#listen()) {
+            this.#logger.debug("LISTEN connection was replaced: looking at the queue");
+            this.#wake();
+          }
+        } catch {
+          if (!this.#closing) this.#reconnect();
+        }
+      }
+    })();
   }
 
   #wake(): void {

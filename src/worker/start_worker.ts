@@ -279,7 +279,14 @@ export async function startWorker<F extends AnyFlow>(
         },
       );
     }
-    if (options.listen !== false) listener = await QueueListener.start(sql, target.queue, logger);
+    if (options.listen !== false) {
+      listener = await QueueListener.start(
+        sql,
+        target.queue,
+        logger,
+        settings.heartbeatIntervalMs,
+      );
+    }
     const runtimeSettings: RuntimeSettings = {
       ...settings,
       workerId,
