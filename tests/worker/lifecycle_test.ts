@@ -145,3 +145,23 @@ Deno.test("logLevel filters records; fatal ones always pass", async () => {
   await worker.stop();
   assert.deepEqual(worker.logs.records, []);
 });
+
+Deno.test("a worker given a pool uses it, wakes by NOTIFY, and leaves the pool open", async () => {
+  await using db = await freshDatabase();
+  const pool = db.connect(3);
+  const flow = new Flow({ slug: "borrowed" })
+    .step({ slug: "a" }, async (_input, ctx) => {
+      const [{ n }] = await ctx.sql`select 41 + 1 as n`;
+      return n as number;
+    });
+  const worker = await testWorker(flow, db, {
+    connectionString: undefined,
+    sql: pool,
+    pollIntervalMs: 60_000,
+  });
+  const runId = await startFlow(db.sql, flow, {});
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 5000, flow }), { a: 42 });
+  await worker.stop();
+  const [{ ok }] = await pool`select true as ok`;
+  assert.equal(ok, true);
+});
