@@ -97,8 +97,12 @@ create table sluice.step_tasks (
 create unique index step_tasks_message_key on sluice.step_tasks (queue_name, message_id)
   where message_id is not null;
 
--- Stalled recovery scans started tasks only.
-create index step_tasks_started_idx on sluice.step_tasks (started_at) where status = 'started';
+-- Stalled recovery scans started tasks only. The predicate names started_at as well so that only
+-- a query that says so (recovery) can use the index: with "status = 'started'" alone, every
+-- completion (which also filters on it) could be planned as a scan of all started tasks of all
+-- flows, whenever the statistics were taken while few tasks ran.
+create index step_tasks_started_idx on sluice.step_tasks (started_at)
+  where status = 'started' and started_at is not null;
 
 -- A task's flow, queue and message never change once set. The trigger is declared on those
 -- columns only, so ordinary status updates do not fire it.

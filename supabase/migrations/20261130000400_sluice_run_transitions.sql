@@ -20,6 +20,11 @@ as $$
 declare
   v_queue text;
 begin
+  -- Nearly always every message lives on one queue: archive them in one call.
+  if queue_names[1] = all (queue_names) then
+    perform pgmq.archive(queue_names[1], array_remove(message_ids, null));
+    return;
+  end if;
   for v_queue in select distinct q from unnest(queue_names) as q where q is not null loop
     perform pgmq.archive(
       v_queue,
@@ -191,10 +196,15 @@ $$;
 
 -- Completes the run once no step is pending. Run output = outputs of the completed leaf steps
 -- (steps nothing depends on), keyed by step slug.
+--
+-- PL/pgSQL, not SQL: a SQL function's body is parsed and planned again on every call, which made
+-- this, run after every completion, the most expensive statement of the hot path. PL/pgSQL keeps
+-- the plan for the session.
 create function sluice.finish_run_if_done(run_id uuid)
 returns void
-language sql
+language plpgsql
 as $$
+begin
   update sluice.runs r
   set status = 'completed', completed_at = now(),
     output = (
@@ -209,7 +219,8 @@ as $$
     )
   where r.run_id = finish_run_if_done.run_id
     and r.status = 'started'
-    and r.remaining_steps = 0
+    and r.remaining_steps = 0;
+end;
 $$;
 
 -- Starts every step whose dependencies are resolved, repeating until nothing changes: a step
@@ -221,7 +232,7 @@ returns void
 language plpgsql
 as $$
 declare
-  v_run sluice.runs;
+  v_run_input jsonb;
   v_step record;
   v_input jsonb;
   v_source jsonb;
@@ -229,8 +240,6 @@ declare
   v_ids bigint[];
   v_delay integer;
 begin
-  select * into v_run from sluice.runs r where r.run_id = start_ready_steps.run_id;
-
   loop
     select s.*, ss.step_slug as ready_slug into v_step
     from sluice.step_states ss
@@ -256,8 +265,13 @@ begin
       continue;
     end if;
 
+    -- Only root steps need the run input: most calls (after a completion) never read the run.
+    if v_run_input is null and v_step.deps_count = 0 then
+      select r.input into v_run_input from sluice.runs r where r.run_id = start_ready_steps.run_id;
+    end if;
+
     if v_step.deps_count = 0 then
-      v_input := v_run.input;
+      v_input := v_run_input;
     else
       select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb) into v_input
       from sluice.deps d
@@ -289,7 +303,7 @@ begin
 
     if v_step.step_type = 'map' then
       if v_step.map_source is null then
-        v_source := v_run.input;
+        v_source := v_run_input;
       else
         select ds.output into v_source
         from sluice.step_states ds

@@ -34,7 +34,7 @@ declare
   v_vis_ids bigint[];
   v_vis_secs integer[];
   v_updated integer;
-  v_claims jsonb;
+  v_claim_ids bigint[];
   v_claim_count integer;
   v_tasks jsonb;
   v_claimed integer;
@@ -150,7 +150,7 @@ begin
   from jsonb_array_elements(v_class) e
   where e ->> 'class' = 'duplicate';
 
-  select jsonb_agg(e), count(*) into v_claims, v_claim_count
+  select array_agg((e ->> 'message_id')::bigint), count(*) into v_claim_ids, v_claim_count
   from jsonb_array_elements(v_class) e
   where e ->> 'class' = 'claim';
 
@@ -158,11 +158,13 @@ begin
     update sluice.step_tasks t
     set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
       last_worker_id = start_tasks.worker_id
-    from jsonb_to_recordset(coalesce(v_claims, '[]'::jsonb))
-      as c(run_id uuid, step_slug text, task_index integer, ord integer)
-    where t.run_id = c.run_id and t.step_slug = c.step_slug and t.task_index = c.task_index
-      and t.status = 'queued'
-    returning t.*, c.ord
+    -- By message key, and without "t.status = 'queued'": every row was locked and classified as
+    -- queued above, so it still is. Either a join on a table function (estimated at 100 rows)
+    -- or that condition (which step_tasks_queued_idx answers, estimated from statistics taken at
+    -- some quiet moment) leads the generic plan to read every task, or every queued one, per
+    -- claim. An array of ids keeps it at one index probe per claimed message.
+    where t.queue_name = v_queue and t.message_id = any (v_claim_ids)
+    returning t.*
   )
   select count(*),
     coalesce(jsonb_agg(jsonb_build_object(
@@ -186,7 +188,7 @@ begin
         )
       end,
       'flow_input', r.input
-    ) order by c.ord), '[]'::jsonb)
+    ) order by array_position(start_tasks.message_ids, c.message_id)), '[]'::jsonb)
   into v_claimed, v_tasks
   from claimed c
   join sluice.runs r on r.run_id = c.run_id

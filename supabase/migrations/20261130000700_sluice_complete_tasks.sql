@@ -20,6 +20,9 @@ declare
   v_queues text[];
   v_ids bigint[];
   v_applied integer := 0;
+  v_step_completed boolean;
+  v_archive_queues text[] := '{}';
+  v_archive_ids bigint[] := '{}';
 begin
   if jsonb_typeof(complete_tasks.results) is distinct from 'array' then
     raise exception 'Cannot complete tasks: results must be a JSON array of {run_id, step_slug, task_index, output}, got %',
@@ -47,6 +50,7 @@ begin
   loop
     perform 1 from sluice.runs r where r.run_id = v_run and r.status = 'started' for update;
     continue when not found;
+    v_step_completed := false;
 
     for v_step in
       select distinct x.step_slug
@@ -79,13 +83,16 @@ begin
 
       continue when v_n = 0;
       v_applied := v_applied + v_n;
-      perform sluice.archive_messages(v_queues, v_ids);
+      v_archive_queues := v_archive_queues || v_queues;
+      v_archive_ids := v_archive_ids || v_ids;
 
-      update sluice.step_states ss set remaining_tasks = ss.remaining_tasks - v_n
-      where ss.run_id = v_run and ss.step_slug = v_step
-      returning ss.remaining_tasks into v_state.remaining_tasks;
-
-      if v_state.remaining_tasks = 0 then
+      -- v_state is locked, so its remaining_tasks is current. A completing step is updated once,
+      -- by complete_step (which zeroes remaining_tasks); only a step that goes on needs the
+      -- decrement.
+      if v_state.remaining_tasks > v_n then
+        update sluice.step_states ss set remaining_tasks = ss.remaining_tasks - v_n
+        where ss.run_id = v_run and ss.step_slug = v_step;
+      else
         select s.step_type into v_step_type
         from sluice.steps s where s.flow_slug = v_state.flow_slug and s.step_slug = v_step;
         perform sluice.complete_step(
@@ -99,11 +106,22 @@ begin
             where t.run_id = v_run and t.step_slug = v_step
           )
         );
+        v_step_completed := true;
       end if;
     end loop;
 
-    perform sluice.start_ready_steps(v_run);
+    -- Only a completed step releases dependents or finishes the run; a map task that leaves
+    -- siblings running changes neither.
+    if v_step_completed then
+      perform sluice.start_ready_steps(v_run);
+    end if;
   end loop;
+
+  -- One archive call for the whole batch (per queue), not one per step: each call runs dynamic
+  -- SQL that is parsed and planned anew.
+  if cardinality(v_archive_ids) > 0 then
+    perform sluice.archive_messages(v_archive_queues, v_archive_ids);
+  end if;
 
   return v_applied;
 end;
@@ -116,12 +134,15 @@ create function sluice.complete_task(
   output jsonb
 )
 returns boolean
-language sql
+language plpgsql
 as $$
-  select sluice.complete_tasks(jsonb_build_array(jsonb_build_object(
+begin
+  -- PL/pgSQL, not SQL, so that the call is not parsed and planned again every time.
+  return sluice.complete_tasks(jsonb_build_array(jsonb_build_object(
     'run_id', complete_task.run_id,
     'step_slug', complete_task.step_slug,
     'task_index', complete_task.task_index,
     'output', complete_task.output
-  ))) = 1
+  ))) = 1;
+end;
 $$;

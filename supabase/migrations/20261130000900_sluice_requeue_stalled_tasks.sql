@@ -30,7 +30,7 @@ begin
     from sluice.step_tasks t
     join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
     join sluice.flows f on f.flow_slug = t.flow_slug
-    where t.status = 'started'
+    where t.status = 'started' and t.started_at is not null
       and t.started_at < now() - make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30)
     order by t.started_at
     limit 100
