@@ -16,7 +16,6 @@
 
 export * from "./config.ts";
 export * from "./errors.ts";
-export * from "./function_name.ts";
 export * from "./generate.ts";
 export * from "./plan.ts";
 export * from "./render.ts";

@@ -7,10 +7,10 @@
 
 import { extractDefinition } from "../dsl/definition.ts";
 import { Flow } from "../dsl/flow.ts";
+import { workerFunctionName } from "../dsl/function_name.ts";
 import { isStepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { CodegenError } from "./errors.ts";
-import { workerFunctionName } from "./function_name.ts";
 import { byCodePoint } from "./_util.ts";
 
 /**

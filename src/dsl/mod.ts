@@ -20,6 +20,7 @@ export * from "./context.ts";
 export * from "./definition.ts";
 export * from "./errors.ts";
 export * from "./flow.ts";
+export * from "./function_name.ts";
 export * from "./json.ts";
 export * from "./queue_name.ts";
 export * from "./signature.ts";

@@ -9,20 +9,42 @@
 
 import type { Sql } from "postgres";
 import { connect } from "../client/connect.ts";
-import type { AnyFlow } from "../dsl/flow.ts";
+import type { DeployableFlow } from "../dsl/types.ts";
 import { jsonLineSink, Logger } from "../worker/logger.ts";
-import { startWorker, type WorkerHandle, type WorkerOptions } from "../worker/start_worker.ts";
+import {
+  startWorker,
+  type StepWorkerOptions,
+  type WorkerHandle,
+  type WorkerOptions,
+} from "../worker/start_worker.ts";
+import { resolveWorkerTarget, type WorkerTarget } from "../worker/worker_target.ts";
 import { BearerAuth } from "./_auth.ts";
 import { describeError } from "./_describe_error.ts";
 import { claimRespawn, readFunctionState } from "./_queries.ts";
 import { requestSuccessor } from "./_respawn.ts";
 import type {
   EdgeRuntimeLike,
+  StepWorkerFunctionOptions,
   WorkerFunctionHandler,
   WorkerFunctionOptions,
   WorkerFunctionState,
   WorkerFunctionStatus,
 } from "./create_worker_handler.ts";
+
+/** Either mode's worker options; the public overloads tie each to its kind of flow. */
+type AnyWorkerOptions = WorkerOptions | StepWorkerOptions;
+type AnyWorkerFunctionOptions = WorkerFunctionOptions | StepWorkerFunctionOptions;
+
+// The overloads of the public functions checked flow and options together; the host holds either
+// pair, so it calls their implementations' signatures.
+const resolveTarget = resolveWorkerTarget as (
+  flow: DeployableFlow,
+  options: AnyWorkerOptions,
+) => WorkerTarget;
+const launchWorker = startWorker as (
+  flow: DeployableFlow,
+  options: AnyWorkerOptions,
+) => Promise<WorkerHandle>;
 
 /** Why an isolate ends. */
 type EndReason = "beforeunload" | "wall_clock_budget" | "requested" | "closed";
@@ -61,8 +83,8 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
   readonly isolateId: string = crypto.randomUUID();
   readonly onEdge: boolean;
 
-  #flow: AnyFlow;
-  #workerOptions: WorkerOptions;
+  #flow: DeployableFlow;
+  #workerOptions: AnyWorkerOptions;
   #logger: Logger;
   #secret: string | null;
   #auth: BearerAuth | null;
@@ -74,6 +96,8 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
   #lifecycle: EventTarget | null;
   #wallClockBudgetMs: number;
   #drainTimeoutMs: number;
+  /** When the isolate ends: how long in-flight tasks may run (the drain minus the flush reserve). */
+  #drainGraceMs: number;
   #respawn: boolean;
   #createdAt = performance.now();
 
@@ -92,7 +116,7 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
   #ended: Promise<void> | null = null;
   #endComplete = false;
 
-  constructor(flow: AnyFlow, options: WorkerFunctionOptions) {
+  constructor(flow: DeployableFlow, options: AnyWorkerFunctionOptions) {
     if (typeof options !== "object" || options === null) {
       throw new TypeError("Cannot create worker handler: options must be an object");
     }
@@ -102,14 +126,9 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       const value = env[name];
       return value === undefined || value === "" ? null : value;
     };
-    const functionName = options.functionName ?? flow.slug;
-    if (typeof functionName !== "string" || functionName === "") {
-      throw new TypeError(
-        `Cannot create worker handler: functionName must be a non-empty string, got ${
-          JSON.stringify(functionName)
-        }`,
-      );
-    }
+    // The worker's own checks (stepSlug, functionName), at creation rather than at the first
+    // request; the function name is needed from here on.
+    const { functionName } = resolveTarget(flow, options);
     this.functionName = functionName;
     const fail = (message: string): never => {
       throw new TypeError(`Cannot create worker handler for "${functionName}": ${message}`);
@@ -134,6 +153,7 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       DEFAULT_DRAIN_TIMEOUT_MS,
       false,
     );
+    this.#drainGraceMs = Math.max(0, this.#drainTimeoutMs - RESULT_FLUSH_RESERVE_MS);
     this.#respawn = options.respawn ?? true;
 
     this.#logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
@@ -172,8 +192,6 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       sql: this.#sql ?? undefined,
       functionName,
       env,
-      shutdownGraceMs: options.shutdownGraceMs ??
-        (this.onEdge ? Math.max(0, this.#drainTimeoutMs - RESULT_FLUSH_RESERVE_MS) : undefined),
     };
 
     this.#lifecycle?.addEventListener("beforeunload", this.#onBeforeUnload);
@@ -264,7 +282,7 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
         }));
       }
       if (this.#ending !== null) return { worker: null, status: this.status };
-      const worker = await startWorker(this.#flow, this.#workerOptions);
+      const worker = await launchWorker(this.#flow, this.#workerOptions);
       this.#seenInvokedAt = state?.lastInvokedAt ?? null;
       this.#worker = worker;
       this.#lastOutcome = null;
@@ -339,10 +357,14 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
         worker_id: worker.workerId,
         drain_timeout_ms: respawn ? this.#drainTimeoutMs : null,
       });
-      const stopped = worker.stop();
+      // Ending with a successor, the drain has a deadline; closing, the worker's own grace.
+      const stopped = worker.stop(respawn ? { graceMs: this.#drainGraceMs } : undefined);
       if (respawn && wasRunning) {
-        if (!(await settlesWithin(stopped, this.#drainTimeoutMs))) {
-          this.#logger.warn("drain did not finish in time: requesting the successor anyway", {
+        // The successor takes over the queue as soon as this worker reads no more: tasks still
+        // in flight here are started and hidden, so it cannot claim them twice. The deadline only
+        // guards against a read that hangs on a dead connection.
+        if (!(await settlesWithin(worker.pollingStopped, this.#drainTimeoutMs))) {
+          this.#logger.warn("polling did not stop in time: requesting the successor anyway", {
             worker_id: worker.workerId,
             drain_timeout_ms: this.#drainTimeoutMs,
           });
@@ -424,16 +446,16 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
 }
 
 /**
- * Whether the worker met unsupported work. A function, not an inline comparison: a claim that
- * was in flight when the stop began can still end the poll loop fatally, so the status read
- * before the drain says nothing about it.
+ * Whether the worker met unsupported work. A function, not an inline comparison: TypeScript would
+ * narrow `status` to the `running` read before the stop, but a claim in flight when the stop
+ * began can still end the poll loop fatally (final once `pollingStopped` resolved).
  */
 function endedFatally(worker: WorkerHandle): boolean {
   return worker.status === "fatal";
 }
 
 /** The options meant for `startWorker`; the connection is replaced by the adapter's pool. */
-function workerOnly(options: WorkerFunctionOptions): WorkerOptions {
+function workerOnly(options: AnyWorkerFunctionOptions): AnyWorkerOptions {
   const {
     secret: _secret,
     selfUrl: _selfUrl,
@@ -464,7 +486,7 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 function duration(
   functionName: string,
   name: "wallClockBudgetMs" | "drainTimeoutMs",
-  options: WorkerFunctionOptions,
+  options: AnyWorkerFunctionOptions,
   fallback: number,
   infiniteAllowed: boolean,
 ): number {

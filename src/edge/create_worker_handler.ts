@@ -6,7 +6,9 @@
  */
 
 import type { AnyFlow } from "../dsl/flow.ts";
-import type { WorkerOptions } from "../worker/start_worker.ts";
+import type { StepQueuedFlow } from "../dsl/step_queues.ts";
+import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
+import type { StepWorkerOptions, WorkerOptions } from "../worker/start_worker.ts";
 import { WorkerFunctionHost } from "./_host.ts";
 
 /**
@@ -98,21 +100,17 @@ export interface WorkerFunctionStatus {
 }
 
 /**
- * Options of {@linkcode createWorkerHandler} and {@linkcode serveWorker}: the worker's own options
- * plus the Edge lifecycle. Configuration not given here is read from `env`.
+ * The Edge lifecycle options of {@linkcode createWorkerHandler} and {@linkcode serveWorker}, on
+ * top of the worker's own. Configuration not given here is read from `env`.
  *
  * @example Usage
  * ```ts
- * import type { WorkerFunctionOptions } from "@sluice/sluice/edge";
+ * import type { EdgeHostOptions } from "@sluice/sluice/edge";
  *
- * const options: WorkerFunctionOptions = {
- *   functionName: "orders-worker",
- *   maxConcurrent: 5,
- *   wallClockBudgetMs: 390_000, // a paid plan: 400 s
- * };
+ * const options: EdgeHostOptions = { wallClockBudgetMs: 390_000 }; // a paid plan: 400 s
  * ```
  */
-export interface WorkerFunctionOptions extends WorkerOptions {
+export interface EdgeHostOptions {
   /**
    * A connection URL. The adapter opens one pool (`poolSize` connections) shared by the worker
    * and the adapter's own queries, and closes it when the isolate ends.
@@ -144,8 +142,9 @@ export interface WorkerFunctionOptions extends WorkerOptions {
    */
   readonly wallClockBudgetMs?: number;
   /**
-   * When the isolate ends: how long to wait for in-flight tasks (and their results) before
-   * requesting the successor anyway. The worker's `shutdownGraceMs` defaults to 3 s less.
+   * When the isolate ends: the deadline of the drain. In-flight tasks get 3 s less (then their
+   * signals abort and their attempts fail); the rest is kept for reporting results. The successor
+   * is requested as soon as the worker has stopped polling, without waiting for the drain.
    *
    * @default {8000}
    */
@@ -176,6 +175,43 @@ export interface WorkerFunctionOptions extends WorkerOptions {
    */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
+
+/**
+ * Options of {@linkcode createWorkerHandler} and {@linkcode serveWorker} for a plain flow: the
+ * worker's own options plus the Edge lifecycle.
+ *
+ * @example Usage
+ * ```ts
+ * import type { WorkerFunctionOptions } from "@sluice/sluice/edge";
+ *
+ * const options: WorkerFunctionOptions = {
+ *   functionName: "orders-worker",
+ *   maxConcurrent: 5,
+ *   wallClockBudgetMs: 390_000, // a paid plan: 400 s
+ * };
+ * ```
+ */
+export interface WorkerFunctionOptions extends WorkerOptions, EdgeHostOptions {}
+
+/**
+ * Options of {@linkcode createWorkerHandler} and {@linkcode serveWorker} for one step of a
+ * step-queued flow: the required `stepSlug`, typed as the flow's step-slug union, the worker's
+ * own options and the Edge lifecycle.
+ *
+ * @typeParam Slug The step slugs of the flow.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepWorkerFunctionOptions } from "@sluice/sluice/edge";
+ *
+ * const options: StepWorkerFunctionOptions<"fetch_posts" | "classify"> = {
+ *   stepSlug: "classify",
+ *   maxConcurrent: 4,
+ * };
+ * ```
+ */
+export interface StepWorkerFunctionOptions<Slug extends string = string>
+  extends StepWorkerOptions<Slug>, EdgeHostOptions {}
 
 /**
  * The request handler of one worker function in one isolate. At most one worker runs at a time;
@@ -223,12 +259,13 @@ export interface WorkerFunctionHandler extends AsyncDisposable {
 }
 
 /**
- * Creates the request handler of a worker function, for hosting in a `Deno.serve` of your own.
- * Use {@linkcode serveWorker} for a complete Edge Function entrypoint.
+ * Creates the request handler of a plain flow's worker function, for hosting in a `Deno.serve` of
+ * your own. Use {@linkcode serveWorker} for a complete Edge Function entrypoint.
  *
  * @param flow The flow whose steps the worker runs.
  * @param options Worker, connection, authorization and lifecycle options.
  * @returns The handler; pass `handler.fetch` to `Deno.serve`.
+ * @throws {StepSlugError} When a `stepSlug` is given: a plain flow's worker runs every step.
  * @throws {TypeError} When options are inconsistent (both `sql` and `connectionString`, an
  * invalid `selfUrl`).
  * @throws {RangeError} When `wallClockBudgetMs` or `drainTimeoutMs` is out of range.
@@ -246,7 +283,43 @@ export interface WorkerFunctionHandler extends AsyncDisposable {
  */
 export function createWorkerHandler<F extends AnyFlow>(
   flow: F,
-  options: WorkerFunctionOptions = {},
+  options?: WorkerFunctionOptions,
+): WorkerFunctionHandler;
+/**
+ * Creates the request handler of the worker function of one step of a step-queued flow: its
+ * worker polls that step's private queue. `functionName` defaults to the name
+ * `deno task gen:functions` gives the function (`workerFunctionName(flowSlug, stepSlug)`).
+ *
+ * @param flow A flow returned by `withStepQueues()`.
+ * @param options `stepSlug` (required, typed as the flow's step-slug union) plus worker,
+ * connection, authorization and lifecycle options.
+ * @returns The handler; pass `handler.fetch` to `Deno.serve`.
+ * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
+ * @throws {TypeError} When options are inconsistent (both `sql` and `connectionString`, an
+ * invalid `selfUrl`).
+ * @throws {RangeError} When `wallClockBudgetMs` or `drainTimeoutMs` is out of range.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { Flow, withStepQueues } from "@sluice/sluice";
+ * import { createWorkerHandler } from "@sluice/sluice/edge";
+ *
+ * const digest = withStepQueues(
+ *   new Flow<{ text: string }>({ slug: "digest" })
+ *     .step({ slug: "classify" }, (input) => input.text.length)
+ *     .step({ slug: "deliver", dependsOn: ["classify"] }, (deps) => deps.classify),
+ * );
+ * const handler = createWorkerHandler(digest, { stepSlug: "classify" }); // "digest--classify"
+ * Deno.serve({ port: 8080 }, handler.fetch);
+ * ```
+ */
+export function createWorkerHandler<Q extends StepQueuedFlow>(
+  flow: Q,
+  options: StepWorkerFunctionOptions<StepSlug<Q>>,
+): WorkerFunctionHandler;
+export function createWorkerHandler(
+  flow: DeployableFlow,
+  options: WorkerFunctionOptions | StepWorkerFunctionOptions = {},
 ): WorkerFunctionHandler {
   return new WorkerFunctionHost(flow, options);
 }

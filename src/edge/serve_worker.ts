@@ -5,24 +5,27 @@
  */
 
 import type { AnyFlow } from "../dsl/flow.ts";
+import type { StepQueuedFlow } from "../dsl/step_queues.ts";
+import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
 import { jsonLineSink, Logger } from "../worker/logger.ts";
 import {
   createWorkerHandler,
+  type StepWorkerFunctionOptions,
   type WorkerFunctionHandler,
   type WorkerFunctionOptions,
 } from "./create_worker_handler.ts";
 
 /**
- * Options of {@linkcode serveWorker}: the handler's options plus where to listen.
+ * Where and how {@linkcode serveWorker} listens, on top of the handler's options.
  *
  * @example Usage
  * ```ts
- * import type { ServeWorkerOptions } from "@sluice/sluice/edge";
+ * import type { ServeListenOptions } from "@sluice/sluice/edge";
  *
- * const options: ServeWorkerOptions = { port: 8787, startImmediately: true };
+ * const options: ServeListenOptions = { port: 8787, startImmediately: true };
  * ```
  */
-export interface ServeWorkerOptions extends WorkerFunctionOptions {
+export interface ServeListenOptions {
   /**
    * Port to listen on (`0`: any free port; see `addr`).
    *
@@ -53,6 +56,37 @@ export interface ServeWorkerOptions extends WorkerFunctionOptions {
    */
   readonly handleSignals?: boolean;
 }
+
+/**
+ * Options of {@linkcode serveWorker} for a plain flow: the handler's options plus where to listen.
+ *
+ * @example Usage
+ * ```ts
+ * import type { ServeWorkerOptions } from "@sluice/sluice/edge";
+ *
+ * const options: ServeWorkerOptions = { port: 8787, startImmediately: true };
+ * ```
+ */
+export interface ServeWorkerOptions extends WorkerFunctionOptions, ServeListenOptions {}
+
+/**
+ * Options of {@linkcode serveWorker} for one step of a step-queued flow: the required `stepSlug`,
+ * the handler's options and where to listen.
+ *
+ * @typeParam Slug The step slugs of the flow.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepServeWorkerOptions } from "@sluice/sluice/edge";
+ *
+ * const options: StepServeWorkerOptions<"classify" | "deliver"> = {
+ *   stepSlug: "classify",
+ *   functionName: "thread-digest--classify",
+ * };
+ * ```
+ */
+export interface StepServeWorkerOptions<Slug extends string = string>
+  extends StepWorkerFunctionOptions<Slug>, ServeListenOptions {}
 
 /**
  * A served worker function.
@@ -95,6 +129,7 @@ export interface WorkerServer extends AsyncDisposable {
  * @param flow The flow whose steps the worker runs.
  * @param options Listening, worker, connection, authorization and lifecycle options.
  * @returns The served function.
+ * @throws {StepSlugError} When a `stepSlug` is given: a plain flow's worker runs every step.
  * @throws {TypeError} When options are inconsistent.
  * @throws {RangeError} When a duration option is out of range.
  *
@@ -109,9 +144,47 @@ export interface WorkerServer extends AsyncDisposable {
  */
 export function serveWorker<F extends AnyFlow>(
   flow: F,
-  options: ServeWorkerOptions = {},
+  options?: ServeWorkerOptions,
+): WorkerServer;
+/**
+ * Serves the worker function of one step of a step-queued flow: the whole body of its Edge
+ * Function entrypoint, as `deno task gen:functions` writes it. The worker polls that step's
+ * private queue; everything else is as for a plain flow.
+ *
+ * @param flow A flow returned by `withStepQueues()`.
+ * @param options `stepSlug` (required, typed as the flow's step-slug union) plus listening,
+ * worker, connection, authorization and lifecycle options. `functionName` defaults to
+ * `workerFunctionName(flowSlug, stepSlug)`, the generated function's name.
+ * @returns The served function.
+ * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
+ * @throws {TypeError} When options are inconsistent.
+ * @throws {RangeError} When a duration option is out of range.
+ *
+ * @example Usage
+ * ```ts ignore
+ * // supabase/functions/thread-digest--classify/index.ts
+ * import { serveWorker } from "@sluice/sluice/edge";
+ * import * as flows from "../../../flows.ts";
+ *
+ * serveWorker(flows.threadDigest, {
+ *   functionName: "thread-digest--classify",
+ *   stepSlug: "classify",
+ * });
+ * ```
+ */
+export function serveWorker<Q extends StepQueuedFlow>(
+  flow: Q,
+  options: StepServeWorkerOptions<StepSlug<Q>>,
+): WorkerServer;
+export function serveWorker(
+  flow: DeployableFlow,
+  options: ServeWorkerOptions | StepServeWorkerOptions = {},
 ): WorkerServer {
-  const handler = createWorkerHandler(flow, options);
+  // The overloads checked flow and options together; the handler's implementation takes either.
+  const handler = (createWorkerHandler as (
+    flow: DeployableFlow,
+    options: ServeWorkerOptions | StepServeWorkerOptions,
+  ) => WorkerFunctionHandler)(flow, options);
   const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
     function_name: handler.functionName,
     isolate_id: handler.isolateId,

@@ -58,12 +58,18 @@ export class WorkerRuntime {
   #pollStop = new AbortController();
   #taskAbort = new AbortController();
   #abortTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the abort timer fires (`Date.now()` based), and the grace it was set from. */
+  #abortAt = Number.POSITIVE_INFINITY;
+  #graceMs: number | null = null;
   /** No task is in flight any more: nothing left to abort. */
   #drained = false;
   #status: WorkerStatus = "running";
   #loopEnded: Promise<PollLoopEnd> | null = null;
   #shutdown: Promise<void> | null = null;
   #resolveDone!: () => void;
+  #resolvePollingStopped!: () => void;
+  /** Resolves once the poll loop has ended, with `status` already `fatal` if that ended it. */
+  readonly pollingStopped: Promise<void>;
   /** Resolves once the worker has stopped and released everything. */
   readonly done: Promise<void>;
 
@@ -98,6 +104,7 @@ export class WorkerRuntime {
       onDeprecated: () => void this.#stop("deprecated"),
     });
     this.done = new Promise((resolve) => this.#resolveDone = resolve);
+    this.pollingStopped = new Promise((resolve) => this.#resolvePollingStopped = resolve);
   }
 
   /** The worker's status. */
@@ -116,15 +123,26 @@ export class WorkerRuntime {
     loopEnded.then((end) => {
       if (end.kind === "fatal") this.#fatal(end);
       else void this.#stop("requested");
+      this.#resolvePollingStopped();
     });
   }
 
   /**
-   * Stops gracefully: in-flight tasks get `shutdownGraceMs` to finish, then their signals abort
-   * and their attempts fail. Resolves when the worker has stopped.
+   * Stops gracefully: in-flight tasks get `graceMs` (default `shutdownGraceMs`) to finish, then
+   * their signals abort and their attempts fail. Resolves when the worker has stopped.
+   *
+   * Rejects with a `RangeError`, changing nothing, when `graceMs` is not a finite number >= 0.
    */
-  stop(): Promise<void> {
-    this.#abortTasksAfter(this.#settings.shutdownGraceMs);
+  stop(graceMs: number = this.#settings.shutdownGraceMs): Promise<void> {
+    if (typeof graceMs !== "number" || !Number.isFinite(graceMs) || graceMs < 0) {
+      return Promise.reject(
+        new RangeError(
+          `Cannot stop worker ${this.#settings.workerId}: graceMs must be a finite number >= 0, ` +
+            `got ${String(graceMs)}`,
+        ),
+      );
+    }
+    this.#abortTasksAfter(graceMs);
     return this.#stop("requested");
   }
 
@@ -145,8 +163,13 @@ export class WorkerRuntime {
     void this.#stop("fatal");
   }
 
+  /** Aborts the in-flight tasks after `graceMs`, unless an earlier abort is already due. */
   #abortTasksAfter(graceMs: number): void {
-    if (this.#abortTimer !== undefined || this.#taskAbort.signal.aborted || this.#drained) return;
+    const abortAt = Date.now() + graceMs;
+    if (abortAt >= this.#abortAt || this.#taskAbort.signal.aborted || this.#drained) return;
+    clearTimeout(this.#abortTimer);
+    this.#abortAt = abortAt;
+    this.#graceMs = graceMs;
     this.#abortTimer = setTimeout(() => {
       const running = this.#loop.inFlight;
       if (running > 0) {
@@ -177,7 +200,10 @@ export class WorkerRuntime {
     this.#drained = true;
     clearTimeout(this.#abortTimer);
 
-    const flushTimeout = Math.max(MIN_FLUSH_TIMEOUT_MS, this.#settings.shutdownGraceMs);
+    const flushTimeout = Math.max(
+      MIN_FLUSH_TIMEOUT_MS,
+      this.#graceMs ?? this.#settings.shutdownGraceMs,
+    );
     const giveUp = setTimeout(() => {
       const unreported = this.#reporter.giveUp();
       if (unreported > 0) {

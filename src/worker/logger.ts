@@ -105,6 +105,7 @@ export function jsonLineSink(record: LogRecord): void {
 
 /** The worker's logger: level filtering and fixed context fields over a sink. */
 export class Logger {
+  #level: LogLevel;
   #sink: LogSink;
   #minimum: number;
   #context: Readonly<Record<string, unknown>>;
@@ -117,6 +118,7 @@ export class Logger {
         }`,
       );
     }
+    this.#level = level;
     this.#sink = sink;
     this.#minimum = RANK[level];
     this.#context = context;
@@ -124,11 +126,8 @@ export class Logger {
 
   /** A logger writing to the same sink with more context fields. */
   with(context: Record<string, unknown>): Logger {
-    const child = Object.create(Logger.prototype) as Logger;
-    child.#sink = this.#sink;
-    child.#minimum = this.#minimum;
-    child.#context = { ...this.#context, ...context };
-    return child;
+    // Through the constructor: private fields exist only on instances it initialized.
+    return new Logger(this.#level, this.#sink, { ...this.#context, ...context });
   }
 
   /** Whether records of this level are written. */

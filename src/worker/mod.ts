@@ -28,3 +28,5 @@ export {
 } from "./logger.ts";
 export * from "./retry_after_error.ts";
 export * from "./start_worker.ts";
+export * from "./step_slug_error.ts";
+export * from "./worker_target.ts";

@@ -1,5 +1,6 @@
 /**
- * `startWorker()`: compiles a flow, registers a worker and starts polling the flow's queue.
+ * `startWorker()`: compiles a flow, registers a worker and starts polling its queue — the flow's
+ * one queue for a plain flow, one step's private queue for a step-queued flow.
  *
  * @module
  */
@@ -7,13 +8,14 @@
 import type { Sql } from "postgres";
 import { type CompileEnvironment, compileFlow } from "../client/compile_flow.ts";
 import { connect } from "../client/connect.ts";
-import { extractDefinition } from "../dsl/definition.ts";
 import { type AnyFlow, Flow } from "../dsl/flow.ts";
-import type { StepHandler } from "../dsl/step_definition.ts";
-import { registerWorker, type SupportedRoute, trackWorkerFunction } from "./_queries.ts";
+import type { StepQueuedFlow } from "../dsl/step_queues.ts";
+import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
+import { registerWorker, trackWorkerFunction } from "./_queries.ts";
 import { QueueListener } from "./_queue_listener.ts";
 import { type RuntimeSettings, WorkerRuntime } from "./_runtime.ts";
 import { jsonLineSink, Logger, type LogLevel, type LogSink } from "./logger.ts";
+import { resolveWorkerTarget, type WorkerTarget } from "./worker_target.ts";
 
 /**
  * Where a worker is in its life: `running` (polling), `stopping` (draining after `stop()`,
@@ -30,20 +32,21 @@ import { jsonLineSink, Logger, type LogLevel, type LogSink } from "./logger.ts";
 export type WorkerStatus = "running" | "stopping" | "stopped" | "fatal";
 
 /**
- * Options of {@linkcode startWorker}. Give either `sql` or `connectionString`.
+ * The options every worker takes, whatever its flow's queue mode. Give either `sql` or
+ * `connectionString`. {@linkcode WorkerOptions} (plain flows) and {@linkcode StepWorkerOptions}
+ * (step-queued flows) add the `stepSlug` rule of each mode.
  *
  * @example Usage
  * ```ts
- * import type { WorkerOptions } from "@sluice/sluice/worker";
+ * import type { BaseWorkerOptions } from "@sluice/sluice/worker";
  *
- * const options: WorkerOptions = {
+ * const options: BaseWorkerOptions = {
  *   connectionString: "postgres://postgres:postgres@127.0.0.1:54322/postgres",
  *   maxConcurrent: 20,
- *   logLevel: "warn",
  * };
  * ```
  */
-export interface WorkerOptions {
+export interface BaseWorkerOptions {
   /**
    * A postgres.js client to use (create it with `connect()`: no prepared statements). The worker
    * does not close it. One of `sql` and `connectionString` is required.
@@ -65,7 +68,8 @@ export interface WorkerOptions {
    * The worker function (deployable unit) this worker belongs to: its row carries the `enabled`
    * and restart-pause flags.
    *
-   * @default {the flow slug}
+   * @default {the flow slug; for a step worker `workerFunctionName(flowSlug, stepSlug)`, the name
+   * `deno task gen:functions` gives its Edge Function}
    */
   readonly functionName?: string;
   /**
@@ -132,7 +136,7 @@ export interface WorkerOptions {
   readonly stalledCheckIntervalMs?: number;
   /**
    * On `stop()`: how long in-flight tasks may take to finish before their signals abort and their
-   * attempts fail.
+   * attempts fail (`stop({ graceMs })` overrides it for one stop).
    *
    * @default {10000}
    */
@@ -155,11 +159,74 @@ export interface WorkerOptions {
    * @default {Deno.env.toObject()}
    */
   readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * Options of {@linkcode startWorker} for a plain flow. Give either `sql` or `connectionString`.
+ *
+ * @example Usage
+ * ```ts
+ * import type { WorkerOptions } from "@sluice/sluice/worker";
+ *
+ * const options: WorkerOptions = {
+ *   connectionString: "postgres://postgres:postgres@127.0.0.1:54322/postgres",
+ *   maxConcurrent: 20,
+ *   logLevel: "warn",
+ * };
+ * ```
+ */
+export interface WorkerOptions extends BaseWorkerOptions {
   /**
    * Only for step-queued flows (`withStepQueues`), not supported by plain-flow workers: a plain
    * flow's worker polls the flow's one queue and runs every step.
    */
   readonly stepSlug?: undefined;
+}
+
+/**
+ * Options of {@linkcode startWorker} for a step-queued flow: every worker option plus the
+ * required `stepSlug`, typed as the flow's step-slug union.
+ *
+ * @typeParam Slug The step slugs of the flow.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepWorkerOptions } from "@sluice/sluice/worker";
+ *
+ * const options: StepWorkerOptions<"fetch_posts" | "classify"> = {
+ *   connectionString: "postgres://postgres:postgres@127.0.0.1:54322/postgres",
+ *   stepSlug: "classify",
+ *   maxConcurrent: 4,
+ * };
+ * ```
+ */
+export interface StepWorkerOptions<Slug extends string = string> extends BaseWorkerOptions {
+  /**
+   * The one step this worker serves: it polls that step's private queue and claims only that
+   * step's tasks.
+   */
+  readonly stepSlug: Slug;
+}
+
+/**
+ * Options of {@linkcode WorkerHandle.stop}.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StopOptions } from "@sluice/sluice/worker";
+ *
+ * const options: StopOptions = { graceMs: 5000 };
+ * ```
+ */
+export interface StopOptions {
+  /**
+   * How long in-flight tasks may take before their signals abort and their attempts fail,
+   * counted from this call. A later call with a shorter grace brings the abort forward, never
+   * back.
+   *
+   * @default {the worker's shutdownGraceMs}
+   */
+  readonly graceMs?: number;
 }
 
 /**
@@ -187,24 +254,27 @@ export interface WorkerHandle {
   readonly queueName: string;
   /** The concrete slug of its flow. */
   readonly flowSlug: string;
+  /** The step of a step worker; `null` for a plain flow's worker. */
+  readonly stepSlug: string | null;
   /** Where the worker is in its life. */
   readonly status: WorkerStatus;
   /**
-   * Stops polling, waits up to `shutdownGraceMs` for in-flight tasks (then aborts them and fails
-   * their attempts), reports every result, and marks the worker stopped.
+   * Stops polling, waits up to `graceMs` (default `shutdownGraceMs`) for in-flight tasks (then
+   * aborts them and fails their attempts), reports every result, and marks the worker stopped.
+   *
+   * Rejects with a `RangeError`, changing nothing, when `graceMs` is not a finite number >= 0.
+   *
+   * @param options The grace period of this stop.
    */
-  stop(): Promise<void>;
+  stop(options?: StopOptions): Promise<void>;
+  /**
+   * Resolves once the worker reads no more messages — after `stop()`, a deprecation or unsupported
+   * work — while in-flight tasks may still run. `status` is then final as to `fatal`: a successor
+   * can take over the queue from here.
+   */
+  readonly pollingStopped: Promise<void>;
   /** Resolves once the worker has stopped, whatever stopped it. */
   readonly done: Promise<void>;
-}
-
-/** What a worker serves: its queue and the routes it can run. */
-interface WorkerTarget {
-  readonly flowSlug: string;
-  readonly queue: string;
-  readonly stepSlug: string | null;
-  readonly supported: readonly SupportedRoute[];
-  readonly handlers: ReadonlyMap<string, StepHandler>;
 }
 
 /**
@@ -219,8 +289,8 @@ interface WorkerTarget {
  * @param flow The flow whose steps the worker runs.
  * @param options Connection, concurrency, timing and logging options.
  * @returns A handle to the running worker.
- * @throws {TypeError} When the options are inconsistent (no or two connection options, a
- * `stepSlug` for a plain flow).
+ * @throws {StepSlugError} When a `stepSlug` is given: a plain flow's worker runs every step.
+ * @throws {TypeError} When the options are inconsistent (no or two connection options).
  * @throws {RangeError} When a numeric option is out of range.
  * @throws {FlowShapeMismatchError} In production, when the flow is compiled with another shape.
  *
@@ -239,33 +309,88 @@ interface WorkerTarget {
  * await worker.done;
  * ```
  */
-export async function startWorker<F extends AnyFlow>(
+export function startWorker<F extends AnyFlow>(
   flow: F,
   options: WorkerOptions,
+): Promise<WorkerHandle>;
+/**
+ * Starts a step worker for a flow returned by `withStepQueues()`: it polls exactly the private
+ * queue of `options.stepSlug` and claims only that `(flow, step)` pair's tasks. Every other step
+ * needs workers of its own; until one runs, its tasks wait in its queue.
+ *
+ * `stepSlug` is required and typed as the flow's step-slug union; a missing or unknown one is a
+ * type error, and a {@linkcode StepSlugError} listing the valid slugs before any database access.
+ * Startup, running and stopping are those of a plain flow's worker.
+ *
+ * @param flow The step-queued flow.
+ * @param options `stepSlug` plus connection, concurrency, timing and logging options.
+ * @returns A handle to the running worker.
+ * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
+ * @throws {TypeError} When the options are inconsistent (no or two connection options).
+ * @throws {RangeError} When a numeric option is out of range.
+ * @throws {FlowShapeMismatchError} In production, when the flow is compiled with another shape.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { Flow, withStepQueues } from "@sluice/sluice";
+ * import { startWorker } from "@sluice/sluice/worker";
+ *
+ * const digest = withStepQueues(
+ *   new Flow<{ text: string }>({ slug: "digest" })
+ *     .step({ slug: "classify" }, (input) => input.text.includes("?") ? "question" : "comment")
+ *     .step({ slug: "deliver", dependsOn: ["classify"] }, (deps) => deps.classify),
+ * );
+ * const worker = await startWorker(digest, {
+ *   stepSlug: "classify", // polls queue "digest__classify"
+ *   connectionString: Deno.env.get("DATABASE_URL")!,
+ * });
+ * await worker.done;
+ * ```
+ */
+export function startWorker<Q extends StepQueuedFlow>(
+  flow: Q,
+  options: StepWorkerOptions<StepSlug<Q>>,
+): Promise<WorkerHandle>;
+export async function startWorker(
+  flow: DeployableFlow,
+  options: WorkerOptions | StepWorkerOptions,
 ): Promise<WorkerHandle> {
-  const target = resolveTarget(flow, options);
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError("Cannot start worker: options are required");
+  }
+  // The overloads tied flow and options together; the implementation takes either pair.
+  const target = (resolveWorkerTarget as (
+    flow: DeployableFlow,
+    options: WorkerOptions | StepWorkerOptions,
+  ) => WorkerTarget)(flow, options);
   const settings = resolveSettings(target, options);
   const workerId = crypto.randomUUID();
   const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
     worker_id: workerId,
-    queue: target.queue,
+    queue: target.queueName,
   });
+  const plain = flow instanceof Flow ? flow : flow.flow;
+  const handlers = new Map(
+    plain.steps
+      .filter((step) => target.stepSlugs.includes(step.slug))
+      .map((step) => [step.slug, step.handler]),
+  );
 
   const ownsPool = options.sql === undefined;
   const sql = options.sql ??
     connect(options.connectionString as string, {
       max: settings.poolSize,
-      applicationName: `sluice-worker:${settings.functionName}`,
+      applicationName: `sluice-worker:${target.functionName}`,
     });
   let listener: QueueListener | null = null;
   try {
     const compiled = await compileFlow(sql, flow, { environment: settings.environment });
     if (ownsPool) stopRefetchingTypes(sql);
-    const workerFunction = await trackWorkerFunction(sql, settings.functionName);
+    const workerFunction = await trackWorkerFunction(sql, target.functionName);
     await registerWorker(sql, {
       workerId,
-      functionName: settings.functionName,
-      queue: target.queue,
+      functionName: target.functionName,
+      queue: target.queueName,
       flowSlug: target.flowSlug,
       stepSlug: target.stepSlug,
     });
@@ -274,7 +399,7 @@ export async function startWorker<F extends AnyFlow>(
         "worker function is restart-paused; an operator clears it with " +
           "sluice.clear_restart_pause",
         {
-          function_name: settings.functionName,
+          function_name: target.functionName,
           pause_reason: workerFunction.pauseReason,
         },
       );
@@ -282,7 +407,7 @@ export async function startWorker<F extends AnyFlow>(
     if (options.listen !== false) {
       listener = await QueueListener.start(
         sql,
-        target.queue,
+        target.queueName,
         logger,
         settings.heartbeatIntervalMs,
       );
@@ -290,16 +415,21 @@ export async function startWorker<F extends AnyFlow>(
     const runtimeSettings: RuntimeSettings = {
       ...settings,
       workerId,
-      queue: target.queue,
-      supported: target.supported,
-      handlers: target.handlers,
+      functionName: target.functionName,
+      queue: target.queueName,
+      supported: target.stepSlugs.map((step) => ({
+        flow_slug: target.flowSlug,
+        step_slug: step,
+      })),
+      handlers,
       ownsPool,
     };
     const runtime = new WorkerRuntime(sql, logger, listener, runtimeSettings);
     runtime.start();
     logger.info("worker started", {
-      function_name: settings.functionName,
+      function_name: target.functionName,
       flow_slug: target.flowSlug,
+      step_slug: target.stepSlug,
       compile_outcome: compiled.outcome,
       max_concurrent: settings.maxConcurrent,
       batch_size: settings.batchSize,
@@ -307,13 +437,15 @@ export async function startWorker<F extends AnyFlow>(
     });
     return {
       workerId,
-      functionName: settings.functionName,
-      queueName: target.queue,
+      functionName: target.functionName,
+      queueName: target.queueName,
       flowSlug: target.flowSlug,
+      stepSlug: target.stepSlug,
       get status() {
         return runtime.status;
       },
-      stop: () => runtime.stop(),
+      stop: (stopOptions?: StopOptions) => runtime.stop(stopOptions?.graceMs),
+      pollingStopped: runtime.pollingStopped,
       done: runtime.done,
     };
   } catch (error) {
@@ -323,56 +455,22 @@ export async function startWorker<F extends AnyFlow>(
   }
 }
 
-/** The queue and routes of a worker for `flow`; the seam where step-queued workers plug in. */
-function resolveTarget(flow: AnyFlow, options: WorkerOptions): WorkerTarget {
-  if (!(flow instanceof Flow)) {
-    throw new TypeError(
-      "Cannot start worker: expected a Flow (workers for step-queued or routed flows are not " +
-        "supported by this version of startWorker)",
-    );
-  }
-  const stepSlug = (options as { stepSlug?: unknown }).stepSlug;
-  if (stepSlug !== undefined) {
-    throw new TypeError(
-      `Cannot start worker for flow ${JSON.stringify(flow.slug)}: stepSlug ${
-        JSON.stringify(stepSlug)
-      } is only for step-queued flows. A plain flow's worker polls queue ${
-        JSON.stringify(flow.slug.toLowerCase())
-      } and runs every step: remove stepSlug, or wrap the flow with withStepQueues(flow) to give ` +
-        `each step its own queue and worker`,
-    );
-  }
-  const definition = extractDefinition(flow);
-  return {
-    flowSlug: definition.flow_slug,
-    queue: definition.routes[0].queue_name,
-    stepSlug: null,
-    supported: definition.steps.map((step) => ({
-      flow_slug: definition.flow_slug,
-      step_slug: step.step_slug,
-    })),
-    handlers: new Map(flow.steps.map((step) => [step.slug, step.handler])),
-  };
-}
-
 type Settings =
   & Omit<
     RuntimeSettings,
-    "workerId" | "queue" | "supported" | "handlers" | "ownsPool"
+    "workerId" | "functionName" | "queue" | "supported" | "handlers" | "ownsPool"
   >
   & {
-    readonly functionName: string;
     readonly environment: CompileEnvironment;
     readonly poolSize: number;
   };
 
-function resolveSettings(target: WorkerTarget, options: WorkerOptions): Settings {
+function resolveSettings(target: WorkerTarget, options: BaseWorkerOptions): Settings {
   const fail = (message: string): never => {
     throw new TypeError(
       `Cannot start worker for flow ${JSON.stringify(target.flowSlug)}: ${message}`,
     );
   };
-  if (typeof options !== "object" || options === null) fail("options are required");
   const hasSql = options.sql !== undefined;
   const hasUrl = options.connectionString !== undefined;
   if (hasSql === hasUrl) {
@@ -385,15 +483,16 @@ function resolveSettings(target: WorkerTarget, options: WorkerOptions): Settings
   if (hasUrl && (typeof options.connectionString !== "string" || options.connectionString === "")) {
     fail("connectionString must be a non-empty string");
   }
-  const functionName = options.functionName ?? target.flowSlug;
-  if (typeof functionName !== "string" || functionName === "") {
-    fail(`functionName must be a non-empty string, got ${JSON.stringify(functionName)}`);
-  }
   const environment = options.environment ?? "production";
   if (environment !== "production" && environment !== "development") {
     fail(`environment must be "production" or "development", got ${JSON.stringify(environment)}`);
   }
-  const range = (name: keyof WorkerOptions, fallback: number, min: number, integer: boolean) => {
+  const range = (
+    name: keyof BaseWorkerOptions,
+    fallback: number,
+    min: number,
+    integer: boolean,
+  ) => {
     const value = options[name] ?? fallback;
     if (
       typeof value !== "number" || !Number.isFinite(value) || value < min ||
@@ -409,7 +508,6 @@ function resolveSettings(target: WorkerTarget, options: WorkerOptions): Settings
   };
   const maxConcurrent = range("maxConcurrent", 10, 1, true);
   return {
-    functionName,
     environment,
     poolSize: range("poolSize", 4, 1, true),
     env: options.env ?? processEnv(),

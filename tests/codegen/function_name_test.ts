@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { workerFunctionName } from "../../src/codegen/function_name.ts";
+import { workerFunctionName } from "../../src/dsl/function_name.ts";
 
 Deno.test("workerFunctionName() lowercases, turns underscores into hyphens and joins flow and step with --", () => {
   assert.equal(workerFunctionName("greet_user", null), "greet-user");

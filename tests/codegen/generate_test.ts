@@ -253,13 +253,21 @@ Deno.test("gen:functions explains a missing sluice key and a module without flow
   assert.equal((await cli("--config")).code, 2);
 });
 
-Deno.test("the generated entrypoint of a plain flow type-checks against the Edge adapter", async () => {
-  // Resolved through the function's own deno.json, as Supabase resolves it; --no-lock keeps a
-  // lockfile out of the generated directory.
-  const { code, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["check", "--no-lock", "supabase/functions/greet-user/index.ts"],
-    cwd: ROOT,
-    stdin: "null",
-  }).output();
-  assert.equal(code, 0, new TextDecoder().decode(stderr));
+Deno.test("every generated entrypoint, plain and per step, type-checks against the Edge adapter", async () => {
+  const manifest = JSON.parse(
+    await Deno.readTextFile(new URL("supabase/functions/sluice.manifest.json", ROOT)),
+  ) as { functions: { function_name: string; step_slug: string | null }[] };
+  assert.ok(manifest.functions.some((fn) => fn.step_slug === null), "a plain flow's function");
+  assert.ok(manifest.functions.some((fn) => fn.step_slug !== null), "a step's function");
+  for (const { function_name } of manifest.functions) {
+    const dir = `supabase/functions/${function_name}`;
+    // Resolved through the function's own deno.json (not the project's), as Supabase resolves
+    // it; --no-lock keeps a lockfile out of the generated directory.
+    const { code, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["check", "--no-lock", "--config", `${dir}/deno.json`, `${dir}/index.ts`],
+      cwd: ROOT,
+      stdin: "null",
+    }).output();
+    assert.equal(code, 0, `${dir}/index.ts:\n${new TextDecoder().decode(stderr)}`);
+  }
 });

@@ -70,13 +70,15 @@ Deno.test("concurrent first requests start exactly one worker", async () => {
   assert.deepEqual(await workerCounts(db, "burst"), { started: 1, live: 1 });
 });
 
-Deno.test("beforeunload drains the in-flight task, then one successor starts through the function URL", async () => {
+Deno.test("beforeunload: polling stops, one successor starts through the function URL while the in-flight task drains", async () => {
   await using db = await freshDatabase();
   await using _edge = standInEdgeRuntime();
   const logs = new LogCapture();
   const started = latch();
   const gate = latch();
+  let calls = 0;
   const flow = new Flow({ slug: "relay" }).step({ slug: "work" }, async () => {
+    calls++;
     started.resolve();
     await gate.promise;
     return "done";
@@ -101,19 +103,24 @@ Deno.test("beforeunload drains the in-flight task, then one successor starts thr
   assert.equal(during.status, 503);
   assert.equal(during.body.status, "draining");
   assert.equal(during.body.reason, "beforeunload");
+  // The successor does not wait for the drain: it polls while the predecessor's task still runs.
+  await waitFor(() => successor.status.status === "running", "the successor to run");
+  assert.equal(predecessor.status.status, "draining");
+  assert.equal(functionUrl.requests.length, 1);
+  assert.equal(functionUrl.requests[0].method, "POST");
+  assert.equal(functionUrl.requests[0].authorization, `Bearer ${SECRET}`);
   await new Promise((resolve) => setTimeout(resolve, 300));
-  assert.equal(functionUrl.requests.length, 0, "the successor is requested after the drain");
+  assert.equal(calls, 1, "the successor never claims the task in flight in its predecessor");
 
   gate.resolve();
   assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), { work: "done" });
   await predecessor.end();
-  await waitFor(() => successor.status.status === "running", "the successor to run");
 
   assert.equal(functionUrl.requests.length, 1);
-  assert.equal(functionUrl.requests[0].method, "POST");
-  assert.equal(functionUrl.requests[0].authorization, `Bearer ${SECRET}`);
-  const [task] = await db.sql`select last_worker_id from sluice.step_tasks where run_id = ${runId}`;
+  const [task] = await db.sql`
+    select last_worker_id, attempts_count from sluice.step_tasks where run_id = ${runId}`;
   assert.equal(task.last_worker_id, first.body.workerId, "the predecessor finished its task");
+  assert.equal(task.attempts_count, 1);
   const [old] = await db.sql`
     select stopped_at is not null as stopped from sluice.workers
     where worker_id = ${first.body.workerId!}`;
@@ -125,6 +132,45 @@ Deno.test("beforeunload drains the in-flight task, then one successor starts thr
   assert.equal(after.status, 503);
   assert.equal(after.body.status, "stopped", "an ended isolate starts no other worker");
   assert.deepEqual(await workerCounts(db, "relay"), { started: 2, live: 1 });
+});
+
+Deno.test("an ending isolate drains within drainTimeoutMs: a task still running then is aborted and retried", async () => {
+  await using db = await freshDatabase();
+  await using _edge = standInEdgeRuntime();
+  const logs = new LogCapture();
+  const started = latch();
+  const flow = new Flow({ slug: "stubborn", maxAttempts: 2, baseDelay: 1 })
+    .step({ slug: "work" }, async (_input, context) => {
+      started.resolve();
+      await new Promise((resolve) => {
+        context.signal.addEventListener("abort", resolve, { once: true });
+      });
+      throw context.signal.reason;
+    });
+  await using functionUrl = countingServer();
+  // drainTimeoutMs 3.5 s: the task gets 0.5 s (3 s are kept for reporting results), although the
+  // worker's own shutdownGraceMs, used when the function is closed, is much longer.
+  await using handler = testHandler(flow, db, logs, {
+    lifecycleEvents: new EventTarget(),
+    selfUrl: functionUrl.url,
+    drainTimeoutMs: 3_500,
+    shutdownGraceMs: 60_000,
+  });
+  assert.equal((await handler.start()).status, "running");
+  const runId = await startFlow(db.sql, flow, {});
+  await started.promise;
+
+  const began = performance.now();
+  await handler.end();
+  const elapsed = performance.now() - began;
+
+  assert.ok(elapsed >= 450 && elapsed < 3_500, `the end took ${Math.round(elapsed)} ms`);
+  assert.equal(functionUrl.requests.length, 1);
+  const [task] = await db.sql`
+    select status, attempts_count, error_message from sluice.step_tasks where run_id = ${runId}`;
+  assert.equal(task.status, "queued", "the aborted attempt is retried");
+  assert.equal(task.attempts_count, 1);
+  assert.match(task.error_message, /shutdown grace of 500 ms expired/);
 });
 
 Deno.test("respawn chains: a successor's own end requests the next successor", async () => {

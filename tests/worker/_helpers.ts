@@ -1,8 +1,10 @@
 // Shared helpers of the worker and client tests: fast worker settings, log capture, polling.
-import type { AnyFlow } from "../../src/dsl/flow.ts";
+import type { DeployableFlow } from "../../src/dsl/types.ts";
 import {
+  type BaseWorkerOptions,
   type LogRecord,
   startWorker,
+  type StepWorkerOptions,
   type WorkerHandle,
   type WorkerOptions,
 } from "../../src/worker/mod.ts";
@@ -31,32 +33,44 @@ export interface TestWorker extends WorkerHandle, AsyncDisposable {
   readonly logs: LogCapture;
 }
 
-/** Starts a worker with test-friendly intervals (overridable) and a log capture. */
+/**
+ * Starts a worker with test-friendly intervals (overridable) and a log capture; for a step-queued
+ * flow give `stepSlug` (tests of the typed API call `startWorker` itself).
+ */
 export async function testWorker(
-  flow: AnyFlow,
+  flow: DeployableFlow,
   db: TestDatabase,
-  options: Partial<WorkerOptions> = {},
+  options: Partial<BaseWorkerOptions> & { stepSlug?: string } = {},
 ): Promise<TestWorker> {
   const logs = new LogCapture();
-  const handle = await startWorker(flow, {
-    connectionString: db.url,
-    heartbeatIntervalMs: 100,
-    stalledCheckIntervalMs: 100,
-    shutdownGraceMs: 2000,
-    logLevel: "debug",
-    logger: logs.sink,
-    env: {},
-    ...options,
-  } as WorkerOptions);
+  const start = startWorker as (
+    flow: DeployableFlow,
+    options: WorkerOptions | StepWorkerOptions,
+  ) => Promise<WorkerHandle>;
+  const handle = await start(
+    flow,
+    {
+      connectionString: db.url,
+      heartbeatIntervalMs: 100,
+      stalledCheckIntervalMs: 100,
+      shutdownGraceMs: 2000,
+      logLevel: "debug",
+      logger: logs.sink,
+      env: {},
+      ...options,
+    } as WorkerOptions | StepWorkerOptions,
+  );
   return {
     workerId: handle.workerId,
     functionName: handle.functionName,
     queueName: handle.queueName,
     flowSlug: handle.flowSlug,
+    stepSlug: handle.stepSlug,
     get status() {
       return handle.status;
     },
-    stop: () => handle.stop(),
+    stop: (stopOptions) => handle.stop(stopOptions),
+    pollingStopped: handle.pollingStopped,
     done: handle.done,
     logs,
     [Symbol.asyncDispose]: () => handle.stop(),

@@ -96,6 +96,74 @@ Deno.test("stop() aborts tasks still running after the grace period and fails th
   assert.equal(worker.logs.find("warn", "shutdown grace expired").length, 1);
 });
 
+Deno.test("pollingStopped resolves once the worker reads no more, while its task still runs", async () => {
+  await using db = await freshDatabase();
+  const started = latch();
+  const release = latch();
+  let calls = 0;
+  const flow = new Flow({ slug: "handover" }).step({ slug: "work" }, async () => {
+    calls++;
+    started.resolve();
+    await release.promise;
+    return "finished";
+  });
+  const worker = await testWorker(flow, db);
+  const first = await startFlow(db.sql, flow, {});
+  await started.promise;
+
+  let stopped = false;
+  const stopping = worker.stop().then(() => stopped = true);
+  await worker.pollingStopped;
+  assert.equal(worker.status, "stopping");
+  assert.equal(stopped, false, "the task is still in flight");
+  const second = await startFlow(db.sql, flow, {});
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(calls, 1, "nothing is read after pollingStopped");
+
+  release.resolve();
+  await stopping;
+  assert.equal(worker.status, "stopped");
+  assert.deepEqual(await waitForRun(db.sql, first, { timeoutMs: 1000, flow }), {
+    work: "finished",
+  });
+  const [task] = await db.sql`select status from sluice.step_tasks where run_id = ${second}`;
+  assert.equal(task.status, "queued");
+});
+
+Deno.test("stop({ graceMs }) overrides shutdownGraceMs for one stop; a shorter one brings the abort forward", async () => {
+  await using db = await freshDatabase();
+  const started = latch();
+  const flow = new Flow({ slug: "deadline", baseDelay: 1 })
+    .step({ slug: "work" }, (_input, ctx) => {
+      started.resolve();
+      return new Promise<string>((_resolve, reject) => {
+        ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason));
+      });
+    });
+  const worker = await testWorker(flow, db, { shutdownGraceMs: 60_000 });
+  const runId = await startFlow(db.sql, flow, {});
+  await started.promise;
+
+  await assert.rejects(
+    worker.stop({ graceMs: -1 }),
+    (error: Error) =>
+      error instanceof RangeError &&
+      /graceMs must be a finite number >= 0, got -1/.test(error.message),
+  );
+  assert.equal(worker.status, "running", "a rejected stop changes nothing");
+
+  const began = Date.now();
+  const first = worker.stop({ graceMs: 30_000 });
+  await worker.stop({ graceMs: 300 });
+  await first;
+  assert.ok(Date.now() - began < 5_000, `stopped after ${Date.now() - began} ms`);
+  const [task] = await db.sql`
+    select status, attempts_count, error_message from sluice.step_tasks where run_id = ${runId}`;
+  assert.equal(task.status, "queued");
+  assert.equal(task.attempts_count, 1);
+  assert.match(task.error_message, /shutdown grace of 300 ms expired/);
+});
+
 Deno.test("an idle worker is woken by NOTIFY, not by its poll interval", async () => {
   await using db = await freshDatabase();
   const flow = new Flow<{ n: number }>({ slug: "latency" })

@@ -1,5 +1,7 @@
 /**
- * The name of a generated worker function (its Edge Function directory and URL path).
+ * The name of a worker function (the deployable unit, one Edge Function: its directory and URL
+ * path). `deno task gen:functions` names the functions it writes with it, and a step worker's
+ * `functionName` defaults to it, so both agree.
  *
  * Rule: lowercase each slug and turn `_` into `-`; a plain flow's function is the flow part
  * alone, a step function is `<flow>--<step>`. Slugs start with a letter, contain only
@@ -24,7 +26,7 @@ function kebab(slug: string): string {
  *
  * @example Usage
  * ```ts
- * import { workerFunctionName } from "./function_name.ts";
+ * import { workerFunctionName } from "@sluice/sluice";
  *
  * console.log(workerFunctionName("greet_user", null)); // "greet-user"
  * console.log(workerFunctionName("thread_digest", "fetch_posts")); // "thread-digest--fetch-posts"
