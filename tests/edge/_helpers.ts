@@ -1,7 +1,8 @@
 // Shared helpers of the Edge adapter tests: a stand-in EdgeRuntime, loopback servers, log capture.
-import type { AnyFlow } from "../../src/dsl/flow.ts";
+import type { DeployableFlow } from "../../src/dsl/types.ts";
 import {
   createWorkerHandler,
+  type StepWorkerFunctionOptions,
   type WorkerFunctionHandler,
   type WorkerFunctionOptions,
   type WorkerFunctionStatus,
@@ -95,25 +96,35 @@ export async function call(
   return { status: response.status, body: await response.json() };
 }
 
-/** A handler with test-friendly intervals, the test secret and a fresh database. */
+/**
+ * A handler with test-friendly intervals, the test secret and a fresh database; for a step-queued
+ * flow give `stepSlug` (tests of the typed API call `createWorkerHandler` itself).
+ */
 export function testHandler(
-  flow: AnyFlow,
+  flow: DeployableFlow,
   db: TestDatabase,
   logs: LogCapture,
-  options: Partial<WorkerFunctionOptions> = {},
+  options: Partial<WorkerFunctionOptions | StepWorkerFunctionOptions> = {},
 ): WorkerFunctionHandler {
-  return createWorkerHandler(flow, {
-    connectionString: db.url,
-    secret: SECRET,
-    env: {},
-    heartbeatIntervalMs: 100,
-    stalledCheckIntervalMs: 100,
-    pollIntervalMs: 100,
-    drainTimeoutMs: 5_000,
-    logLevel: "debug",
-    logger: logs.sink,
-    ...options,
-  } as WorkerFunctionOptions);
+  const create = createWorkerHandler as (
+    flow: DeployableFlow,
+    options: WorkerFunctionOptions | StepWorkerFunctionOptions,
+  ) => WorkerFunctionHandler;
+  return create(
+    flow,
+    {
+      connectionString: db.url,
+      secret: SECRET,
+      env: {},
+      heartbeatIntervalMs: 100,
+      stalledCheckIntervalMs: 100,
+      pollIntervalMs: 100,
+      drainTimeoutMs: 5_000,
+      logLevel: "debug",
+      logger: logs.sink,
+      ...options,
+    } as WorkerFunctionOptions | StepWorkerFunctionOptions,
+  );
 }
 
 /** Rows of `sluice.workers` of a function: how many started, how many are not stopped. */

@@ -1,0 +1,95 @@
+// Worker functions of a step-queued flow: one per step, each starting a step worker on its step's
+// queue, named as `deno task gen:functions` names it, and respawning under that name.
+import assert from "node:assert/strict";
+import { startFlow } from "../../src/client/start_flow.ts";
+import { waitForRun } from "../../src/client/wait_for_run.ts";
+import { Flow } from "../../src/dsl/flow.ts";
+import { withStepQueues } from "../../src/dsl/step_queues.ts";
+import { createWorkerHandler } from "../../src/edge/mod.ts";
+import { StepSlugError } from "../../src/worker/mod.ts";
+import { freshDatabase } from "../_db.ts";
+import {
+  call,
+  countingServer,
+  LogCapture,
+  SECRET,
+  serve,
+  standInEdgeRuntime,
+  testHandler,
+  workerCounts,
+} from "./_helpers.ts";
+
+const digest = withStepQueues(
+  new Flow<{ text: string }>({ slug: "edge_digest" })
+    .step({ slug: "classify" }, (input) => input.text.includes("?") ? "question" : "comment")
+    .step({ slug: "deliver", dependsOn: ["classify"] }, (deps) => `a ${deps.classify}`),
+);
+
+Deno.test("one worker function per step: each polls its step's queue under the generated name", async () => {
+  await using db = await freshDatabase();
+  await using _edge = standInEdgeRuntime();
+  const logs = new LogCapture();
+  await using selfUrl = countingServer();
+  await using classify = testHandler(digest, db, logs, {
+    stepSlug: "classify",
+    lifecycleEvents: new EventTarget(),
+    selfUrl: selfUrl.url,
+  });
+  await using deliver = testHandler(digest, db, logs, {
+    stepSlug: "deliver",
+    lifecycleEvents: new EventTarget(),
+  });
+  assert.equal(classify.functionName, "edge-digest--classify");
+  assert.equal(deliver.functionName, "edge-digest--deliver");
+  await using classifyServer = serve(classify.fetch);
+  await using deliverServer = serve(deliver.fetch);
+
+  const answers = [await call(classifyServer.url), await call(deliverServer.url)];
+  assert.deepEqual(
+    answers.map(({ status, body }) => [status, body.status, body.functionName, body.queue]),
+    [
+      [200, "running", "edge-digest--classify", "edge_digest__classify"],
+      [200, "running", "edge-digest--deliver", "edge_digest__deliver"],
+    ],
+  );
+  const runId = await startFlow(db.sql, digest, { text: "why?" });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow: digest }), {
+    deliver: "a question",
+  });
+  const rows = await db.sql`
+    select function_name, queue_name, step_slug from sluice.workers order by function_name`;
+  assert.deepEqual(rows.map((row) => [row.function_name, row.queue_name, row.step_slug]), [
+    ["edge-digest--classify", "edge_digest__classify", "classify"],
+    ["edge-digest--deliver", "edge_digest__deliver", "deliver"],
+  ]);
+
+  // The isolate of one step ends: only that function asks for a successor, under its own name.
+  await classify.end();
+  assert.equal(selfUrl.requests.length, 1);
+  assert.equal(selfUrl.requests[0].authorization, `Bearer ${SECRET}`);
+  assert.deepEqual(await workerCounts(db, "edge-digest--classify"), { started: 1, live: 0 });
+  assert.deepEqual(await workerCounts(db, "edge-digest--deliver"), { started: 1, live: 1 });
+});
+
+Deno.test("createWorkerHandler checks a step-queued flow's stepSlug at creation, listing the valid slugs", () => {
+  const options = { secret: SECRET, env: {}, logger: () => {} };
+  assert.throws(
+    // @ts-expect-error a step-queued flow's function needs a stepSlug
+    () => createWorkerHandler(digest, options),
+    (error: unknown) =>
+      error instanceof StepSlugError && error.reason === "missing" &&
+      /give stepSlug, one of "classify", "deliver"/.test(error.message),
+  );
+  assert.throws(
+    // @ts-expect-error "publish" is not a step of the flow
+    () => createWorkerHandler(digest, { ...options, stepSlug: "publish" }),
+    (error: unknown) =>
+      error instanceof StepSlugError && error.reason === "unknown" &&
+      error.stepSlug === "publish",
+  );
+  assert.throws(
+    // @ts-expect-error a plain flow's function takes no stepSlug
+    () => createWorkerHandler(digest.flow, { ...options, stepSlug: "classify" }),
+    (error: unknown) => error instanceof StepSlugError && error.reason === "not_step_queued",
+  );
+});
