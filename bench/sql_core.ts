@@ -23,6 +23,7 @@
 import { parseArgs } from "node:util";
 import postgres, { type Sql } from "postgres";
 import { type BenchDatabase, benchDatabase } from "./_bench_database.ts";
+import { loadAverage } from "./_machine.ts";
 import { PROFILE_SETTINGS, profileReport, resetProfile } from "./_pg_profile.ts";
 import { usePromptSetImmediate } from "./_prompt_set_immediate.ts";
 import {
@@ -63,11 +64,6 @@ function log(message: string): void {
 
 function list(value: string): string[] {
   return value.split(",").map((item) => item.trim()).filter((item) => item !== "");
-}
-
-async function loadAverage(): Promise<string> {
-  const text = await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?");
-  return text.split(" ").slice(0, 3).join(" ");
 }
 
 async function compile(sql: Sql, workload: Workload): Promise<void> {
