@@ -29,8 +29,11 @@ declare
   v_queue text := lower(start_tasks.queue_name);
   v_function text;
   v_bodies jsonb;
-  v_class jsonb;
+  v_fatal_ids bigint[];
+  v_fatal_classes text[];
   v_fatal jsonb;
+  v_fatal_text text;
+  v_duplicate_ids bigint[];
   v_vis_ids bigint[];
   v_vis_secs integer[];
   v_updated integer;
@@ -39,7 +42,6 @@ declare
   v_tasks jsonb;
   v_claimed integer;
   v_archive bigint[];
-  v_duplicates jsonb;
 begin
   if jsonb_typeof(start_tasks.supported) is distinct from 'array' then
     raise exception 'Cannot start tasks on queue "%": supported must be a JSON array of {flow_slug, step_slug}, got %',
@@ -72,7 +74,19 @@ begin
     pgmq.format_table_name(v_queue, 'q')
   ) into v_bodies using start_tasks.message_ids;
 
-  select jsonb_agg(c order by c.ord) into v_class
+  -- One pass sorts the batch into its classes, each an array in batch order.
+  select
+    array_agg(c.message_id order by c.ord)
+      filter (where c.class in ('missing', 'wrong_queue', 'unsupported')),
+    array_agg(c.class order by c.ord)
+      filter (where c.class in ('missing', 'wrong_queue', 'unsupported')),
+    array_agg(c.message_id order by c.ord) filter (where c.class in ('claim', 'duplicate')),
+    array_agg(c.vt_seconds order by c.ord) filter (where c.class in ('claim', 'duplicate')),
+    array_agg(c.message_id order by c.ord) filter (where c.class = 'terminal'),
+    array_agg(c.message_id order by c.ord) filter (where c.class = 'duplicate'),
+    array_agg(c.message_id order by c.ord) filter (where c.class = 'claim')
+  into v_fatal_ids, v_fatal_classes, v_vis_ids, v_vis_secs, v_archive, v_duplicate_ids,
+    v_claim_ids
   from (
     select i.message_id, i.ord, t.run_id, t.step_slug, t.task_index,
       case
@@ -110,12 +124,12 @@ begin
     left join sluice.flows f on f.flow_slug = t.flow_slug
   ) c;
 
-  select jsonb_agg(jsonb_build_object('message_id', e ->> 'message_id', 'class', e ->> 'class'))
-  into v_fatal
-  from jsonb_array_elements(v_class) e
-  where e ->> 'class' in ('missing', 'wrong_queue', 'unsupported');
+  if v_fatal_ids is not null then
+    select jsonb_agg(jsonb_build_object('message_id', f.id::text, 'class', f.class) order by f.ord),
+      string_agg(format('message %s (%s)', f.id, f.class), ', ' order by f.ord)
+    into v_fatal, v_fatal_text
+    from unnest(v_fatal_ids, v_fatal_classes) with ordinality as f(id, class, ord);
 
-  if v_fatal is not null then
     execute format(
       'update pgmq.%I q set vt = clock_timestamp() where q.msg_id = any ($1)',
       pgmq.format_table_name(v_queue, 'q')
@@ -125,9 +139,7 @@ begin
     set restart_paused_at = coalesce(wf.restart_paused_at, now()),
       pause_reason = coalesce(wf.pause_reason, format(
         'unsupported work on queue "%s" seen by worker %s: %s',
-        v_queue, start_tasks.worker_id,
-        (select string_agg(format('message %s (%s)', e ->> 'message_id', e ->> 'class'), ', ')
-         from jsonb_array_elements(v_fatal) e)
+        v_queue, start_tasks.worker_id, v_fatal_text
       )),
       updated_at = now()
     where wf.function_name = v_function;
@@ -136,23 +148,7 @@ begin
       'duplicates', '[]'::jsonb, 'archived', '[]'::jsonb, 'fatal', v_fatal);
   end if;
 
-  select array_agg((e ->> 'message_id')::bigint), array_agg((e ->> 'vt_seconds')::integer)
-  into v_vis_ids, v_vis_secs
-  from jsonb_array_elements(v_class) e
-  where e ->> 'class' in ('claim', 'duplicate');
-
-  select array_agg((e ->> 'message_id')::bigint) into v_archive
-  from jsonb_array_elements(v_class) e
-  where e ->> 'class' = 'terminal';
-
-  select coalesce(jsonb_agg(to_jsonb(e ->> 'message_id') order by (e ->> 'ord')::integer), '[]'::jsonb)
-  into v_duplicates
-  from jsonb_array_elements(v_class) e
-  where e ->> 'class' = 'duplicate';
-
-  select array_agg((e ->> 'message_id')::bigint), count(*) into v_claim_ids, v_claim_count
-  from jsonb_array_elements(v_class) e
-  where e ->> 'class' = 'claim';
+  v_claim_count := coalesce(cardinality(v_claim_ids), 0);
 
   with claimed as (
     update sluice.step_tasks t
@@ -224,7 +220,7 @@ begin
   return jsonb_build_object(
     'outcome', 'claimed',
     'tasks', v_tasks,
-    'duplicates', v_duplicates,
+    'duplicates', coalesce(to_jsonb(array(select d::text from unnest(v_duplicate_ids) d)), '[]'::jsonb),
     'archived', coalesce(to_jsonb(array(select a::text from unnest(v_archive) a)), '[]'::jsonb),
     'fatal', '[]'::jsonb
   );
