@@ -1,8 +1,8 @@
 /**
  * The worker function host: one per isolate. It authorizes requests, starts at most one worker
  * at a time after consulting the function's row, keeps the isolate alive for it through
- * `EdgeRuntime.waitUntil`, and runs the end of the isolate: stop polling, drain, claim the
- * respawn in PostgreSQL and request a successor.
+ * `EdgeRuntime.waitUntil`, and runs the end of the isolate: stop polling, claim the respawn in
+ * PostgreSQL and request a successor while in-flight tasks drain by a deadline.
  *
  * @module
  */

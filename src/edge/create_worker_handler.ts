@@ -249,9 +249,9 @@ export interface WorkerFunctionHandler extends AsyncDisposable {
    */
   start(): Promise<WorkerFunctionStatus>;
   /**
-   * Ends the isolate as the platform's `beforeunload` does: stop polling, drain within
-   * `drainTimeoutMs`, request a successor (unless disabled, paused or already requested by
-   * another isolate), close the pool. Later requests answer `draining`, then `stopped`.
+   * Ends the isolate as the platform's `beforeunload` does: stop polling, request a successor
+   * (unless disabled, paused or already requested by another isolate) while in-flight tasks drain
+   * within `drainTimeoutMs`, close the pool. Later requests answer `draining`, then `stopped`.
    */
   end(): Promise<void>;
   /** Stops the worker gracefully without a successor and closes the pool. */

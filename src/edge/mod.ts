@@ -1,8 +1,9 @@
 /**
  * The Supabase Edge adapter: serves a worker function over HTTP. The first authorized request
- * starts its worker inside `EdgeRuntime.waitUntil`; when the isolate ends, the worker drains and
- * one successor is requested from the function's own URL, unless the function is disabled or
- * restart-paused. The same entrypoint runs as a plain Deno process for local development.
+ * starts its worker inside `EdgeRuntime.waitUntil`; when the isolate ends, the worker stops
+ * polling, one successor is requested from the function's own URL (unless the function is disabled
+ * or restart-paused) and in-flight tasks drain. A step-queued flow has one such function per step.
+ * The same entrypoint runs as a plain Deno process for local development.
  *
  * @example Usage
  * ```ts ignore

@@ -120,8 +120,9 @@ export interface WorkerServer extends AsyncDisposable {
  * `Authorization: Bearer <secret>` starts the worker inside `EdgeRuntime.waitUntil`, unless the
  * function's row says it is disabled or restart-paused; later requests answer its status as JSON.
  * When the platform announces the end of the isolate (`beforeunload`), or the wall-clock budget
- * runs out first, the worker stops polling, drains, and one successor is requested from the
- * function's own URL, debounced in PostgreSQL so that isolates ending together start one.
+ * runs out first, the worker stops polling, one successor is requested from the function's own
+ * URL, debounced in PostgreSQL so that isolates ending together start one, and in-flight tasks
+ * drain within `drainTimeoutMs`.
  *
  * As a plain Deno process it runs until SIGINT or SIGTERM, starting the worker on the first
  * request or at once (`startImmediately`).

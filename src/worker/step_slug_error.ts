@@ -74,6 +74,8 @@ export class StepSlugError extends TypeError implements StepSlugErrorDetails {
   readonly stepSlugs: readonly string[];
 
   /**
+   * Creates the error.
+   *
    * @param message The complete message.
    * @param details The offending values.
    */
