@@ -164,7 +164,8 @@ Deno.test("an ending isolate drains within drainTimeoutMs: a task still running 
   await handler.end();
   const elapsed = performance.now() - began;
 
-  assert.ok(elapsed >= 450 && elapsed < 3_500, `the end took ${Math.round(elapsed)} ms`);
+  // Far below the worker's own 60 s grace, whatever the machine's load.
+  assert.ok(elapsed >= 450 && elapsed < 15_000, `the end took ${Math.round(elapsed)} ms`);
   assert.equal(functionUrl.requests.length, 1);
   const [task] = await db.sql`
     select status, attempts_count, error_message from sluice.step_tasks where run_id = ${runId}`;

@@ -156,7 +156,8 @@ Deno.test("stop({ graceMs }) overrides shutdownGraceMs for one stop; a shorter o
   const first = worker.stop({ graceMs: 30_000 });
   await worker.stop({ graceMs: 300 });
   await first;
-  assert.ok(Date.now() - began < 5_000, `stopped after ${Date.now() - began} ms`);
+  // Far below the first stop's 30 s, whatever the machine's load.
+  assert.ok(Date.now() - began < 15_000, `stopped after ${Date.now() - began} ms`);
   const [task] = await db.sql`
     select status, attempts_count, error_message from sluice.step_tasks where run_id = ${runId}`;
   assert.equal(task.status, "queued");
