@@ -352,13 +352,14 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
     const worker = this.#worker ?? await (this.#starting ?? null);
     if (worker !== null) {
       const wasRunning = worker.status === "running";
+      // An ending isolate drains by its deadline; a closed one by the worker's own grace.
+      const ending = reason !== "closed";
       this.#logger.info("isolate ending: stopping the worker", {
         reason,
         worker_id: worker.workerId,
-        drain_timeout_ms: respawn ? this.#drainTimeoutMs : null,
+        drain_timeout_ms: ending ? this.#drainTimeoutMs : null,
       });
-      // Ending with a successor, the drain has a deadline; closing, the worker's own grace.
-      const stopped = worker.stop(respawn ? { graceMs: this.#drainGraceMs } : undefined);
+      const stopped = worker.stop(ending ? { graceMs: this.#drainGraceMs } : undefined);
       if (respawn && wasRunning) {
         // The successor takes over the queue as soon as this worker reads no more: tasks still
         // in flight here are started and hidden, so it cannot claim them twice. The deadline only
