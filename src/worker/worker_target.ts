@@ -118,7 +118,7 @@ export function resolveWorkerTarget(
   if (definition.queue_mode === "flow") {
     const queueName = definition.routes[0].queue_name;
     if (stepSlug !== undefined) {
-      fail(
+      return fail(
         "not_step_queued",
         `stepSlug ${JSON.stringify(stepSlug)} is only for step-queued flows. A plain flow's ` +
           `worker polls queue ${JSON.stringify(queueName)} and runs every step: remove ` +
@@ -129,7 +129,7 @@ export function resolveWorkerTarget(
     target = { flowSlug, stepSlug: null, stepSlugs: steps, queueName };
   } else {
     if (stepSlug === undefined) {
-      fail(
+      return fail(
         "missing",
         `a step-queued flow's worker serves one step: give stepSlug, one of ${validSlugs}`,
       );
