@@ -110,7 +110,7 @@ export class PollLoop {
     return this.#inFlight.size;
   }
 
-  /** Wakes the loop when the reporter made progress (its backlog limits reading). */
+  /** Wakes the loop when the reporter made progress (what waits to be reported limits reading). */
   capacityChanged(): void {
     this.#capacity.fire();
   }
@@ -191,7 +191,7 @@ export class PollLoop {
 
   #hasCapacity(): boolean {
     const max = this.#settings.maxConcurrent;
-    return this.#inFlight.size < max && this.#reporter.backlog < max;
+    return this.#inFlight.size < max && this.#reporter.waiting < max;
   }
 
   #dispatch(task: ClaimedTask): void {

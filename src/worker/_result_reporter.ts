@@ -49,15 +49,14 @@ export class ResultReporter {
   #completions: PendingCompletion[] = [];
   #failures: PendingFailure[] = [];
   #pumping = false;
-  /** Outcomes taken off the queues and being reported right now. */
-  #reporting = 0;
   #scheduled = false;
   #idleWaiters: (() => void)[] = [];
   #giveUp = new AbortController();
   #onProgress: () => void;
 
   /**
-   * @param onProgress Called whenever the backlog shrank (the poll loop limits reading by it).
+   * @param onProgress Called whenever outcomes left the queue or were reported (the poll loop
+   * limits reading by what waits).
    */
   constructor(sql: Sql, logger: Logger, outage: OutageTracker, onProgress: () => void) {
     this.#sql = sql;
@@ -66,9 +65,13 @@ export class ResultReporter {
     this.#onProgress = onProgress;
   }
 
-  /** Outcomes not reported yet (queued or in flight). */
-  get backlog(): number {
-    return this.#completions.length + this.#failures.length + this.#reporting;
+  /**
+   * Outcomes queued behind the report in flight. The poll loop limits reading by these, not by
+   * everything unreported: the results being reported leave their slots to the next batch, so the
+   * next claim overlaps with the report instead of waiting for it.
+   */
+  get waiting(): number {
+    return this.#completions.length + this.#failures.length;
   }
 
   /** Queues a success. */
@@ -118,16 +121,14 @@ export class ResultReporter {
       while (!this.#isEmpty()) {
         if (this.#completions.length > 0) {
           const batch = this.#completions.splice(0, MAX_BATCH);
-          this.#reporting = batch.length;
+          this.#onProgress();
           await this.#reportCompletions(batch);
-          this.#reporting = 0;
           this.#onProgress();
         }
         const failures = this.#failures.splice(0);
-        this.#reporting = failures.length;
+        if (failures.length > 0) this.#onProgress();
         for (const failure of failures) {
           await this.#reportFailure(failure);
-          this.#reporting--;
           this.#onProgress();
         }
       }
@@ -136,7 +137,6 @@ export class ResultReporter {
       // not pass silently.
       this.#logger.error("result reporter failed", { error: describeError(error) });
     } finally {
-      this.#reporting = 0;
       this.#pumping = false;
       this.#onProgress();
       if (!this.#isEmpty()) {
