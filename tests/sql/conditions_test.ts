@@ -106,7 +106,8 @@ Deno.test("a map over a skipped step is skipped with its dependents", async () =
     after: "skipped",
     side: "completed",
   });
-  const [state] = await db.sql`select skip_reason from sluice.step_states where run_id = ${runId} and step_slug = 'each'`;
+  const [state] = await db
+    .sql`select skip_reason from sluice.step_states where run_id = ${runId} and step_slug = 'each'`;
   assert.equal(state.skip_reason, "dependency_skipped");
   assert.deepEqual((await run(db.sql, runId)).output, { side: "ok" });
 });
