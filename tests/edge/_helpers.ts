@@ -7,28 +7,13 @@ import {
   type WorkerFunctionOptions,
   type WorkerFunctionStatus,
 } from "../../src/edge/mod.ts";
-import type { LogRecord } from "../../src/worker/mod.ts";
 import type { TestDatabase } from "../_db.ts";
 
+import type { LogCapture } from "../_support.ts";
+
+export { latch, LogCapture, uniqueSlug, waitUntil } from "../_support.ts";
+
 export const SECRET = "test-worker-secret";
-
-/** Captures log records of every handler and worker it is given to. */
-export class LogCapture {
-  readonly records: LogRecord[] = [];
-  readonly sink = (record: LogRecord): void => {
-    this.records.push(record);
-  };
-
-  /** Records with this level (and message substring). */
-  find(level: LogRecord["level"], message = ""): LogRecord[] {
-    return this.records.filter((r) => r.level === level && r.message.includes(message));
-  }
-
-  /** All records as one JSON text, to search for things that must never be logged. */
-  text(): string {
-    return this.records.map((r) => JSON.stringify(r)).join("\n");
-  }
-}
 
 /**
  * Installs a stand-in `globalThis.EdgeRuntime` recording `waitUntil` promises; disposing it
@@ -136,33 +121,4 @@ export async function workerCounts(
     select count(*)::int as started, (count(*) filter (where stopped_at is null))::int as live
     from sluice.workers where function_name = ${functionName}`;
   return { started: row.started, live: row.live };
-}
-
-/** Polls `check` until it returns a truthy value; throws after `timeoutMs`. */
-export async function waitFor<T>(
-  check: () => T | Promise<T>,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) {
-      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-/** A promise with its resolve function, for handlers that wait for the test. */
-export function latch<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => resolve = r);
-  return { promise, resolve };
-}
-
-/** A unique flow slug per test, so parallel tests never share queues. */
-export function uniqueSlug(prefix: string): string {
-  return `${prefix}_${crypto.randomUUID().replaceAll("-", "").slice(0, 8)}`;
 }

@@ -10,7 +10,7 @@ import {
   serve,
   standInEdgeRuntime,
   testHandler,
-  waitFor,
+  waitUntil,
   workerCounts,
 } from "./_helpers.ts";
 
@@ -30,7 +30,7 @@ Deno.test("a foreign message: one fatal log without the body, no respawn, reques
 
   const [{ msg_id }] = await db.sql`
     select pgmq.send('guarded', '{"secret": "body-xyz-123"}'::jsonb)::text as msg_id`;
-  await waitFor(
+  await waitUntil(
     () => isolate.status.status === "paused",
     "the worker to stop on the foreign message",
   );
@@ -91,7 +91,7 @@ Deno.test("an isolate ending after its worker stopped fatally requests no succes
   await using server = serve(isolate.fetch);
   assert.equal((await call(server.url)).body.status, "running");
   await db.sql`select pgmq.send('guarded_end', '{}'::jsonb)`;
-  await waitFor(() => isolate.status.status === "paused", "the fatal stop");
+  await waitUntil(() => isolate.status.status === "paused", "the fatal stop");
 
   lifecycle.dispatchEvent(new Event("beforeunload"));
   await isolate.end();

@@ -14,7 +14,7 @@ import {
   serve,
   standInEdgeRuntime,
   testHandler,
-  waitFor,
+  waitUntil,
   workerCounts,
 } from "./_helpers.ts";
 
@@ -104,7 +104,7 @@ Deno.test("beforeunload: polling stops, one successor starts through the functio
   assert.equal(during.body.status, "draining");
   assert.equal(during.body.reason, "beforeunload");
   // The successor does not wait for the drain: it polls while the predecessor's task still runs.
-  await waitFor(() => successor.status.status === "running", "the successor to run");
+  await waitUntil(() => successor.status.status === "running", "the successor to run");
   assert.equal(predecessor.status.status, "draining");
   assert.equal(functionUrl.requests.length, 1);
   assert.equal(functionUrl.requests[0].method, "POST");
@@ -213,7 +213,7 @@ Deno.test("on Edge, beforeunload dispatched on globalThis ends the isolate", asy
   assert.equal((await call(server.url)).body.status, "running");
 
   globalThis.dispatchEvent(new Event("beforeunload"));
-  await waitFor(() => handler.status.status === "stopped", "the isolate to end");
+  await waitUntil(() => handler.status.status === "stopped", "the isolate to end");
   await Promise.allSettled(edge.pending);
 
   assert.equal(functionUrl.requests.length, 1);
@@ -234,7 +234,7 @@ Deno.test("the wall-clock budget ends the isolate before the platform does", asy
   await using server = serve(handler.fetch);
   assert.equal((await call(server.url)).body.status, "running");
 
-  await waitFor(() => handler.status.status === "stopped", "the budget to end the isolate");
+  await waitUntil(() => handler.status.status === "stopped", "the budget to end the isolate");
   await Promise.allSettled(edge.pending);
 
   assert.equal(handler.status.reason, "wall_clock_budget");

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { Flow } from "../../src/dsl/flow.ts";
 import { serveWorker } from "../../src/edge/mod.ts";
 import { freshDatabase } from "../_db.ts";
-import { call, countingServer, LogCapture, SECRET, waitFor, workerCounts } from "./_helpers.ts";
+import { call, countingServer, LogCapture, SECRET, waitUntil, workerCounts } from "./_helpers.ts";
 
 Deno.test("as a plain process the entrypoint starts at once and stops gracefully on SIGTERM", async () => {
   await using db = await freshDatabase();
@@ -23,7 +23,7 @@ Deno.test("as a plain process the entrypoint starts at once and stops gracefully
     const { port } = JSON.parse((await stdout.next()) ?? "{}");
     // Started without any request; the first answer may still be 202 starting.
     const url = new URL(`http://127.0.0.1:${port}/`);
-    const status = await waitFor(async () => {
+    const status = await waitUntil(async () => {
       const answer = await call(url);
       return answer.body.status === "running" ? answer : null;
     }, "the worker to run");
