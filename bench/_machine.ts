@@ -18,3 +18,21 @@ export async function loadAverage(): Promise<string> {
   const text = await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?");
   return text.split(" ").slice(0, 3).join(" ");
 }
+
+/** Summed user + system CPU time of processes from /proc, or `undefined` if one is gone. */
+export async function processCpuMs(pids: (number | "self")[]): Promise<number | undefined> {
+  let ticks = 0;
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    } catch {
+      return undefined;
+    }
+    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  // Linux reports these in USER_HZ, which is 100 on every mainstream architecture.
+  return ticks * 10;
+}

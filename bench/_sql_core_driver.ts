@@ -7,6 +7,7 @@
  * @module
  */
 import postgres, { type Sql } from "postgres";
+import { processCpuMs } from "./_machine.ts";
 import type { Workload } from "./_sql_core_flows.ts";
 
 /** How a worker reports its results. */
@@ -166,24 +167,6 @@ export async function runRepetition(
       : serverCpuAfter - serverCpuBefore,
     clientCpuMs: (clientCpuAfter ?? 0) - (clientCpuBefore ?? 0),
   };
-}
-
-/** Summed user + system CPU time of processes from /proc, or `undefined` if one is not there. */
-async function processCpuMs(pids: (number | "self")[]): Promise<number | undefined> {
-  let ticks = 0;
-  for (const pid of pids) {
-    let stat: string;
-    try {
-      stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-    } catch {
-      return undefined;
-    }
-    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    ticks += Number(fields[11]) + Number(fields[12]);
-  }
-  // Linux reports these in USER_HZ, which is 100 on every mainstream architecture.
-  return ticks * 10;
 }
 
 async function timed<T>(progress: Progress, type: CallType, call: () => Promise<T>): Promise<T> {

@@ -10,6 +10,7 @@ import { connect } from "../src/client/connect.ts";
 import { startFlow } from "../src/client/start_flow.ts";
 import { waitForRun } from "../src/client/wait_for_run.ts";
 import { type LogRecord, startWorker, type WorkerHandle } from "../src/worker/mod.ts";
+import { processCpuMs } from "./_machine.ts";
 import type { LeafHook, WorkerWorkload } from "./_worker_flows.ts";
 
 /** What one throughput repetition measured. */
@@ -246,22 +247,4 @@ async function backendPids(admin: Sql): Promise<number[]> {
     select pid from pg_stat_activity
     where datname = current_database() and pid <> pg_backend_pid()`;
   return rows.map((row) => row.pid);
-}
-
-/** Summed user + system CPU time of processes from /proc, or `undefined` if one is gone. */
-export async function processCpuMs(pids: (number | "self")[]): Promise<number | undefined> {
-  let ticks = 0;
-  for (const pid of pids) {
-    let stat: string;
-    try {
-      stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-    } catch {
-      return undefined;
-    }
-    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    ticks += Number(fields[11]) + Number(fields[12]);
-  }
-  // Linux reports these in USER_HZ, which is 100 on every mainstream architecture.
-  return ticks * 10;
 }
