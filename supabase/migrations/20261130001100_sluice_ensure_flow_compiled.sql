@@ -393,14 +393,8 @@ declare
   v_flow text := definition ->> 'flow_slug';
   v_queue text;
 begin
-  insert into sluice.flows (flow_slug, queue_mode, opt_max_attempts, opt_base_delay, opt_timeout)
-  values (
-    v_flow,
-    definition ->> 'queue_mode',
-    coalesce((definition #>> '{options,max_attempts}')::integer, 3),
-    coalesce((definition #>> '{options,base_delay}')::integer, 1),
-    coalesce((definition #>> '{options,timeout}')::integer, 60)
-  );
+  insert into sluice.flows (flow_slug, queue_mode)
+  values (v_flow, definition ->> 'queue_mode');
 
   for v_queue in
     select distinct s ->> 'queue_name' from jsonb_array_elements(shape -> 'steps') s
@@ -417,20 +411,14 @@ begin
 
   insert into sluice.steps (
     flow_slug, step_slug, step_index, step_type, map_source, deps_count,
-    opt_max_attempts, opt_base_delay, opt_timeout, opt_start_delay,
     required_input_pattern, forbidden_input_pattern, when_unmet, when_exhausted, queue_name
   )
-  select v_flow, sh.value ->> 'step_slug', (e.ord - 1)::integer, sh.value ->> 'step_type',
+  select v_flow, sh.value ->> 'step_slug', (sh.ord - 1)::integer, sh.value ->> 'step_type',
     sh.value ->> 'map_source', jsonb_array_length(sh.value -> 'deps'),
-    (e.step #>> '{options,max_attempts}')::integer,
-    (e.step #>> '{options,base_delay}')::integer,
-    (e.step #>> '{options,timeout}')::integer,
-    (e.step #>> '{options,start_delay}')::integer,
     nullif(sh.value -> 'required_input_pattern', 'null'::jsonb),
     nullif(sh.value -> 'forbidden_input_pattern', 'null'::jsonb),
     sh.value ->> 'when_unmet', sh.value ->> 'when_exhausted', sh.value ->> 'queue_name'
-  from jsonb_array_elements(definition -> 'steps') with ordinality as e(step, ord)
-  join jsonb_array_elements(shape -> 'steps') with ordinality as sh(value, ord) on sh.ord = e.ord;
+  from jsonb_array_elements(shape -> 'steps') with ordinality as sh(value, ord);
 
   insert into sluice.deps (flow_slug, dep_slug, step_slug)
   select v_flow, d.dep, sh.value ->> 'step_slug'
@@ -442,23 +430,27 @@ begin
   insert into sluice.alias_history (alias, flow_slug, generation)
   values (v_flow, v_flow, 1)
   on conflict do nothing;
+
+  perform sluice.refresh_runtime_options(definition);
 end;
 $$;
 
--- Runtime options are not shape: a verified startup applies the definition's values.
+-- Runtime options are not shape: compilation writes them, and a verified startup applies the
+-- definition's values. A flow-level null means the default.
 create function sluice.refresh_runtime_options(definition jsonb)
 returns void
 language sql
 as $$
   update sluice.flows f
-  set opt_max_attempts = coalesce((definition #>> '{options,max_attempts}')::integer, 3),
-    opt_base_delay = coalesce((definition #>> '{options,base_delay}')::integer, 1),
-    opt_timeout = coalesce((definition #>> '{options,timeout}')::integer, 60)
+  set (opt_max_attempts, opt_base_delay, opt_timeout) = (o.max_attempts, o.base_delay, o.timeout)
+  from (
+    select coalesce((definition #>> '{options,max_attempts}')::integer, 3) as max_attempts,
+      coalesce((definition #>> '{options,base_delay}')::integer, 1) as base_delay,
+      coalesce((definition #>> '{options,timeout}')::integer, 60) as timeout
+  ) o
   where f.flow_slug = definition ->> 'flow_slug'
-    and (f.opt_max_attempts, f.opt_base_delay, f.opt_timeout) is distinct from (
-      coalesce((definition #>> '{options,max_attempts}')::integer, 3),
-      coalesce((definition #>> '{options,base_delay}')::integer, 1),
-      coalesce((definition #>> '{options,timeout}')::integer, 60));
+    and (f.opt_max_attempts, f.opt_base_delay, f.opt_timeout)
+      is distinct from (o.max_attempts, o.base_delay, o.timeout);
 
   update sluice.steps s
   set opt_max_attempts = (e.step #>> '{options,max_attempts}')::integer,

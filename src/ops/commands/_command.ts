@@ -55,6 +55,43 @@ export function formatTable(
   return [line(headers), ...rows.map(line)];
 }
 
+/** How {@linkcode printListing} shows rows that are not empty and not asked for as JSON. */
+export interface Listing<Row> {
+  /** The line printed when there are no rows. */
+  readonly empty: string;
+  /** Column headers. */
+  readonly headers: readonly string[];
+  /** The cells of one row, one per header. */
+  readonly cells: (row: Row) => readonly string[];
+  /** Alignment per column. */
+  readonly align: readonly Align[];
+}
+
+/**
+ * Prints a listing command's rows: as JSON with `--json`, else as a table, or the listing's
+ * `empty` line when there are none. Returns whether it printed a table (a command may add a
+ * summary under it).
+ */
+export function printListing<Row extends Record<string, unknown>>(
+  io: OpsIo,
+  args: CommandArgs,
+  rows: readonly Row[],
+  listing: Listing<Row>,
+): boolean {
+  if (args.json) {
+    printJson(io, rows);
+    return false;
+  }
+  if (rows.length === 0) {
+    io.out(listing.empty);
+    return false;
+  }
+  for (const line of formatTable(listing.headers, rows.map(listing.cells), listing.align)) {
+    io.out(line);
+  }
+  return true;
+}
+
 /** Prints rows as pretty JSON (`--json`): timestamps as ISO strings. */
 export function printJson(io: OpsIo, rows: readonly Record<string, unknown>[]): void {
   io.out(JSON.stringify(rows, null, 2));

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { formatTable, type OpsCommand, printJson } from "./_command.ts";
+import { type OpsCommand, printListing } from "./_command.ts";
 
 /** One row of `sluice.route_coverage`. */
 interface CoverageRow extends Record<string, unknown> {
@@ -47,27 +47,20 @@ export const coverageCommand: OpsCommand = {
       from sluice.route_coverage
       order by flow_slug collate "C", step_index
     `;
-    if (args.json) {
-      printJson(io, rows);
-      return 0;
-    }
-    if (rows.length === 0) {
-      io.out("No compiled flows, so no routes.");
-      return 0;
-    }
-    const table = formatTable(
-      ["FLOW", "STEP", "QUEUE", "WORKERS", "QUEUED", "STATUS"],
-      rows.map((row) => [
+    const printed = printListing(io, args, rows, {
+      empty: "No compiled flows, so no routes.",
+      headers: ["FLOW", "STEP", "QUEUE", "WORKERS", "QUEUED", "STATUS"],
+      cells: (row) => [
         row.flow_slug,
         row.step_slug,
         row.queue_name,
         String(row.live_workers),
         String(row.queued_tasks),
         row.missing_worker ? "MISSING" : "ok",
-      ]),
-      ["left", "left", "left", "right", "right", "left"],
-    );
-    for (const line of table) io.out(line);
+      ],
+      align: ["left", "left", "left", "right", "right", "left"],
+    });
+    if (!printed) return 0;
     const missing = rows.filter((row) => row.missing_worker);
     io.out("");
     io.out(

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { formatTable, formatTime, type OpsCommand, printJson } from "./_command.ts";
+import { formatTime, type OpsCommand, printListing } from "./_command.ts";
 
 /** One row of `sluice.worker_function_status`. */
 interface FunctionRow extends Record<string, unknown> {
@@ -42,27 +42,19 @@ export const functionsCommand: OpsCommand = {
       from sluice.worker_function_status
       order by function_name collate "C"
     `;
-    if (args.json) {
-      printJson(io, rows);
-      return 0;
-    }
-    if (rows.length === 0) {
-      io.out("No worker functions tracked yet.");
-      return 0;
-    }
-    const table = formatTable(
-      ["FUNCTION", "ENABLED", "PAUSED SINCE", "WORKERS", "LAST INVOKED", "PAUSE REASON"],
-      rows.map((row) => [
+    printListing(io, args, rows, {
+      empty: "No worker functions tracked yet.",
+      headers: ["FUNCTION", "ENABLED", "PAUSED SINCE", "WORKERS", "LAST INVOKED", "PAUSE REASON"],
+      cells: (row) => [
         row.function_name,
         row.enabled ? "yes" : "no",
         formatTime(row.restart_paused_at),
         String(row.live_workers),
         formatTime(row.last_invoked_at),
         row.pause_reason ?? "-",
-      ]),
-      ["left", "left", "left", "right", "left", "left"],
-    );
-    for (const line of table) io.out(line);
+      ],
+      align: ["left", "left", "left", "right", "left", "left"],
+    });
     return 0;
   },
 };

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { formatTable, type OpsCommand, printJson } from "./_command.ts";
+import { type OpsCommand, printListing } from "./_command.ts";
 
 /** One row of `sluice.queue_health`, counts as numbers. */
 interface QueueRow extends Record<string, unknown> {
@@ -47,17 +47,10 @@ export const queuesCommand: OpsCommand = {
       from sluice.queue_health
       order by queue_name collate "C"
     `;
-    if (args.json) {
-      printJson(io, rows);
-      return 0;
-    }
-    if (rows.length === 0) {
-      io.out("No queues registered.");
-      return 0;
-    }
-    const table = formatTable(
-      ["QUEUE", "OWNERSHIP", "OWNER", "DEPTH", "VISIBLE", "OLDEST", "WORKERS"],
-      rows.map((row) => [
+    printListing(io, args, rows, {
+      empty: "No queues registered.",
+      headers: ["QUEUE", "OWNERSHIP", "OWNER", "DEPTH", "VISIBLE", "OLDEST", "WORKERS"],
+      cells: (row) => [
         row.queue_name,
         row.ownership,
         row.owner_flow_slug ?? "-",
@@ -65,10 +58,9 @@ export const queuesCommand: OpsCommand = {
         String(row.queue_visible_length),
         row.oldest_msg_age_sec === null ? "-" : `${row.oldest_msg_age_sec}s`,
         String(row.live_workers),
-      ]),
-      ["left", "left", "left", "right", "right", "right", "right"],
-    );
-    for (const line of table) io.out(line);
+      ],
+      align: ["left", "left", "left", "right", "right", "right", "right"],
+    });
     return 0;
   },
 };
