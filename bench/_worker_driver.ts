@@ -212,13 +212,28 @@ export async function runLatency(
       runIds.push(runId);
     }
   }
-  const runRows = await admin<{ ms: number }[]>`
-    select extract(epoch from completed_at - started_at)::float8 * 1000 as ms
-    from sluice.runs where run_id = any (${runIds}::uuid[])`;
-  const taskRows = await admin<{ dispatch: number; execute: number }[]>`
+  return await readLatencies(admin, runIds, wallMs);
+}
+
+/**
+ * The database's side of a latency measurement: per run `completed_at - started_at`, per task
+ * queued -> claimed and claimed -> completed. Throws unless every run completed.
+ */
+export async function readLatencies(
+  sql: Sql,
+  runIds: readonly string[],
+  wallMs: number[],
+): Promise<LatencyResult> {
+  const runRows = await sql<{ ms: number; status: string }[]>`
+    select status, extract(epoch from completed_at - started_at)::float8 * 1000 as ms
+    from sluice.runs where run_id = any (${runIds as string[]}::uuid[])`;
+  if (runRows.some((row) => row.status !== "completed")) {
+    throw new Error("A latency run did not complete");
+  }
+  const taskRows = await sql<{ dispatch: number; execute: number }[]>`
     select extract(epoch from started_at - queued_at)::float8 * 1000 as dispatch,
       extract(epoch from completed_at - started_at)::float8 * 1000 as execute
-    from sluice.step_tasks where run_id = any (${runIds}::uuid[])`;
+    from sluice.step_tasks where run_id = any (${runIds as string[]}::uuid[])`;
   return {
     wallMs,
     dbMs: runRows.map((row) => row.ms),

@@ -9,7 +9,7 @@
  */
 import postgres from "postgres";
 import { usePromptSetImmediate } from "./_prompt_set_immediate.ts";
-import type { LatencyResult } from "./_worker_driver.ts";
+import { type LatencyResult, readLatencies } from "./_worker_driver.ts";
 
 interface Claim {
   outcome: string;
@@ -81,22 +81,7 @@ export async function runLatencyFloor(
         runIds.push(runId);
       }
     }
-    const runRows = await sql<{ ms: number; status: string }[]>`
-      select status, extract(epoch from completed_at - started_at)::float8 * 1000 as ms
-      from sluice.runs where run_id = any (${runIds}::uuid[])`;
-    if (runRows.some((row) => row.status !== "completed")) {
-      throw new Error("A latency-floor run did not complete");
-    }
-    const taskRows = await sql<{ dispatch: number; execute: number }[]>`
-      select extract(epoch from started_at - queued_at)::float8 * 1000 as dispatch,
-        extract(epoch from completed_at - started_at)::float8 * 1000 as execute
-      from sluice.step_tasks where run_id = any (${runIds}::uuid[])`;
-    return {
-      wallMs,
-      dbMs: runRows.map((row) => row.ms),
-      dispatchMs: taskRows.map((row) => row.dispatch),
-      executeMs: taskRows.map((row) => row.execute),
-    };
+    return await readLatencies(sql, runIds, wallMs);
   } finally {
     await sql`select sluice.stop_worker(${workerId}::uuid)`.catch(() => {});
     await sql.end();
