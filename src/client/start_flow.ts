@@ -9,7 +9,7 @@ import { extractDefinition } from "../dsl/definition.ts";
 import { Flow } from "../dsl/flow.ts";
 import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
-import { sentAtOnce, textLiteral, uuidLiteral } from "./_sql_literal.ts";
+import { sentAtOnce, textLiteral, uuidLiteral } from "./sql_literal.ts";
 import { assertUuid } from "./_uuid.ts";
 
 /**
