@@ -5,9 +5,8 @@
  */
 
 import type { Sql } from "postgres";
-import { extractDefinition } from "../dsl/definition.ts";
-import { Flow } from "../dsl/flow.ts";
 import type { Json } from "../dsl/json.ts";
+import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { sentAtOnce, textLiteral, uuidLiteral } from "./sql_literal.ts";
 import { assertUuid } from "./_uuid.ts";
@@ -93,11 +92,7 @@ export async function startFlow(
   input: unknown,
   options: StartFlowOptions = {},
 ): Promise<string> {
-  const flowRef = typeof flow === "string"
-    ? flow
-    : flow instanceof Flow
-    ? flow.slug
-    : extractDefinition(flow).flow_slug;
+  const flowRef = typeof flow === "string" ? flow : routingOf(flow).flow.slug;
   if (options.runId !== undefined) assertUuid(options.runId, `Cannot start flow "${flowRef}"`);
   const body = input === undefined ? "null" : `${textLiteral(JSON.stringify(input))}::jsonb`;
   const runId = options.runId === undefined ? "null::uuid" : uuidLiteral(options.runId);

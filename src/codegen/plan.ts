@@ -8,6 +8,7 @@
 import { extractDefinition } from "../dsl/definition.ts";
 import { Flow } from "../dsl/flow.ts";
 import { workerFunctionName } from "../dsl/function_name.ts";
+import { routingOf } from "../dsl/routing.ts";
 import { isStepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { CodegenError } from "./errors.ts";
@@ -99,7 +100,7 @@ export function planWorkerFunctions(
   const specs: WorkerFunctionSpec[] = [];
   for (const [deployable, names] of exportsByFlow) {
     const exportName = preferredExport(names);
-    const plain = deployable instanceof Flow ? deployable : deployable.flow;
+    const plain = routingOf(deployable).flow;
     if (plain.steps.length === 0) {
       throw new CodegenError(
         `Cannot generate worker functions: flow ${

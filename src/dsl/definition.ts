@@ -5,25 +5,12 @@
  * @module
  */
 
-import { resolveRouting } from "./_routing.ts";
+import { type QueueMode, routingOf } from "./routing.ts";
 import type { WhenPolicy } from "./condition.ts";
 import { FlowDefinitionError } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
 import type { StepType } from "./step_definition.ts";
 import type { DeployableFlow } from "./types.ts";
-
-/**
- * How a flow's routes are derived: `flow` (every step on `lower(flow_slug)`), `step` (one
- * generated private queue per step), `routed` (explicit shared queues).
- *
- * @example Usage
- * ```ts
- * import type { QueueMode } from "@sluice/sluice";
- *
- * const mode: QueueMode = "step";
- * ```
- */
-export type QueueMode = "flow" | "step" | "routed";
 
 /**
  * Flow-level runtime options in a definition; `null` means the SQL default.
@@ -173,7 +160,7 @@ export interface FlowDefinition {
  * ```
  */
 export function extractDefinition(flow: DeployableFlow): FlowDefinition {
-  const { flow: plain, queueMode, queueNames } = resolveRouting(flow);
+  const { flow: plain, queueMode, queueNames } = routingOf(flow);
   if (plain.steps.length === 0) {
     throw new FlowDefinitionError(
       `Cannot extract the definition of flow ${JSON.stringify(plain.slug)}: the flow has no steps`,

@@ -23,6 +23,7 @@ export * from "./flow.ts";
 export * from "./function_name.ts";
 export * from "./json.ts";
 export * from "./queue_name.ts";
+export type { QueueMode } from "./routing.ts";
 export * from "./signature.ts";
 export * from "./slug.ts";
 export * from "./step_definition.ts";

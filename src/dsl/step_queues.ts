@@ -5,11 +5,10 @@
  * @module
  */
 
-import { registeredRouting, registerRouting } from "./_routing.ts";
+import { registeredRouting, registerRouting } from "./routing.ts";
 import { formatValue } from "./_validate.ts";
 import { type AnyFlow, Flow } from "./flow.ts";
 import { stepQueueNames } from "./queue_name.ts";
-import type { StepSlug } from "./types.ts";
 
 /** Type-only brand: only `withStepQueues()` produces a `StepQueuedFlow`. */
 declare const stepQueuedFlowBrand: unique symbol;
@@ -57,7 +56,9 @@ export interface StepQueuedFlow<F extends AnyFlow = AnyFlow> {
   /** Always `"step"`. */
   readonly queueMode: "step";
   /** One route per step, in step order. */
-  readonly routes: readonly StepRoute<StepSlug<F>>[];
+  readonly routes: readonly StepRoute<
+    F extends Flow<unknown, infer Steps> ? keyof Steps & string : never
+  >[];
 }
 
 /**
@@ -92,7 +93,10 @@ export function withStepQueues<F extends AnyFlow>(flow: F): StepQueuedFlow<F> {
   const queueNames = stepQueueNames(flow.slug, flow.steps.map((step) => step.slug));
   const routes = Object.freeze(
     flow.steps.map((step, index) =>
-      Object.freeze({ stepSlug: step.slug as StepSlug<F>, queueName: queueNames[index] })
+      Object.freeze({
+        stepSlug: step.slug as StepQueuedFlow<F>["routes"][number]["stepSlug"],
+        queueName: queueNames[index],
+      })
     ),
   );
   const queued = Object.freeze({ flow, queueMode: "step", routes }) as unknown as StepQueuedFlow<F>;

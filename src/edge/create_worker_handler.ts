@@ -8,7 +8,7 @@
 import type { AnyFlow } from "../dsl/flow.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
-import type { StepWorkerOptions, WorkerOptions } from "../worker/start_worker.ts";
+import type { StepWorkerOptions, WorkerOptions } from "../worker/worker_options.ts";
 import { WorkerFunctionHost } from "./_host.ts";
 
 /**

@@ -18,7 +18,7 @@ import { ResultReporter } from "./_result_reporter.ts";
 import { OutageTracker, retryTransient } from "./_retry.ts";
 import { shutdownReason } from "./_task_executor.ts";
 import type { Logger } from "./logger.ts";
-import type { WorkerStatus } from "./start_worker.ts";
+import type { WorkerStatus } from "./worker_options.ts";
 
 /** Everything a runtime needs, resolved from the worker options. */
 export interface RuntimeSettings {

@@ -29,4 +29,5 @@ export {
 export * from "./retry_after_error.ts";
 export * from "./start_worker.ts";
 export * from "./step_slug_error.ts";
+export * from "./worker_options.ts";
 export * from "./worker_target.ts";

@@ -10,7 +10,7 @@ import type { AnyFlow } from "../dsl/flow.ts";
 import { workerFunctionName } from "../dsl/function_name.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
-import type { StepWorkerOptions, WorkerOptions } from "./start_worker.ts";
+import type { StepWorkerOptions, WorkerOptions } from "./worker_options.ts";
 import { StepSlugError } from "./step_slug_error.ts";
 
 /**

@@ -1,12 +1,29 @@
-// Where each step's tasks are queued. A plain `Flow` routes every step to its own queue; wrappers
-// (`withStepQueues`, and later explicit routing) register their routes here when they construct
-// them. The registry is private to this folder, so a look-alike object is never treated as a
-// wrapper: extraction and workers trust only what is registered.
+/**
+ * Where each step's tasks are queued. A plain `Flow` routes every step to its own queue; wrappers
+ * (`withStepQueues`, and later explicit routing) register their routes here when they construct
+ * them. Only constructors of `src/dsl/` register, so a look-alike object is never treated as a
+ * wrapper: extraction, clients and workers trust only what is registered, through
+ * {@linkcode routingOf}. Not part of the public API.
+ *
+ * @module
+ */
 
-import type { QueueMode } from "./definition.ts";
 import { type AnyFlow, Flow } from "./flow.ts";
 import { formatValue } from "./_validate.ts";
 import { flowQueueName } from "./queue_name.ts";
+
+/**
+ * How a flow's routes are derived: `flow` (every step on `lower(flow_slug)`), `step` (one
+ * generated private queue per step), `routed` (explicit shared queues).
+ *
+ * @example Usage
+ * ```ts
+ * import type { QueueMode } from "@sluice/sluice";
+ *
+ * const mode: QueueMode = "step";
+ * ```
+ */
+export type QueueMode = "flow" | "step" | "routed";
 
 /** A flow with its queue mode and one queue name per step, in step order. */
 export interface Routing {
@@ -28,11 +45,12 @@ export function registeredRouting(value: unknown): Routing | undefined {
 }
 
 /**
- * The routing of a plain flow or a registered wrapper.
+ * The routing of a plain flow or a registered wrapper: the one place that unwraps a deployable
+ * flow into its plain `Flow`.
  *
  * @throws {TypeError} When `value` is neither.
  */
-export function resolveRouting(value: unknown): Routing {
+export function routingOf(value: unknown): Routing {
   if (value instanceof Flow) {
     const queueName = flowQueueName(value.slug);
     return { flow: value, queueMode: "flow", queueNames: value.steps.map(() => queueName) };

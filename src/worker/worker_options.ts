@@ -1,0 +1,270 @@
+/**
+ * The options and status types of a worker: what `startWorker()` takes and returns. A leaf
+ * module, shared by the worker and the Edge adapter.
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+import type { CompileEnvironment } from "../client/compile_flow.ts";
+import type { LogLevel, LogSink } from "./logger.ts";
+
+/**
+ * Where a worker is in its life: `running` (polling), `stopping` (draining after `stop()`,
+ * deprecation), `stopped`, or `fatal` (it met work it must not touch and stopped for good; its
+ * worker function is restart-paused).
+ *
+ * @example Usage
+ * ```ts
+ * import type { WorkerStatus } from "@sluice/sluice/worker";
+ *
+ * const status: WorkerStatus = "running";
+ * ```
+ */
+export type WorkerStatus = "running" | "stopping" | "stopped" | "fatal";
+
+/**
+ * The options every worker takes, whatever its flow's queue mode. Give either `sql` or
+ * `connectionString`. {@linkcode WorkerOptions} (plain flows) and {@linkcode StepWorkerOptions}
+ * (step-queued flows) add the `stepSlug` rule of each mode.
+ *
+ * @example Usage
+ * ```ts
+ * import type { BaseWorkerOptions } from "@sluice/sluice/worker";
+ *
+ * const options: BaseWorkerOptions = {
+ *   connectionString: "postgres://postgres:postgres@127.0.0.1:54322/postgres",
+ *   maxConcurrent: 20,
+ * };
+ * ```
+ */
+export interface BaseWorkerOptions {
+  /**
+   * A postgres.js client to use (create it with `connect()`: no prepared statements). The worker
+   * does not close it. One of `sql` and `connectionString` is required.
+   */
+  readonly sql?: Sql;
+  /**
+   * A connection URL: the worker opens its own pool (`poolSize` connections) and closes it when it
+   * stops. One of `sql` and `connectionString` is required.
+   */
+  readonly connectionString?: string;
+  /**
+   * Pool size when the worker opens its own pool from `connectionString`. Handlers share it
+   * through `context.sql`. The LISTEN connection comes on top.
+   *
+   * @default {4}
+   */
+  readonly poolSize?: number;
+  /**
+   * The worker function (deployable unit) this worker belongs to: its row carries the `enabled`
+   * and restart-pause flags.
+   *
+   * @default {the flow slug; for a step worker `workerFunctionName(flowSlug, stepSlug)`, the name
+   * `deno task gen:functions` gives its Edge Function}
+   */
+  readonly functionName?: string;
+  /**
+   * The compile environment: `production` never changes a compiled flow (a changed shape fails
+   * startup with `FlowShapeMismatchError`); `development` recompiles it after its old workers
+   * have drained.
+   *
+   * @default {"production"}
+   */
+  readonly environment?: CompileEnvironment;
+  /**
+   * Most tasks executing at once.
+   *
+   * @default {10}
+   */
+  readonly maxConcurrent?: number;
+  /**
+   * Most messages read in one round trip (never more than the free slots).
+   *
+   * @default {maxConcurrent}
+   */
+  readonly batchSize?: number;
+  /**
+   * Seconds a message read by this worker stays hidden before the claim sets its real visibility
+   * (the task timeout + 2 s). Only matters if the worker dies between read and claim, which happen
+   * in one statement.
+   *
+   * @default {30}
+   */
+  readonly visibilityTimeout?: number;
+  /**
+   * With LISTEN: the longest wait for a notification after an empty read before reading again
+   * (a safety net; notifications normally wake the worker within milliseconds).
+   *
+   * @default {1000}
+   */
+  readonly pollIntervalMs?: number;
+  /**
+   * Without LISTEN (`listen: false`, or LISTEN failed, e.g. behind a transaction pooler): how
+   * long one `pgmq.read_with_poll` call waits for messages, checking every 100 ms.
+   *
+   * @default {5}
+   */
+  readonly maxPollSeconds?: number;
+  /**
+   * Wake up on `NOTIFY sluice_queue_ready` over a dedicated session connection. Turn it off where
+   * no session connection is available; the worker then long-polls.
+   *
+   * @default {true}
+   */
+  readonly listen?: boolean;
+  /**
+   * Interval between heartbeats. A heartbeat also tells the worker it was deprecated.
+   *
+   * @default {5000}
+   */
+  readonly heartbeatIntervalMs?: number;
+  /**
+   * Shortest interval between two runs of stalled-task recovery by this worker (run from the
+   * heartbeat).
+   *
+   * @default {15000}
+   */
+  readonly stalledCheckIntervalMs?: number;
+  /**
+   * On `stop()`: how long in-flight tasks may take to finish before their signals abort and their
+   * attempts fail (`stop({ graceMs })` overrides it for one stop).
+   *
+   * @default {10000}
+   */
+  readonly shutdownGraceMs?: number;
+  /**
+   * Lowest level logged. Fatal records are always logged.
+   *
+   * @default {"info"}
+   */
+  readonly logLevel?: LogLevel;
+  /**
+   * Receives log records.
+   *
+   * @default {jsonLineSink (JSON lines on stdout/stderr)}
+   */
+  readonly logger?: LogSink;
+  /**
+   * Environment passed to handlers as `context.env`.
+   *
+   * @default {Deno.env.toObject()}
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * Options of {@linkcode startWorker} for a plain flow. Give either `sql` or `connectionString`.
+ *
+ * @example Usage
+ * ```ts
+ * import type { WorkerOptions } from "@sluice/sluice/worker";
+ *
+ * const options: WorkerOptions = {
+ *   connectionString: "postgres://postgres:postgres@127.0.0.1:54322/postgres",
+ *   maxConcurrent: 20,
+ *   logLevel: "warn",
+ * };
+ * ```
+ */
+export interface WorkerOptions extends BaseWorkerOptions {
+  /**
+   * Only for step-queued flows (`withStepQueues`), not supported by plain-flow workers: a plain
+   * flow's worker polls the flow's one queue and runs every step.
+   */
+  readonly stepSlug?: undefined;
+}
+
+/**
+ * Options of {@linkcode startWorker} for a step-queued flow: every worker option plus the
+ * required `stepSlug`, typed as the flow's step-slug union.
+ *
+ * @typeParam Slug The step slugs of the flow.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepWorkerOptions } from "@sluice/sluice/worker";
+ *
+ * const options: StepWorkerOptions<"fetch_posts" | "classify"> = {
+ *   connectionString: "postgres://postgres:postgres@127.0.0.1:54322/postgres",
+ *   stepSlug: "classify",
+ *   maxConcurrent: 4,
+ * };
+ * ```
+ */
+export interface StepWorkerOptions<Slug extends string = string> extends BaseWorkerOptions {
+  /**
+   * The one step this worker serves: it polls that step's private queue and claims only that
+   * step's tasks.
+   */
+  readonly stepSlug: Slug;
+}
+
+/**
+ * Options of {@linkcode WorkerHandle.stop}.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StopOptions } from "@sluice/sluice/worker";
+ *
+ * const options: StopOptions = { graceMs: 5000 };
+ * ```
+ */
+export interface StopOptions {
+  /**
+   * How long in-flight tasks may take before their signals abort and their attempts fail,
+   * counted from this call. A later call with a shorter grace brings the abort forward, never
+   * back.
+   *
+   * @default {the worker's shutdownGraceMs}
+   */
+  readonly graceMs?: number;
+}
+
+/**
+ * A running worker.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { Flow } from "@sluice/sluice";
+ * import { startWorker, type WorkerHandle } from "@sluice/sluice/worker";
+ *
+ * const flow = new Flow({ slug: "hello" }).step({ slug: "greet" }, () => "hi");
+ * const worker: WorkerHandle = await startWorker(flow, {
+ *   connectionString: Deno.env.get("DATABASE_URL")!,
+ * });
+ * Deno.addSignalListener("SIGTERM", () => worker.stop());
+ * await worker.done;
+ * ```
+ */
+export interface WorkerHandle {
+  /** The worker's id (a random UUID), as in `sluice.workers`. */
+  readonly workerId: string;
+  /** The worker function it belongs to. */
+  readonly functionName: string;
+  /** The queue it polls. */
+  readonly queueName: string;
+  /** The concrete slug of its flow. */
+  readonly flowSlug: string;
+  /** The step of a step worker; `null` for a plain flow's worker. */
+  readonly stepSlug: string | null;
+  /** Where the worker is in its life. */
+  readonly status: WorkerStatus;
+  /**
+   * Stops polling, waits up to `graceMs` (default `shutdownGraceMs`) for in-flight tasks (then
+   * aborts them and fails their attempts), reports every result, and marks the worker stopped.
+   *
+   * Rejects with a `RangeError`, changing nothing, when `graceMs` is not a finite number >= 0.
+   *
+   * @param options The grace period of this stop.
+   */
+  stop(options?: StopOptions): Promise<void>;
+  /**
+   * Resolves once the worker reads no more messages — after `stop()`, a deprecation or unsupported
+   * work — while in-flight tasks may still run. `status` is then final as to `fatal`: a successor
+   * can take over the queue from here.
+   */
+  readonly pollingStopped: Promise<void>;
+  /** Resolves once the worker has stopped, whatever stopped it. */
+  readonly done: Promise<void>;
+}
