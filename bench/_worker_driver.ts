@@ -6,7 +6,7 @@
  * @module
  */
 import type { Sql } from "postgres";
-import { connect } from "../src/client/connect.ts";
+import { connect } from "../src/db/connect.ts";
 import { startFlow } from "../src/client/start_flow.ts";
 import { waitForRun } from "../src/client/wait_for_run.ts";
 import { type LogRecord, startWorker, type WorkerHandle } from "../src/worker/mod.ts";

@@ -54,7 +54,7 @@ export async function runLatencyFloor(
         `select sluice.start_flow(${literal(flowSlug)}, '{"n":${i}}'::jsonb) as run_id`,
       );
       for (let step = 0; step < 3; step++) {
-        // The statement the worker sends (src/worker/_queries.ts): read and claim in one.
+        // The statement the worker sends (src/db/worker_queries.ts): read and claim in one.
         const [{ claim }] = await sql.unsafe<{ claim: Claim }[]>(`
           with batch as materialized (
             select coalesce(array_agg(m.msg_id order by m.msg_id), '{}'::bigint[]) as ids

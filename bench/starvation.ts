@@ -20,7 +20,7 @@
  */
 import { parseArgs } from "node:util";
 import type { Sql } from "postgres";
-import { connect } from "../src/client/connect.ts";
+import { connect } from "../src/db/connect.ts";
 import { startFlow } from "../src/client/start_flow.ts";
 import { Flow } from "../src/dsl/flow.ts";
 import { withStepQueues } from "../src/dsl/step_queues.ts";

@@ -18,7 +18,7 @@
  */
 
 export * from "./compile_flow.ts";
-export * from "./connect.ts";
+export * from "../db/connect.ts";
 export * from "./errors.ts";
 export * from "./get_run.ts";
 export * from "./start_flow.ts";

@@ -8,7 +8,7 @@ import type { Sql } from "postgres";
 import type { Json } from "../dsl/json.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
-import { sentAtOnce, textLiteral, uuidLiteral } from "./sql_literal.ts";
+import { sentAtOnce, textLiteral, uuidLiteral } from "../db/sql_literal.ts";
 import { assertUuid } from "./_uuid.ts";
 
 /**

@@ -7,7 +7,7 @@
 import type { Sql } from "postgres";
 import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowOutput } from "../dsl/types.ts";
-import { sentAtOnce, uuidLiteral } from "./sql_literal.ts";
+import { sentAtOnce, uuidLiteral } from "../db/sql_literal.ts";
 import { assertUuid } from "./_uuid.ts";
 import { RunFailedError, RunTimeoutError } from "./errors.ts";
 

@@ -8,7 +8,7 @@
  */
 
 import type { Sql } from "postgres";
-import { connect } from "../client/connect.ts";
+import { connect } from "../db/connect.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { jsonLineSink, Logger } from "../worker/logger.ts";
 import {
@@ -20,7 +20,7 @@ import {
 import { resolveWorkerTarget, type WorkerTarget } from "../worker/worker_target.ts";
 import { BearerAuth } from "./_auth.ts";
 import { describeError } from "./_describe_error.ts";
-import { claimRespawn, readFunctionState } from "./_queries.ts";
+import { claimRespawn, readFunctionState } from "../db/edge_queries.ts";
 import { requestSuccessor } from "./_respawn.ts";
 import type {
   EdgeRuntimeLike,

@@ -8,7 +8,7 @@
 
 import type { Sql } from "postgres";
 import { describeError, isTransientDatabaseError } from "./_errors.ts";
-import { heartbeatWorker, requeueStalledTasks } from "./_queries.ts";
+import { heartbeatWorker, requeueStalledTasks } from "../db/worker_queries.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";
 import type { Logger } from "./logger.ts";
 

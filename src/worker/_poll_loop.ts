@@ -20,7 +20,7 @@ import {
   readAndClaim,
   type ReadMode,
   type SupportedRoute,
-} from "./_queries.ts";
+} from "../db/worker_queries.ts";
 import type { ResultReporter } from "./_result_reporter.ts";
 import { backoffDelay, type OutageTracker, retryTransient, sleep } from "./_retry.ts";
 import { executeTask, type ExecutionEnvironment } from "./_task_executor.ts";

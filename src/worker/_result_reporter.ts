@@ -19,7 +19,7 @@
 
 import type { Sql } from "postgres";
 import { describeError, MAX_TASK_ERROR_LENGTH, truncate } from "./_errors.ts";
-import { completeTasks, failTask, type TaskResult } from "./_queries.ts";
+import { completeTasks, failTask, type TaskResult } from "../db/worker_queries.ts";
 import { type OutageTracker, retryTransient } from "./_retry.ts";
 import type { Logger } from "./logger.ts";
 

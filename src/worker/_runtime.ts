@@ -12,7 +12,7 @@ import type { StepHandler } from "../dsl/step_definition.ts";
 import { describeError } from "./_errors.ts";
 import { Heartbeat } from "./_heartbeat.ts";
 import { PollLoop, type PollLoopEnd } from "./_poll_loop.ts";
-import { stopWorker, type SupportedRoute } from "./_queries.ts";
+import { stopWorker, type SupportedRoute } from "../db/worker_queries.ts";
 import type { QueueListener } from "./_queue_listener.ts";
 import { ResultReporter } from "./_result_reporter.ts";
 import { OutageTracker, retryTransient } from "./_retry.ts";

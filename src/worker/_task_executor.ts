@@ -9,7 +9,7 @@ import type { Sql } from "postgres";
 import type { StepContext } from "../dsl/context.ts";
 import type { StepHandler } from "../dsl/step_definition.ts";
 import { formatTaskError, MAX_TASK_ERROR_LENGTH, truncate } from "./_errors.ts";
-import type { ClaimedTask } from "./_queries.ts";
+import type { ClaimedTask } from "../db/worker_queries.ts";
 import { MAX_RETRY_DELAY_SECONDS, RetryAfterError } from "./retry_after_error.ts";
 
 /** What became of one execution. */

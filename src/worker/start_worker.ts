@@ -7,12 +7,12 @@
 
 import type { Sql } from "postgres";
 import { type CompileEnvironment, compileFlow } from "../client/compile_flow.ts";
-import { connect } from "../client/connect.ts";
+import { connect } from "../db/connect.ts";
 import type { AnyFlow } from "../dsl/flow.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
-import { registerWorker, trackWorkerFunction } from "./_queries.ts";
+import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
 import { QueueListener } from "./_queue_listener.ts";
 import { type RuntimeSettings, WorkerRuntime } from "./_runtime.ts";
 import { jsonLineSink, Logger } from "./logger.ts";

@@ -2,7 +2,7 @@
  * Every SQL statement the worker runs, one function each, typed on both sides. The SQL functions
  * and their JSON shapes are described in docs/internals/contracts.md §3. The per-task statements
  * (claim, completion, failure) are sent as simple queries with inlined literals: one round trip
- * each (see `src/client/sql_literal.ts`).
+ * each (see `sql_literal.ts`).
  *
  * @module
  */
@@ -14,7 +14,7 @@ import {
   sentAtOnce,
   textLiteral,
   uuidLiteral,
-} from "../client/sql_literal.ts";
+} from "./sql_literal.ts";
 
 /** One `(flow_slug, step_slug)` pair a worker can run. */
 export interface SupportedRoute {
