@@ -5,6 +5,7 @@
  */
 
 import type { Sql } from "postgres";
+import { ensureFlowCompiled } from "../db/client_queries.ts";
 import { extractDefinition } from "../dsl/definition.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { FlowShapeMismatchError } from "./errors.ts";
@@ -83,12 +84,6 @@ export interface CompileFlowOptions {
   readonly drainPollIntervalMs?: number;
 }
 
-interface RawOutcome {
-  outcome: CompileOutcome | "mismatch" | "draining";
-  differences: string[];
-  live_workers?: number;
-}
-
 /**
  * Compiles a flow at startup through `sluice.ensure_flow_compiled`: creates it when absent,
  * verifies it when present. A changed shape is a {@linkcode FlowShapeMismatchError} in
@@ -133,8 +128,7 @@ export async function compileFlow(
   const deadline = Date.now() + drainTimeoutMs;
 
   for (;;) {
-    const [{ result }] = await sql<{ result: RawOutcome }[]>`
-      select sluice.ensure_flow_compiled(${body}::text::jsonb, ${environment}) as result`;
+    const result = await ensureFlowCompiled(sql, body, environment);
     switch (result.outcome) {
       case "compiled":
       case "verified":

@@ -5,6 +5,7 @@
  */
 
 import type { Sql } from "postgres";
+import { readRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import { assertUuid } from "./_uuid.ts";
 
@@ -129,36 +130,6 @@ export interface RunState<Input = Json, Output = Json> {
   readonly steps: readonly StepState[];
 }
 
-interface RawRun {
-  run_id: string;
-  flow_slug: string;
-  started_via: string;
-  status: RunStatus;
-  input: Json;
-  output: Json | null;
-  error_message: string | null;
-  remaining_steps: number;
-  started_at: Date;
-  completed_at: Date | null;
-  failed_at: Date | null;
-  steps: {
-    step_slug: string;
-    status: StepStatus;
-    remaining_deps: number;
-    initial_tasks: number | null;
-    remaining_tasks: number | null;
-    output: Json | null;
-    skip_reason: SkipReason | null;
-    error_message: string | null;
-    created_at: string;
-    started_at: string | null;
-    completed_at: string | null;
-    failed_at: string | null;
-    skipped_at: string | null;
-    cancelled_at: string | null;
-  }[];
-}
-
 /**
  * Reads a run and its step states in one consistent snapshot.
  *
@@ -183,31 +154,13 @@ export async function getRun<Input = Json, Output = Json>(
   runId: string,
 ): Promise<RunState<Input, Output> | null> {
   assertUuid(runId, "Cannot get run");
-  const rows = await sql<RawRun[]>`
-    select r.run_id, r.flow_slug, r.started_via, r.status, r.input, r.output, r.error_message,
-      r.remaining_steps, r.started_at, r.completed_at, r.failed_at,
-      coalesce((
-        select jsonb_agg(jsonb_build_object(
-          'step_slug', ss.step_slug, 'status', ss.status, 'remaining_deps', ss.remaining_deps,
-          'initial_tasks', ss.initial_tasks, 'remaining_tasks', ss.remaining_tasks,
-          'output', ss.output, 'skip_reason', ss.skip_reason, 'error_message', ss.error_message,
-          'created_at', ss.created_at, 'started_at', ss.started_at,
-          'completed_at', ss.completed_at, 'failed_at', ss.failed_at,
-          'skipped_at', ss.skipped_at, 'cancelled_at', ss.cancelled_at
-        ) order by s.step_index)
-        from sluice.step_states ss
-        join sluice.steps s on s.flow_slug = ss.flow_slug and s.step_slug = ss.step_slug
-        where ss.run_id = r.run_id
-      ), '[]'::jsonb) as steps
-    from sluice.runs r
-    where r.run_id = ${runId}::uuid`;
-  if (rows.length === 0) return null;
-  const run = rows[0];
+  const run = await readRun(sql, runId);
+  if (run === null) return null;
   return {
     runId: run.run_id,
     flowSlug: run.flow_slug,
     startedVia: run.started_via,
-    status: run.status,
+    status: run.status as RunStatus,
     input: run.input as Input,
     output: run.output as Output | null,
     errorMessage: run.error_message,
@@ -217,12 +170,12 @@ export async function getRun<Input = Json, Output = Json>(
     failedAt: run.failed_at,
     steps: run.steps.map((step) => ({
       stepSlug: step.step_slug,
-      status: step.status,
+      status: step.status as StepStatus,
       remainingDeps: step.remaining_deps,
       initialTasks: step.initial_tasks,
       remainingTasks: step.remaining_tasks,
-      output: step.output,
-      skipReason: step.skip_reason,
+      output: step.output as Json | null,
+      skipReason: step.skip_reason as SkipReason | null,
       errorMessage: step.error_message,
       createdAt: new Date(step.created_at),
       startedAt: toDate(step.started_at),

@@ -5,10 +5,10 @@
  */
 
 import type { Sql } from "postgres";
+import { startFlowRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
-import { sentAtOnce, textLiteral, uuidLiteral } from "../db/sql_literal.ts";
 import { assertUuid } from "./_uuid.ts";
 
 /**
@@ -94,10 +94,9 @@ export async function startFlow(
 ): Promise<string> {
   const flowRef = typeof flow === "string" ? flow : routingOf(flow).flow.slug;
   if (options.runId !== undefined) assertUuid(options.runId, `Cannot start flow "${flowRef}"`);
-  const body = input === undefined ? "null" : `${textLiteral(JSON.stringify(input))}::jsonb`;
-  const runId = options.runId === undefined ? "null::uuid" : uuidLiteral(options.runId);
-  const [{ run_id }] = await sql.unsafe<{ run_id: string }[]>(
-    sentAtOnce(`select sluice.start_flow(${textLiteral(flowRef)}, ${body}, ${runId}) as run_id`),
-  );
-  return run_id;
+  return await startFlowRun(sql, {
+    flowRef,
+    inputJson: input === undefined ? undefined : JSON.stringify(input),
+    runId: options.runId,
+  });
 }

@@ -5,9 +5,9 @@
  */
 
 import type { Sql } from "postgres";
+import { readRunOutcome } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowOutput } from "../dsl/types.ts";
-import { sentAtOnce, uuidLiteral } from "../db/sql_literal.ts";
 import { assertUuid } from "./_uuid.ts";
 import { RunFailedError, RunTimeoutError } from "./errors.ts";
 
@@ -110,23 +110,10 @@ export async function waitForRun<F extends DeployableFlow = never>(
 
   for (;;) {
     signal?.throwIfAborted();
-    const rows = await sql.unsafe<
-      {
-        status: string;
-        output: Json | null;
-        error_message: string | null;
-        flow_slug: string;
-        failed_step: string | null;
-      }[]
-    >(sentAtOnce(`
-      select r.status, r.output, r.error_message, r.flow_slug,
-        (select ss.step_slug from sluice.step_states ss
-         where ss.run_id = r.run_id and ss.status = 'failed' limit 1) as failed_step
-      from sluice.runs r where r.run_id = ${uuidLiteral(runId)}`));
-    if (rows.length === 0) {
+    const run = await readRunOutcome(sql, runId);
+    if (run === null) {
       throw new RangeError(`Cannot wait for run ${runId}: no such run`);
     }
-    const run = rows[0];
     if (run.status === "completed") return run.output as WaitForRunOutput<F>;
     if (run.status === "failed") {
       throw new RunFailedError({

@@ -1,6 +1,6 @@
 /**
  * One-round-trip statements for the hot paths (the worker's claim, completion and failure
- * reports; the producer's start and wait), shared by `src/client/` and `src/worker/`.
+ * reports; the producer's start and wait), used by the query modules of this folder.
  *
  * With `prepare: false` (required behind Supabase's transaction pooler), postgres.js sends every
  * statement that has parameters as Parse/Describe first and Bind/Execute after the server

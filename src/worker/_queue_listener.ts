@@ -13,7 +13,8 @@
  * @module
  */
 
-import postgres, { type Sql } from "postgres";
+import type { Sql } from "postgres";
+import { type ListenerConnection, openListenerConnection } from "../db/listener.ts";
 import { describeError } from "./_errors.ts";
 import { backoffDelay, sleep } from "./_retry.ts";
 import type { Logger } from "./logger.ts";
@@ -25,7 +26,7 @@ export const QUEUE_READY_CHANNEL = "sluice_queue_ready";
 export class QueueListener {
   #queue: string;
   #logger: Logger;
-  #client: Sql;
+  #connection: ListenerConnection;
   #sequence = 0;
   #waiters = new Set<() => void>();
   #closing = false;
@@ -37,23 +38,14 @@ export class QueueListener {
   private constructor(pool: Sql, queue: string, logger: Logger) {
     this.#queue = queue;
     this.#logger = logger;
-    // The pool's own connection settings (postgres.js parsed options, which it accepts back as
-    // is; sql.listen() does the same), on one session connection that is never recycled.
-    const options = {
-      ...pool.options,
-      max: 1,
-      idle_timeout: null,
-      max_lifetime: null,
-      fetch_types: false,
-      onnotice: () => {},
-      onnotify: (channel: string, payload: string) => {
+    this.#connection = openListenerConnection(pool, {
+      onNotify: (channel, payload) => {
         if (channel === QUEUE_READY_CHANNEL && payload === this.#queue) this.#wake();
       },
-      onclose: () => {
+      onClose: () => {
         if (!this.#closing) this.#reconnect();
       },
-    };
-    this.#client = postgres(options as unknown as postgres.Options<Record<string, never>>);
+    });
   }
 
   /**
@@ -109,16 +101,12 @@ export class QueueListener {
     this.#closing = true;
     this.#closed.abort();
     this.#wake();
-    await this.#client.end({ timeout: 0 }).catch(() => {});
+    await this.#connection.close();
   }
 
   /** LISTENs (a no-op when already listening); resolves whether the session is a new one. */
   async #listen(): Promise<boolean> {
-    const results = await this.#client.unsafe(
-      `listen ${QUEUE_READY_CHANNEL}; select pg_backend_pid() as pid`,
-    );
-    const rows = (Array.isArray(results[0]) ? results.at(-1) : results) as { pid: number }[];
-    const pid = rows[0].pid;
+    const pid = await this.#connection.listen(QUEUE_READY_CHANNEL);
     const replaced = this.#pid !== null && this.#pid !== pid;
     this.#pid = pid;
     return replaced;

@@ -8,6 +8,7 @@
 import type { Sql } from "postgres";
 import { type CompileEnvironment, compileFlow } from "../client/compile_flow.ts";
 import { connect } from "../db/connect.ts";
+import { stopRefetchingTypes } from "../db/fetch_types.ts";
 import type { AnyFlow } from "../dsl/flow.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
@@ -268,17 +269,6 @@ function resolveSettings(target: WorkerTarget, options: BaseWorkerOptions): Sett
     stalledCheckIntervalMs: range("stalledCheckIntervalMs", 15000, 0, false),
     shutdownGraceMs: range("shutdownGraceMs", 10000, 0, false),
   };
-}
-
-/**
- * postgres.js fetches the server's array types as the first statement of every new connection and
- * drops that promise: a connection terminated at that moment surfaces as an unhandled rejection
- * that no caller can catch (porsager/postgres#1192, #1223). The types are stored on the pool's
- * shared options once fetched, so after the first query of a pool the worker owns, reconnections
- * skip the fetch and the window closes.
- */
-function stopRefetchingTypes(sql: Sql): void {
-  (sql.options as { fetch_types: boolean }).fetch_types = false;
 }
 
 function processEnv(): Record<string, string> {

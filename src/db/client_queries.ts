@@ -1,0 +1,118 @@
+/**
+ * Every SQL statement of the producer API (`src/client/`), one function each, typed on both
+ * sides. Starting a run and polling its outcome are sent as simple queries with inlined literals:
+ * one round trip each (see `sql_literal.ts`).
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+import { sentAtOnce, textLiteral, uuidLiteral } from "./sql_literal.ts";
+
+/** What `sluice.ensure_flow_compiled` answered (docs/internals/contracts.md §3). */
+export interface CompileOutcomeRow {
+  readonly outcome: "compiled" | "verified" | "recompiled" | "mismatch" | "draining";
+  readonly differences: readonly string[];
+  readonly live_workers?: number;
+}
+
+/** `sluice.ensure_flow_compiled`: compiles or verifies the definition (JSON text). */
+export async function ensureFlowCompiled(
+  sql: Sql,
+  definitionJson: string,
+  environment: string,
+): Promise<CompileOutcomeRow> {
+  const [{ result }] = await sql<{ result: CompileOutcomeRow }[]>`
+    select sluice.ensure_flow_compiled(${definitionJson}::text::jsonb, ${environment}) as result`;
+  return result;
+}
+
+/**
+ * `sluice.start_flow`: starts a run of the flow `flowRef` names with the input (JSON text, or
+ * `undefined` for SQL `null`) and resolves the run id.
+ */
+export async function startFlowRun(
+  sql: Sql,
+  run: { flowRef: string; inputJson: string | undefined; runId: string | undefined },
+): Promise<string> {
+  const body = run.inputJson === undefined ? "null" : `${textLiteral(run.inputJson)}::jsonb`;
+  const runId = run.runId === undefined ? "null::uuid" : uuidLiteral(run.runId);
+  const [{ run_id }] = await sql.unsafe<{ run_id: string }[]>(
+    sentAtOnce(`select sluice.start_flow(${textLiteral(run.flowRef)}, ${body}, ${runId}) as run_id`),
+  );
+  return run_id;
+}
+
+/** A run's outcome so far, as far as waiting for it cares. */
+export interface RunOutcomeRow {
+  readonly status: string;
+  readonly output: unknown;
+  readonly error_message: string | null;
+  readonly flow_slug: string;
+  /** A failed step of the run, if any. */
+  readonly failed_step: string | null;
+}
+
+/** Reads a run's status and outcome; `null` when there is no such run. */
+export async function readRunOutcome(sql: Sql, runId: string): Promise<RunOutcomeRow | null> {
+  const rows = await sql.unsafe<RunOutcomeRow[]>(sentAtOnce(`
+      select r.status, r.output, r.error_message, r.flow_slug,
+        (select ss.step_slug from sluice.step_states ss
+         where ss.run_id = r.run_id and ss.status = 'failed' limit 1) as failed_step
+      from sluice.runs r where r.run_id = ${uuidLiteral(runId)}`));
+  return rows[0] ?? null;
+}
+
+/** A run row with its step states (timestamps of steps as JSON text). */
+export interface RunRow {
+  readonly run_id: string;
+  readonly flow_slug: string;
+  readonly started_via: string;
+  readonly status: string;
+  readonly input: unknown;
+  readonly output: unknown;
+  readonly error_message: string | null;
+  readonly remaining_steps: number;
+  readonly started_at: Date;
+  readonly completed_at: Date | null;
+  readonly failed_at: Date | null;
+  readonly steps: readonly {
+    readonly step_slug: string;
+    readonly status: string;
+    readonly remaining_deps: number;
+    readonly initial_tasks: number | null;
+    readonly remaining_tasks: number | null;
+    readonly output: unknown;
+    readonly skip_reason: string | null;
+    readonly error_message: string | null;
+    readonly created_at: string;
+    readonly started_at: string | null;
+    readonly completed_at: string | null;
+    readonly failed_at: string | null;
+    readonly skipped_at: string | null;
+    readonly cancelled_at: string | null;
+  }[];
+}
+
+/** Reads a run and its step states in one snapshot; `null` when there is no such run. */
+export async function readRun(sql: Sql, runId: string): Promise<RunRow | null> {
+  const rows = await sql<RunRow[]>`
+    select r.run_id, r.flow_slug, r.started_via, r.status, r.input, r.output, r.error_message,
+      r.remaining_steps, r.started_at, r.completed_at, r.failed_at,
+      coalesce((
+        select jsonb_agg(jsonb_build_object(
+          'step_slug', ss.step_slug, 'status', ss.status, 'remaining_deps', ss.remaining_deps,
+          'initial_tasks', ss.initial_tasks, 'remaining_tasks', ss.remaining_tasks,
+          'output', ss.output, 'skip_reason', ss.skip_reason, 'error_message', ss.error_message,
+          'created_at', ss.created_at, 'started_at', ss.started_at,
+          'completed_at', ss.completed_at, 'failed_at', ss.failed_at,
+          'skipped_at', ss.skipped_at, 'cancelled_at', ss.cancelled_at
+        ) order by s.step_index)
+        from sluice.step_states ss
+        join sluice.steps s on s.flow_slug = ss.flow_slug and s.step_slug = ss.step_slug
+        where ss.run_id = r.run_id
+      ), '[]'::jsonb) as steps
+    from sluice.runs r
+    where r.run_id = ${runId}::uuid`;
+  return rows[0] ?? null;
+}
