@@ -38,7 +38,9 @@ export async function startFlowRun(
   const body = run.inputJson === undefined ? "null" : `${textLiteral(run.inputJson)}::jsonb`;
   const runId = run.runId === undefined ? "null::uuid" : uuidLiteral(run.runId);
   const [{ run_id }] = await sql.unsafe<{ run_id: string }[]>(
-    sentAtOnce(`select sluice.start_flow(${textLiteral(run.flowRef)}, ${body}, ${runId}) as run_id`),
+    sentAtOnce(
+      `select sluice.start_flow(${textLiteral(run.flowRef)}, ${body}, ${runId}) as run_id`,
+    ),
   );
   return run_id;
 }

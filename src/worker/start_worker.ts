@@ -5,15 +5,15 @@
  * @module
  */
 
-import type { Sql } from "postgres";
 import { type CompileEnvironment, compileFlow } from "../client/compile_flow.ts";
 import { connect } from "../db/connect.ts";
 import { stopRefetchingTypes } from "../db/fetch_types.ts";
+import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
+import { eitherMode } from "../dsl/either_mode.ts";
 import type { AnyFlow } from "../dsl/flow.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
-import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
 import { QueueListener } from "./_queue_listener.ts";
 import { type RuntimeSettings, WorkerRuntime } from "./_runtime.ts";
 import { jsonLineSink, Logger } from "./logger.ts";
@@ -24,6 +24,7 @@ import type {
   WorkerHandle,
   WorkerOptions,
 } from "./worker_options.ts";
+import { resolveWorkerConfig } from "./worker_config.ts";
 import { resolveWorkerTarget, type WorkerTarget } from "./worker_target.ts";
 
 /**
@@ -107,12 +108,17 @@ export async function startWorker(
   if (typeof options !== "object" || options === null) {
     throw new TypeError("Cannot start worker: options are required");
   }
-  // The overloads tied flow and options together; the implementation takes either pair.
-  const target = (resolveWorkerTarget as (
-    flow: DeployableFlow,
-    options: WorkerOptions | StepWorkerOptions,
-  ) => WorkerTarget)(flow, options);
-  const settings = resolveSettings(target, options);
+  const target = eitherMode<WorkerOptions | StepWorkerOptions, WorkerTarget>(
+    resolveWorkerTarget,
+  )(flow, options);
+  const context = `Cannot start worker for flow ${JSON.stringify(target.flowSlug)}`;
+  const { env, connection } = resolveWorkerConfig(options, { context });
+  if (connection.kind === "none") {
+    throw new TypeError(
+      `${context}: give sql (a postgres.js client) or connectionString (a connection URL)`,
+    );
+  }
+  const settings = resolveSettings(context, options);
   const workerId = crypto.randomUUID();
   const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
     worker_id: workerId,
@@ -125,12 +131,11 @@ export async function startWorker(
       .map((step) => [step.slug, step.handler]),
   );
 
-  const ownsPool = options.sql === undefined;
-  const sql = options.sql ??
-    connect(options.connectionString as string, {
-      max: settings.poolSize,
-      applicationName: `sluice-worker:${target.functionName}`,
-    });
+  const ownsPool = connection.kind === "url";
+  const sql = connection.kind === "given" ? connection.sql : connect(connection.url, {
+    max: connection.poolSize,
+    applicationName: `sluice-worker:${target.functionName}`,
+  });
   let listener: QueueListener | null = null;
   try {
     const compiled = await compileFlow(sql, flow, { environment: settings.environment });
@@ -163,6 +168,7 @@ export async function startWorker(
     }
     const runtimeSettings: RuntimeSettings = {
       ...settings,
+      env,
       workerId,
       functionName: target.functionName,
       queue: target.queueName,
@@ -207,34 +213,19 @@ export async function startWorker(
 type Settings =
   & Omit<
     RuntimeSettings,
-    "workerId" | "functionName" | "queue" | "supported" | "handlers" | "ownsPool"
+    "workerId" | "functionName" | "queue" | "supported" | "handlers" | "ownsPool" | "env"
   >
-  & {
-    readonly environment: CompileEnvironment;
-    readonly poolSize: number;
-  };
+  & { readonly environment: CompileEnvironment };
 
-function resolveSettings(target: WorkerTarget, options: BaseWorkerOptions): Settings {
-  const fail = (message: string): never => {
-    throw new TypeError(
-      `Cannot start worker for flow ${JSON.stringify(target.flowSlug)}: ${message}`,
-    );
-  };
-  const hasSql = options.sql !== undefined;
-  const hasUrl = options.connectionString !== undefined;
-  if (hasSql === hasUrl) {
-    fail(
-      hasSql
-        ? "give either sql or connectionString, not both"
-        : "give sql (a postgres.js client) or connectionString (a connection URL)",
-    );
-  }
-  if (hasUrl && (typeof options.connectionString !== "string" || options.connectionString === "")) {
-    fail("connectionString must be a non-empty string");
-  }
+/** The worker-only options, checked. */
+function resolveSettings(context: string, options: BaseWorkerOptions): Settings {
   const environment = options.environment ?? "production";
   if (environment !== "production" && environment !== "development") {
-    fail(`environment must be "production" or "development", got ${JSON.stringify(environment)}`);
+    throw new TypeError(
+      `${context}: environment must be "production" or "development", got ${
+        JSON.stringify(environment)
+      }`,
+    );
   }
   const range = (
     name: keyof BaseWorkerOptions,
@@ -248,9 +239,9 @@ function resolveSettings(target: WorkerTarget, options: BaseWorkerOptions): Sett
       (integer && !Number.isInteger(value))
     ) {
       throw new RangeError(
-        `Cannot start worker for flow ${JSON.stringify(target.flowSlug)}: ${name} must be ${
-          integer ? "an integer" : "a number"
-        } >= ${min}, got ${String(value)}`,
+        `${context}: ${name} must be ${integer ? "an integer" : "a number"} >= ${min}, got ${
+          String(value)
+        }`,
       );
     }
     return value;
@@ -258,8 +249,6 @@ function resolveSettings(target: WorkerTarget, options: BaseWorkerOptions): Sett
   const maxConcurrent = range("maxConcurrent", 10, 1, true);
   return {
     environment,
-    poolSize: range("poolSize", 4, 1, true),
-    env: options.env ?? processEnv(),
     maxConcurrent,
     batchSize: range("batchSize", maxConcurrent, 1, true),
     visibilityTimeout: range("visibilityTimeout", 30, 1, true),
@@ -269,13 +258,4 @@ function resolveSettings(target: WorkerTarget, options: BaseWorkerOptions): Sett
     stalledCheckIntervalMs: range("stalledCheckIntervalMs", 15000, 0, false),
     shutdownGraceMs: range("shutdownGraceMs", 10000, 0, false),
   };
-}
-
-function processEnv(): Record<string, string> {
-  try {
-    return Deno.env.toObject();
-  } catch {
-    // No --allow-env: handlers get an empty environment.
-    return {};
-  }
 }
