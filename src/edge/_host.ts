@@ -1,50 +1,41 @@
 /**
- * The worker function host: one per isolate. It authorizes requests, starts at most one worker
- * at a time after consulting the function's row, keeps the isolate alive for it through
- * `EdgeRuntime.waitUntil`, and runs the end of the isolate: stop polling, claim the respawn in
- * PostgreSQL and request a successor while in-flight tasks drain by a deadline.
+ * The worker function host, one per isolate: the lifecycle state machine (idle, starting,
+ * running, draining, stopped; paused, disabled, failed). It starts at most one worker at a time
+ * after consulting the function's row, keeps the isolate alive for it through
+ * `EdgeRuntime.waitUntil`, and runs the end of the isolate: stop polling, respawn (`_respawn.ts`)
+ * while in-flight tasks drain by a deadline. Configuration is resolved by `_host_config.ts`,
+ * requests are answered by `_http.ts`.
  *
  * @module
  */
 
 import type { Sql } from "postgres";
 import { connect } from "../db/connect.ts";
+import { readFunctionState } from "../db/edge_queries.ts";
+import { eitherMode } from "../dsl/either_mode.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
+import { describeError } from "../worker/describe_error.ts";
 import { jsonLineSink, Logger } from "../worker/logger.ts";
-import {
-  startWorker,
-  type StepWorkerOptions,
-  type WorkerHandle,
-  type WorkerOptions,
-} from "../worker/start_worker.ts";
-import { resolveWorkerTarget, type WorkerTarget } from "../worker/worker_target.ts";
+import { startWorker } from "../worker/start_worker.ts";
+import type { WorkerHandle } from "../worker/worker_options.ts";
 import { BearerAuth } from "./_auth.ts";
-import { describeError } from "./_describe_error.ts";
-import { claimRespawn, readFunctionState } from "../db/edge_queries.ts";
-import { requestSuccessor } from "./_respawn.ts";
+import {
+  type AnyWorkerFunctionOptions,
+  type AnyWorkerOptions,
+  type HostConfig,
+  noConnectionMessage,
+  noSecretMessage,
+  resolveHostConfig,
+} from "./_host_config.ts";
+import { answerRequest } from "./_http.ts";
+import { claimAndRequestSuccessor } from "./_respawn.ts";
 import type {
-  EdgeRuntimeLike,
-  StepWorkerFunctionOptions,
   WorkerFunctionHandler,
-  WorkerFunctionOptions,
   WorkerFunctionState,
   WorkerFunctionStatus,
-} from "./create_worker_handler.ts";
+} from "./edge_options.ts";
 
-/** Either mode's worker options; the public overloads tie each to its kind of flow. */
-type AnyWorkerOptions = WorkerOptions | StepWorkerOptions;
-type AnyWorkerFunctionOptions = WorkerFunctionOptions | StepWorkerFunctionOptions;
-
-// The overloads of the public functions checked flow and options together; the host holds either
-// pair, so it calls their implementations' signatures.
-const resolveTarget = resolveWorkerTarget as (
-  flow: DeployableFlow,
-  options: AnyWorkerOptions,
-) => WorkerTarget;
-const launchWorker = startWorker as (
-  flow: DeployableFlow,
-  options: AnyWorkerOptions,
-) => Promise<WorkerHandle>;
+const launchWorker = eitherMode<AnyWorkerOptions, Promise<WorkerHandle>>(startWorker);
 
 /** Why an isolate ends. */
 type EndReason = "beforeunload" | "wall_clock_budget" | "requested" | "closed";
@@ -55,28 +46,6 @@ interface Launch {
   readonly status: WorkerFunctionStatus;
 }
 
-const DEFAULT_WALL_CLOCK_BUDGET_MS = 140_000;
-const DEFAULT_DRAIN_TIMEOUT_MS = 8_000;
-/** Part of the drain timeout kept for reporting results after the task grace period. */
-const RESULT_FLUSH_RESERVE_MS = 3_000;
-/** Longest wait for the successor's answer (a cold start that compiles the flow first). */
-const SUCCESSOR_TIMEOUT_MS = 10_000;
-
-const HTTP_STATUS: Readonly<Record<WorkerFunctionState, number>> = {
-  idle: 200,
-  starting: 202,
-  running: 200,
-  draining: 503,
-  paused: 503,
-  disabled: 503,
-  stopped: 503,
-  failed: 500,
-};
-
-interface GlobalWithEdgeRuntime {
-  EdgeRuntime?: EdgeRuntimeLike;
-}
-
 /** The implementation behind `createWorkerHandler()`. */
 export class WorkerFunctionHost implements WorkerFunctionHandler {
   readonly functionName: string;
@@ -84,21 +53,10 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
   readonly onEdge: boolean;
 
   #flow: DeployableFlow;
-  #workerOptions: AnyWorkerOptions;
+  #config: HostConfig;
   #logger: Logger;
-  #secret: string | null;
   #auth: BearerAuth | null;
   #sql: Sql | null;
-  #ownsPool: boolean;
-  #configError: string | null;
-  #selfUrl: URL | null;
-  #edgeRuntime: EdgeRuntimeLike | null;
-  #lifecycle: EventTarget | null;
-  #wallClockBudgetMs: number;
-  #drainTimeoutMs: number;
-  /** When the isolate ends: how long in-flight tasks may run (the drain minus the flush reserve). */
-  #drainGraceMs: number;
-  #respawn: boolean;
   #createdAt = performance.now();
 
   /** The current worker, from its start until it has stopped. */
@@ -117,100 +75,32 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
   #endComplete = false;
 
   constructor(flow: DeployableFlow, options: AnyWorkerFunctionOptions) {
-    if (typeof options !== "object" || options === null) {
-      throw new TypeError("Cannot create worker handler: options must be an object");
-    }
+    const config = resolveHostConfig(flow, options);
     this.#flow = flow;
-    const env = options.env ?? processEnv();
-    const setting = (name: string) => {
-      const value = env[name];
-      return value === undefined || value === "" ? null : value;
-    };
-    // The worker's own checks (stepSlug, functionName), at creation rather than at the first
-    // request; the function name is needed from here on.
-    const { functionName } = resolveTarget(flow, options);
-    this.functionName = functionName;
-    const fail = (message: string): never => {
-      throw new TypeError(`Cannot create worker handler for "${functionName}": ${message}`);
-    };
-
-    this.#edgeRuntime = options.edgeRuntime !== undefined
-      ? options.edgeRuntime
-      : (globalThis as GlobalWithEdgeRuntime).EdgeRuntime ?? null;
-    this.onEdge = this.#edgeRuntime !== null;
-    this.#lifecycle = options.lifecycleEvents ?? (this.onEdge ? globalThis : null);
-    this.#wallClockBudgetMs = duration(
-      functionName,
-      "wallClockBudgetMs",
-      options,
-      DEFAULT_WALL_CLOCK_BUDGET_MS,
-      true,
-    );
-    this.#drainTimeoutMs = duration(
-      functionName,
-      "drainTimeoutMs",
-      options,
-      DEFAULT_DRAIN_TIMEOUT_MS,
-      false,
-    );
-    this.#drainGraceMs = Math.max(0, this.#drainTimeoutMs - RESULT_FLUSH_RESERVE_MS);
-    this.#respawn = options.respawn ?? true;
-
+    this.#config = config;
+    this.functionName = config.functionName;
+    this.onEdge = config.edgeRuntime !== null;
     this.#logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
-      function_name: functionName,
+      function_name: config.functionName,
       isolate_id: this.isolateId,
     });
-
-    this.#secret = options.secret ?? setting("SLUICE_WORKER_SECRET") ??
-      setting("SUPABASE_SERVICE_ROLE_KEY");
-    if (this.#secret === "") this.#secret = null;
-    this.#auth = this.#secret === null ? null : new BearerAuth(this.#secret);
-    if (this.#auth === null) this.#logger.error(noSecretMessage(functionName));
-
-    this.#selfUrl = resolveSelfUrl(functionName, options.selfUrl, setting("SUPABASE_URL"), fail);
-
-    if (options.sql !== undefined && options.connectionString !== undefined) {
-      fail("give either sql or connectionString, not both");
-    }
+    this.#auth = config.secret === null ? null : new BearerAuth(config.secret);
+    if (this.#auth === null) this.#logger.error(noSecretMessage(config.functionName));
     // The pool opens last: nothing after it may throw, or it would be left behind.
-    const url = options.sql === undefined
-      ? options.connectionString ?? setting("SLUICE_DATABASE_URL") ?? setting("SUPABASE_DB_URL")
+    const { connection } = config;
+    this.#sql = connection.kind === "given"
+      ? connection.sql
+      : connection.kind === "url"
+      ? connect(connection.url, {
+        max: connection.poolSize,
+        applicationName: `sluice-edge:${config.functionName}`,
+      })
       : null;
-    this.#ownsPool = options.sql === undefined && url !== null;
-    this.#sql = options.sql ??
-      (url === null ? null : connect(url, {
-        max: options.poolSize ?? 4,
-        applicationName: `sluice-edge:${functionName}`,
-      }));
-    this.#configError = this.#sql === null
-      ? `Cannot start worker function "${functionName}": no database connection; set ` +
-        "SLUICE_DATABASE_URL (or SUPABASE_DB_URL), or pass connectionString or sql"
-      : null;
-
-    this.#workerOptions = {
-      ...workerOnly(options),
-      sql: this.#sql ?? undefined,
-      functionName,
-      env,
-    };
-
-    this.#lifecycle?.addEventListener("beforeunload", this.#onBeforeUnload);
+    config.lifecycle?.addEventListener("beforeunload", this.#onBeforeUnload);
   }
 
-  readonly fetch = async (request: Request): Promise<Response> => {
-    // The body carries nothing the worker needs; release it at once.
-    await request.body?.cancel().catch(() => {});
-    if (this.#auth === null) {
-      return json(500, { error: noSecretMessage(this.functionName) });
-    }
-    if (!(await this.#auth.verify(request.headers.get("authorization")))) {
-      return json(401, { error: "Unauthorized: send Authorization: Bearer <secret>" }, {
-        "www-authenticate": 'Bearer realm="sluice"',
-      });
-    }
-    const status = await this.start();
-    return json(HTTP_STATUS[status.status], status);
-  };
+  readonly fetch = (request: Request): Promise<Response> =>
+    answerRequest(request, this.functionName, this.#auth, () => this.start());
 
   get status(): WorkerFunctionStatus {
     const worker = this.#worker;
@@ -237,7 +127,9 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       return Promise.resolve(this.status);
     }
     if (this.#sql === null) {
-      return Promise.resolve(this.#snapshot("failed", { error: this.#configError ?? undefined }));
+      return Promise.resolve(
+        this.#snapshot("failed", { error: noConnectionMessage(this.functionName) }),
+      );
     }
     const launch = this.#launch(this.#sql);
     this.#starting = launch.then((outcome) => outcome.worker);
@@ -248,12 +140,12 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       this.#logger.error("worker supervision failed", { error: describeError(error) });
     });
     this.#life = life;
-    this.#edgeRuntime?.waitUntil(life);
+    this.#config.edgeRuntime?.waitUntil(life);
     return launch.then((outcome) => outcome.status);
   }
 
   end(): Promise<void> {
-    return this.#end("requested", this.#respawn);
+    return this.#end("requested", this.#config.respawn);
   }
 
   close(): Promise<void> {
@@ -265,7 +157,7 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
   }
 
   #onBeforeUnload = (): void => {
-    void this.#end("beforeunload", this.#respawn);
+    void this.#end("beforeunload", this.#config.respawn);
   };
 
   /** Consults the function's row, then starts the worker. Never rejects. */
@@ -282,7 +174,7 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
         }));
       }
       if (this.#ending !== null) return { worker: null, status: this.status };
-      const worker = await launchWorker(this.#flow, this.#workerOptions);
+      const worker = await launchWorker(this.#flow, { ...this.#config.workerOptions, sql });
       this.#seenInvokedAt = state?.lastInvokedAt ?? null;
       this.#worker = worker;
       this.#lastOutcome = null;
@@ -325,10 +217,11 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
   }
 
   #armWallClockBudget(): void {
-    if (!this.onEdge || !Number.isFinite(this.#wallClockBudgetMs)) return;
-    const remaining = this.#wallClockBudgetMs - (performance.now() - this.#createdAt);
+    const budgetMs = this.#config.wallClockBudgetMs;
+    if (!this.onEdge || !Number.isFinite(budgetMs)) return;
+    const remaining = budgetMs - (performance.now() - this.#createdAt);
     this.#budgetTimer = setTimeout(
-      () => void this.#end("wall_clock_budget", this.#respawn),
+      () => void this.#end("wall_clock_budget", this.#config.respawn),
       Math.max(0, remaining),
     );
   }
@@ -341,14 +234,14 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       }).finally(() => {
         this.#endComplete = true;
       });
-      if (respawn) this.#edgeRuntime?.waitUntil(this.#ended);
+      if (respawn) this.#config.edgeRuntime?.waitUntil(this.#ended);
     }
     return this.#ended;
   }
 
   async #runEnd(reason: EndReason, respawn: boolean): Promise<void> {
     clearTimeout(this.#budgetTimer);
-    this.#lifecycle?.removeEventListener("beforeunload", this.#onBeforeUnload);
+    this.#config.lifecycle?.removeEventListener("beforeunload", this.#onBeforeUnload);
     const worker = this.#worker ?? await (this.#starting ?? null);
     if (worker !== null) {
       const wasRunning = worker.status === "running";
@@ -357,69 +250,36 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       this.#logger.info("isolate ending: stopping the worker", {
         reason,
         worker_id: worker.workerId,
-        drain_timeout_ms: ending ? this.#drainTimeoutMs : null,
+        drain_timeout_ms: ending ? this.#config.drainTimeoutMs : null,
       });
-      const stopped = worker.stop(ending ? { graceMs: this.#drainGraceMs } : undefined);
+      const stopped = worker.stop(ending ? { graceMs: this.#config.drainGraceMs } : undefined);
       if (respawn && wasRunning) {
         // The successor takes over the queue as soon as this worker reads no more: tasks still
         // in flight here are started and hidden, so it cannot claim them twice. The deadline only
         // guards against a read that hangs on a dead connection.
-        if (!(await settlesWithin(worker.pollingStopped, this.#drainTimeoutMs))) {
+        if (!(await settlesWithin(worker.pollingStopped, this.#config.drainTimeoutMs))) {
           this.#logger.warn("polling did not stop in time: requesting the successor anyway", {
             worker_id: worker.workerId,
-            drain_timeout_ms: this.#drainTimeoutMs,
+            drain_timeout_ms: this.#config.drainTimeoutMs,
           });
         }
-        if (!endedFatally(worker)) await this.#requestSuccessor(worker, reason);
+        if (!endedFatally(worker)) {
+          await claimAndRequestSuccessor({
+            sql: this.#sql as Sql,
+            functionName: this.functionName,
+            isolateId: this.isolateId,
+            seenInvokedAt: this.#seenInvokedAt,
+            selfUrl: this.#config.selfUrl,
+            secret: this.#config.secret,
+            reason,
+            workerId: worker.workerId,
+          }, this.#logger);
+        }
       }
       await stopped;
     }
     await this.#life;
-    if (this.#ownsPool) await this.#sql?.end({ timeout: 5 });
-  }
-
-  async #requestSuccessor(worker: WorkerHandle, reason: EndReason): Promise<void> {
-    const fields = { worker_id: worker.workerId, reason };
-    if (this.#selfUrl === null) {
-      this.#logger.error(
-        "cannot request a successor: the function URL is unknown; set SUPABASE_URL or pass selfUrl",
-        fields,
-      );
-      return;
-    }
-    if (this.#secret === null) {
-      this.#logger.error(noSecretMessage(this.functionName), fields);
-      return;
-    }
-    let claimed: boolean;
-    try {
-      claimed = await claimRespawn(this.#sql as Sql, this.functionName, this.#seenInvokedAt);
-    } catch (error) {
-      this.#logger.error("cannot claim the respawn: no successor requested", {
-        ...fields,
-        error: describeError(error),
-      });
-      return;
-    }
-    if (!claimed) {
-      this.#logger.info(
-        "no successor requested: the function is disabled or restart-paused, or another " +
-          "isolate already requested one",
-        fields,
-      );
-      return;
-    }
-    await requestSuccessor({
-      url: this.#selfUrl,
-      secret: this.#secret,
-      body: {
-        reason: "respawn",
-        ending: reason,
-        predecessor: { ...fields, isolate_id: this.isolateId },
-      },
-      timeoutMs: SUCCESSOR_TIMEOUT_MS,
-      logFields: fields,
-    }, this.#logger);
+    if (this.#config.connection.kind === "url") await this.#sql?.end({ timeout: 5 });
   }
 
   #snapshot(
@@ -455,79 +315,6 @@ function endedFatally(worker: WorkerHandle): boolean {
   return worker.status === "fatal";
 }
 
-/** The options meant for `startWorker`; the connection is replaced by the adapter's pool. */
-function workerOnly(options: AnyWorkerFunctionOptions): AnyWorkerOptions {
-  const {
-    secret: _secret,
-    selfUrl: _selfUrl,
-    wallClockBudgetMs: _wallClockBudgetMs,
-    drainTimeoutMs: _drainTimeoutMs,
-    respawn: _respawn,
-    edgeRuntime: _edgeRuntime,
-    lifecycleEvents: _lifecycleEvents,
-    connectionString: _connectionString,
-    poolSize: _poolSize,
-    ...worker
-  } = options;
-  return worker;
-}
-
-function noSecretMessage(functionName: string): string {
-  return `Cannot authorize requests to worker function "${functionName}": no secret configured; ` +
-    "set SLUICE_WORKER_SECRET (or SUPABASE_SERVICE_ROLE_KEY), or pass the secret option";
-}
-
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json", ...headers },
-  });
-}
-
-function duration(
-  functionName: string,
-  name: "wallClockBudgetMs" | "drainTimeoutMs",
-  options: AnyWorkerFunctionOptions,
-  fallback: number,
-  infiniteAllowed: boolean,
-): number {
-  const value = options[name] ?? fallback;
-  if (
-    typeof value !== "number" || Number.isNaN(value) || value < 0 ||
-    (!infiniteAllowed && !Number.isFinite(value))
-  ) {
-    throw new RangeError(
-      `Cannot create worker handler for "${functionName}": ${name} must be a ${
-        infiniteAllowed ? "" : "finite "
-      }number >= 0, got ${String(value)}`,
-    );
-  }
-  return value;
-}
-
-function resolveSelfUrl(
-  functionName: string,
-  selfUrl: string | URL | undefined,
-  supabaseUrl: string | null,
-  fail: (message: string) => never,
-): URL | null {
-  if (selfUrl !== undefined) {
-    try {
-      return new URL(selfUrl);
-    } catch {
-      return fail(`selfUrl must be an absolute URL, got ${JSON.stringify(String(selfUrl))}`);
-    }
-  }
-  if (supabaseUrl === null) return null;
-  try {
-    const base = new URL(supabaseUrl);
-    if (!base.pathname.endsWith("/")) base.pathname += "/";
-    return new URL(`functions/v1/${encodeURIComponent(functionName)}`, base);
-  } catch {
-    return fail(`SUPABASE_URL must be an absolute URL, got ${JSON.stringify(supabaseUrl)}`);
-  }
-}
-
 /** Whether `promise` settles within `ms`; the timer never outlives the wait. */
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: number | undefined;
@@ -536,14 +323,5 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
     return await Promise.race([promise.then(() => true, () => true), expired]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-function processEnv(): Record<string, string> {
-  try {
-    return Deno.env.toObject();
-  } catch {
-    // No --allow-env: nothing configured from the environment.
-    return {};
   }
 }

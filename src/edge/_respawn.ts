@@ -1,12 +1,79 @@
 /**
- * The successor request: an ending isolate calls its own function URL once, with the same bearer
- * secret, so the platform starts a fresh isolate whose first request starts a worker.
+ * The respawn of an ending isolate: it claims the respawn in PostgreSQL (exactly one of the
+ * isolates that saw the same `last_invoked_at` wins, and only while the function is enabled and
+ * not paused), then calls its own function URL once, with the same bearer secret, so the platform
+ * starts a fresh isolate whose first request starts a worker.
  *
  * @module
  */
 
-import { describeError } from "./_describe_error.ts";
+import type { Sql } from "postgres";
+import { claimRespawn } from "../db/edge_queries.ts";
+import { describeError } from "../worker/describe_error.ts";
 import type { Logger } from "../worker/logger.ts";
+import { noSecretMessage } from "./_host_config.ts";
+
+/** Longest wait for the successor's answer (a cold start that compiles the flow first). */
+const SUCCESSOR_TIMEOUT_MS = 10_000;
+
+/** What an ending isolate knows when it asks for a successor. */
+export interface Respawn {
+  readonly sql: Sql;
+  readonly functionName: string;
+  readonly isolateId: string;
+  /** `last_invoked_at` as read before the worker started: the claim's expected value. */
+  readonly seenInvokedAt: string | null;
+  readonly selfUrl: URL | null;
+  readonly secret: string | null;
+  /** Why the isolate ends. */
+  readonly reason: string;
+  readonly workerId: string;
+}
+
+/** Claims the respawn and, when this isolate won it, requests the successor. Never rejects. */
+export async function claimAndRequestSuccessor(request: Respawn, logger: Logger): Promise<void> {
+  const fields = { worker_id: request.workerId, reason: request.reason };
+  if (request.selfUrl === null) {
+    logger.error(
+      "cannot request a successor: the function URL is unknown; set SUPABASE_URL or pass selfUrl",
+      fields,
+    );
+    return;
+  }
+  if (request.secret === null) {
+    logger.error(noSecretMessage(request.functionName), fields);
+    return;
+  }
+  let claimed: boolean;
+  try {
+    claimed = await claimRespawn(request.sql, request.functionName, request.seenInvokedAt);
+  } catch (error) {
+    logger.error("cannot claim the respawn: no successor requested", {
+      ...fields,
+      error: describeError(error),
+    });
+    return;
+  }
+  if (!claimed) {
+    logger.info(
+      "no successor requested: the function is disabled or restart-paused, or another " +
+        "isolate already requested one",
+      fields,
+    );
+    return;
+  }
+  await requestSuccessor({
+    url: request.selfUrl,
+    secret: request.secret,
+    body: {
+      reason: "respawn",
+      ending: request.reason,
+      predecessor: { ...fields, isolate_id: request.isolateId },
+    },
+    timeoutMs: SUCCESSOR_TIMEOUT_MS,
+    logFields: fields,
+  }, logger);
+}
 
 /** What the successor request needs. */
 export interface SuccessorRequest {

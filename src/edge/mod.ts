@@ -21,4 +21,5 @@
  */
 
 export * from "./create_worker_handler.ts";
+export * from "./edge_options.ts";
 export * from "./serve_worker.ts";

@@ -4,16 +4,17 @@
  * @module
  */
 
+import { eitherMode } from "../dsl/either_mode.ts";
 import type { AnyFlow } from "../dsl/flow.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
 import { jsonLineSink, Logger } from "../worker/logger.ts";
-import {
-  createWorkerHandler,
-  type StepWorkerFunctionOptions,
-  type WorkerFunctionHandler,
-  type WorkerFunctionOptions,
-} from "./create_worker_handler.ts";
+import { createWorkerHandler } from "./create_worker_handler.ts";
+import type {
+  StepWorkerFunctionOptions,
+  WorkerFunctionHandler,
+  WorkerFunctionOptions,
+} from "./edge_options.ts";
 
 /**
  * Where and how {@linkcode serveWorker} listens, on top of the handler's options.
@@ -181,11 +182,9 @@ export function serveWorker(
   flow: DeployableFlow,
   options: ServeWorkerOptions | StepServeWorkerOptions = {},
 ): WorkerServer {
-  // The overloads checked flow and options together; the handler's implementation takes either.
-  const handler = (createWorkerHandler as (
-    flow: DeployableFlow,
-    options: ServeWorkerOptions | StepServeWorkerOptions,
-  ) => WorkerFunctionHandler)(flow, options);
+  const handler = eitherMode<ServeWorkerOptions | StepServeWorkerOptions, WorkerFunctionHandler>(
+    createWorkerHandler,
+  )(flow, options);
   const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
     function_name: handler.functionName,
     isolate_id: handler.isolateId,

@@ -5,6 +5,8 @@
  * @module
  */
 
+import { errorCode, safeString, truncate } from "./describe_error.ts";
+
 /** Connection-level error codes of postgres.js and the Node/Deno socket layer. */
 const TRANSIENT_CONNECTION_CODES = new Set([
   "CONNECTION_CLOSED",
@@ -29,13 +31,6 @@ const TRANSIENT_CONNECTION_CODES = new Set([
  */
 const TRANSIENT_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300", "40001", "40P01"]);
 
-/** The SQLSTATE or connection code of an error, when it has one. */
-export function errorCode(error: unknown): string | undefined {
-  if (typeof error !== "object" || error === null) return undefined;
-  const code = (error as { code?: unknown }).code;
-  return typeof code === "string" ? code : undefined;
-}
-
 /**
  * Whether a database call failed for a reason that goes away by itself (the server restarts, a
  * connection was terminated, too many clients): the call is retried with backoff. Anything else
@@ -58,16 +53,6 @@ export function isTransientDatabaseError(error: unknown): boolean {
     }
   }
   return false;
-}
-
-/** A one-line description of an error for logs: name, code and message, truncated. */
-export function describeError(error: unknown, maxLength = 500): string {
-  if (error instanceof Error) {
-    const code = errorCode(error);
-    const text = `${error.name}${code === undefined ? "" : ` [${code}]`}: ${error.message}`;
-    return truncate(text, maxLength);
-  }
-  return truncate(`non-error value thrown: ${safeString(error)}`, maxLength);
 }
 
 /** Maximum length of the error text stored on a task. */
@@ -110,20 +95,4 @@ function stackFrames(error: Error): string[] {
     .filter((line) => !line.includes(WORKER_INTERNALS))
     .slice(0, MAX_STACK_FRAMES)
     .map((line) => `    ${line.trim()}`);
-}
-
-function safeString(value: unknown): string {
-  try {
-    if (typeof value === "string") return JSON.stringify(value);
-    return String(value);
-  } catch {
-    return typeof value;
-  }
-}
-
-/** Cuts text to at most `maxLength` characters, marking the cut. */
-export function truncate(text: string, maxLength: number): string {
-  if (text.length <= maxLength) return text;
-  const marker = " …(truncated)";
-  return text.slice(0, Math.max(0, maxLength - marker.length)) + marker;
 }

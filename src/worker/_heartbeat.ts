@@ -7,7 +7,8 @@
  */
 
 import type { Sql } from "postgres";
-import { describeError, isTransientDatabaseError } from "./_errors.ts";
+import { isTransientDatabaseError } from "./_errors.ts";
+import { describeError } from "./describe_error.ts";
 import { heartbeatWorker, requeueStalledTasks } from "../db/worker_queries.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";
 import type { Logger } from "./logger.ts";

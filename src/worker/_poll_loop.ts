@@ -12,7 +12,7 @@
 
 import type { Sql } from "postgres";
 import type { StepHandler } from "../dsl/step_definition.ts";
-import { describeError } from "./_errors.ts";
+import { describeError } from "./describe_error.ts";
 import type { QueueListener } from "./_queue_listener.ts";
 import {
   type ClaimedTask,

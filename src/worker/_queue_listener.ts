@@ -15,7 +15,7 @@
 
 import type { Sql } from "postgres";
 import { type ListenerConnection, openListenerConnection } from "../db/listener.ts";
-import { describeError } from "./_errors.ts";
+import { describeError } from "./describe_error.ts";
 import { backoffDelay, sleep } from "./_retry.ts";
 import type { Logger } from "./logger.ts";
 

@@ -18,7 +18,8 @@
  */
 
 import type { Sql } from "postgres";
-import { describeError, MAX_TASK_ERROR_LENGTH, truncate } from "./_errors.ts";
+import { MAX_TASK_ERROR_LENGTH } from "./_errors.ts";
+import { describeError, truncate } from "./describe_error.ts";
 import { completeTasks, failTask, type TaskResult } from "../db/worker_queries.ts";
 import { type OutageTracker, retryTransient } from "./_retry.ts";
 import type { Logger } from "./logger.ts";

@@ -6,7 +6,8 @@
  * @module
  */
 
-import { describeError, isTransientDatabaseError } from "./_errors.ts";
+import { isTransientDatabaseError } from "./_errors.ts";
+import { describeError } from "./describe_error.ts";
 import type { Logger } from "./logger.ts";
 
 /** First retry delay after a transient error. */

@@ -9,7 +9,7 @@
 
 import type { Sql } from "postgres";
 import type { StepHandler } from "../dsl/step_definition.ts";
-import { describeError } from "./_errors.ts";
+import { describeError } from "./describe_error.ts";
 import { Heartbeat } from "./_heartbeat.ts";
 import { PollLoop, type PollLoopEnd } from "./_poll_loop.ts";
 import { stopWorker, type SupportedRoute } from "../db/worker_queries.ts";

@@ -8,7 +8,8 @@
 import type { Sql } from "postgres";
 import type { StepContext } from "../dsl/context.ts";
 import type { StepHandler } from "../dsl/step_definition.ts";
-import { formatTaskError, MAX_TASK_ERROR_LENGTH, truncate } from "./_errors.ts";
+import { formatTaskError, MAX_TASK_ERROR_LENGTH } from "./_errors.ts";
+import { truncate } from "./describe_error.ts";
 import type { ClaimedTask } from "../db/worker_queries.ts";
 import { MAX_RETRY_DELAY_SECONDS, RetryAfterError } from "./retry_after_error.ts";
 

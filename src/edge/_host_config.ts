@@ -1,0 +1,191 @@
+/**
+ * The configuration of a worker function host, resolved once at creation from its options and
+ * the environment: the worker target, the Edge runtime hooks, the lifecycle durations, the secret,
+ * the function's own URL and the connection (through the worker's `resolveWorkerConfig`).
+ *
+ * @module
+ */
+
+import { eitherMode } from "../dsl/either_mode.ts";
+import type { DeployableFlow } from "../dsl/types.ts";
+import { type ConnectionSource, resolveWorkerConfig } from "../worker/worker_config.ts";
+import type { StepWorkerOptions, WorkerOptions } from "../worker/worker_options.ts";
+import { resolveWorkerTarget, type WorkerTarget } from "../worker/worker_target.ts";
+import type {
+  EdgeRuntimeLike,
+  StepWorkerFunctionOptions,
+  WorkerFunctionOptions,
+} from "./edge_options.ts";
+
+/** Either mode's worker options; the public overloads tie each to its kind of flow. */
+export type AnyWorkerOptions = WorkerOptions | StepWorkerOptions;
+/** Either mode's worker function options. */
+export type AnyWorkerFunctionOptions = WorkerFunctionOptions | StepWorkerFunctionOptions;
+
+const DEFAULT_WALL_CLOCK_BUDGET_MS = 140_000;
+const DEFAULT_DRAIN_TIMEOUT_MS = 8_000;
+/** Part of the drain timeout kept for reporting results after the task grace period. */
+const RESULT_FLUSH_RESERVE_MS = 3_000;
+
+/** Environment variables holding the database URL, in order of preference. */
+const DATABASE_URL_VARIABLES = ["SLUICE_DATABASE_URL", "SUPABASE_DB_URL"] as const;
+
+interface GlobalWithEdgeRuntime {
+  EdgeRuntime?: EdgeRuntimeLike;
+}
+
+/** A host's resolved configuration. */
+export interface HostConfig {
+  readonly functionName: string;
+  readonly edgeRuntime: EdgeRuntimeLike | null;
+  /** Where `beforeunload` is listened for. */
+  readonly lifecycle: EventTarget | null;
+  readonly wallClockBudgetMs: number;
+  readonly drainTimeoutMs: number;
+  /** When the isolate ends: how long in-flight tasks may run (the drain minus the flush reserve). */
+  readonly drainGraceMs: number;
+  readonly respawn: boolean;
+  /** The bearer secret, or `null` when none is configured (every request is refused). */
+  readonly secret: string | null;
+  /** The function's own URL, or `null` when unknown (no successor can be requested). */
+  readonly selfUrl: URL | null;
+  readonly connection: ConnectionSource;
+  /** The options meant for `startWorker`, without a connection (the host supplies its pool). */
+  readonly workerOptions: AnyWorkerOptions;
+}
+
+/**
+ * Resolves a host's configuration.
+ *
+ * @throws {StepSlugError} When the worker's `stepSlug` does not fit the flow.
+ * @throws {TypeError} When options are inconsistent (both `sql` and `connectionString`, an invalid
+ * `selfUrl` or `SUPABASE_URL`).
+ * @throws {RangeError} When a duration or `poolSize` is out of range.
+ */
+export function resolveHostConfig(
+  flow: DeployableFlow,
+  options: AnyWorkerFunctionOptions,
+): HostConfig {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError("Cannot create worker handler: options must be an object");
+  }
+  // The worker's own checks (stepSlug, functionName), at creation rather than at the first
+  // request; the function name is needed from here on.
+  const { functionName } = eitherMode<AnyWorkerOptions, WorkerTarget>(resolveWorkerTarget)(
+    flow,
+    options,
+  );
+  const context = `Cannot create worker handler for "${functionName}"`;
+  const { env, connection } = resolveWorkerConfig(options, {
+    context,
+    urlVariables: DATABASE_URL_VARIABLES,
+  });
+  const setting = (name: string) => {
+    const value = env[name];
+    return value === undefined || value === "" ? null : value;
+  };
+
+  const edgeRuntime = options.edgeRuntime !== undefined
+    ? options.edgeRuntime
+    : (globalThis as GlobalWithEdgeRuntime).EdgeRuntime ?? null;
+  const drainTimeoutMs = duration(context, "drainTimeoutMs", options, DEFAULT_DRAIN_TIMEOUT_MS);
+  const secret = options.secret ?? setting("SLUICE_WORKER_SECRET") ??
+    setting("SUPABASE_SERVICE_ROLE_KEY");
+  return {
+    functionName,
+    edgeRuntime,
+    lifecycle: options.lifecycleEvents ?? (edgeRuntime !== null ? globalThis : null),
+    wallClockBudgetMs: duration(
+      context,
+      "wallClockBudgetMs",
+      options,
+      DEFAULT_WALL_CLOCK_BUDGET_MS,
+    ),
+    drainTimeoutMs,
+    drainGraceMs: Math.max(0, drainTimeoutMs - RESULT_FLUSH_RESERVE_MS),
+    respawn: options.respawn ?? true,
+    secret: secret === "" ? null : secret,
+    selfUrl: resolveSelfUrl(context, functionName, options.selfUrl, setting("SUPABASE_URL")),
+    connection,
+    workerOptions: { ...workerOnly(options), functionName, env },
+  };
+}
+
+/** The error of a host without a secret: names the variables to set. */
+export function noSecretMessage(functionName: string): string {
+  return `Cannot authorize requests to worker function "${functionName}": no secret configured; ` +
+    "set SLUICE_WORKER_SECRET (or SUPABASE_SERVICE_ROLE_KEY), or pass the secret option";
+}
+
+/** The error of a host without a database connection: names the variables to set. */
+export function noConnectionMessage(functionName: string): string {
+  return `Cannot start worker function "${functionName}": no database connection; set ` +
+    "SLUICE_DATABASE_URL (or SUPABASE_DB_URL), or pass connectionString or sql";
+}
+
+/** The options meant for `startWorker`; the connection is replaced by the host's pool. */
+function workerOnly(options: AnyWorkerFunctionOptions): AnyWorkerOptions {
+  const {
+    secret: _secret,
+    selfUrl: _selfUrl,
+    wallClockBudgetMs: _wallClockBudgetMs,
+    drainTimeoutMs: _drainTimeoutMs,
+    respawn: _respawn,
+    edgeRuntime: _edgeRuntime,
+    lifecycleEvents: _lifecycleEvents,
+    connectionString: _connectionString,
+    poolSize: _poolSize,
+    sql: _sql,
+    ...worker
+  } = options;
+  return worker;
+}
+
+/** A duration option; only the wall-clock budget may be infinite. */
+function duration(
+  context: string,
+  name: "wallClockBudgetMs" | "drainTimeoutMs",
+  options: AnyWorkerFunctionOptions,
+  fallback: number,
+): number {
+  const infiniteAllowed = name === "wallClockBudgetMs";
+  const value = options[name] ?? fallback;
+  if (
+    typeof value !== "number" || Number.isNaN(value) || value < 0 ||
+    (!infiniteAllowed && !Number.isFinite(value))
+  ) {
+    throw new RangeError(
+      `${context}: ${name} must be a ${infiniteAllowed ? "" : "finite "}number >= 0, got ${
+        String(value)
+      }`,
+    );
+  }
+  return value;
+}
+
+function resolveSelfUrl(
+  context: string,
+  functionName: string,
+  selfUrl: string | URL | undefined,
+  supabaseUrl: string | null,
+): URL | null {
+  if (selfUrl !== undefined) {
+    try {
+      return new URL(selfUrl);
+    } catch {
+      throw new TypeError(
+        `${context}: selfUrl must be an absolute URL, got ${JSON.stringify(String(selfUrl))}`,
+      );
+    }
+  }
+  if (supabaseUrl === null) return null;
+  try {
+    const base = new URL(supabaseUrl);
+    if (!base.pathname.endsWith("/")) base.pathname += "/";
+    return new URL(`functions/v1/${encodeURIComponent(functionName)}`, base);
+  } catch {
+    throw new TypeError(
+      `${context}: SUPABASE_URL must be an absolute URL, got ${JSON.stringify(supabaseUrl)}`,
+    );
+  }
+}
