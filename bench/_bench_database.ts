@@ -6,7 +6,7 @@
  */
 import postgres from "postgres";
 import { migrate } from "../src/ops/migrate.ts";
-import { startTempPostgres, type TempPostgres } from "../src/ops/temp_postgres.ts";
+import { startTempPostgres, type TempPostgres } from "../dev/temp_postgres.ts";
 
 /** Options of {@linkcode benchDatabase}. */
 export interface BenchDatabaseOptions {

@@ -29,7 +29,7 @@ import {
   waitForRun,
 } from "@sluice/sluice";
 import { migrate } from "../src/ops/migrate.ts";
-import { startTempPostgres } from "../src/ops/temp_postgres.ts";
+import { startTempPostgres } from "../dev/temp_postgres.ts";
 
 /** The run input: an order. Amounts are in cents. */
 interface Order {

@@ -12,7 +12,7 @@
  */
 import postgres from "postgres";
 import { migrate } from "../src/ops/migrate.ts";
-import { startTempPostgres, type TempPostgres } from "../src/ops/temp_postgres.ts";
+import { startTempPostgres, type TempPostgres } from "../dev/temp_postgres.ts";
 import { databaseUrl } from "../tests/_db.ts";
 import { formatTestSummary, parseTestSummary, type TestSummary } from "./_test_summary.ts";
 

@@ -1,6 +1,8 @@
 /**
  * A throwaway PostgreSQL cluster for tests and local runs: created in a fresh temp dir, started on a
  * free loopback port, stopped and removed at the end — also when the owning process is killed.
+ * Development infrastructure (`deno task test`, `deno task demo`, the benchmarks): not part of the
+ * published package.
  *
  * @module
  */

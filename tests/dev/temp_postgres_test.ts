@@ -4,7 +4,7 @@ import {
   findPostgresBinaries,
   PostgresNotFoundError,
   startTempPostgres,
-} from "../../src/ops/temp_postgres.ts";
+} from "../../dev/temp_postgres.ts";
 import { eventually, exists, isPostmasterOf } from "./_postgres_process.ts";
 
 const haveBinaries = await findPostgresBinaries().then(() => true, () => false);
