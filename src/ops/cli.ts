@@ -10,7 +10,7 @@
  * @module
  */
 
-import postgres from "postgres";
+import { connect } from "../db/connect.ts";
 import { type CommandArgs, COMMANDS, type OpsCommand, type OpsIo } from "./commands/mod.ts";
 
 function usageLine(command: OpsCommand): string {
@@ -118,7 +118,7 @@ export async function main(
     );
     return 2;
   }
-  const sql = postgres(url, { prepare: false, max: 1, onnotice: () => {} });
+  const sql = connect(url, { max: 1, applicationName: "sluice-ops" });
   try {
     return await command.run(sql, parsed, io);
   } catch (error) {

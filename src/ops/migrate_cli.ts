@@ -3,7 +3,7 @@
  *
  * @module
  */
-import postgres from "postgres";
+import { connect } from "../db/connect.ts";
 import { migrate, MigrationError } from "./migrate.ts";
 import type { PgmqInstall } from "./install_pgmq.ts";
 
@@ -32,7 +32,7 @@ export async function main(url: string | undefined): Promise<number> {
     );
     return 2;
   }
-  const sql = postgres(url, { prepare: false, max: 2, onnotice: () => {} });
+  const sql = connect(url, { max: 2, applicationName: "sluice-migrate" });
   try {
     const { pgmq, applied } = await migrate(sql);
     console.log(PGMQ_OUTCOME[pgmq]);

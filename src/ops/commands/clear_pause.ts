@@ -5,6 +5,7 @@
  * @module
  */
 
+import { clearRestartPause, workerFunctionExists } from "../../db/ops_queries.ts";
 import type { OpsCommand } from "./_command.ts";
 
 /**
@@ -28,10 +29,7 @@ export const clearPauseCommand: OpsCommand = {
     "remove the stray messages), then clear the pause. The next invocation starts a worker.",
   async run(sql, args, io) {
     const [name] = args.positional;
-    const [known] = await sql`
-      select 1 from sluice.worker_functions where function_name = ${name}
-    `;
-    if (known === undefined) {
+    if (!(await workerFunctionExists(sql, name))) {
       io.err(
         `Cannot clear the restart pause of ${
           JSON.stringify(name)
@@ -39,9 +37,7 @@ export const clearPauseCommand: OpsCommand = {
       );
       return 1;
     }
-    const [{ cleared }] = await sql<{ cleared: boolean }[]>`
-      select sluice.clear_restart_pause(${name}) as cleared
-    `;
+    const cleared = await clearRestartPause(sql, name);
     io.out(
       cleared
         ? `Cleared the restart pause of worker function ${JSON.stringify(name)}.`

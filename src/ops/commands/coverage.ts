@@ -6,19 +6,8 @@
  * @module
  */
 
+import { readRouteCoverage } from "../../db/ops_queries.ts";
 import { type OpsCommand, printListing } from "./_command.ts";
-
-/** One row of `sluice.route_coverage`. */
-interface CoverageRow extends Record<string, unknown> {
-  flow_slug: string;
-  step_slug: string;
-  step_index: number;
-  queue_name: string;
-  live_workers: number;
-  queued_tasks: number;
-  last_heartbeat_at: Date | null;
-  missing_worker: boolean;
-}
 
 /**
  * The `coverage` command. Always exits 0 when the view could be read: a missing worker is a state
@@ -41,12 +30,7 @@ export const coverageCommand: OpsCommand = {
     "workers serving it whose heartbeat is fresh, and its queued tasks. A route without a\n" +
     "live worker is MISSING: its tasks wait durably in its queue until a worker starts.",
   async run(sql, args, io) {
-    const rows = await sql<CoverageRow[]>`
-      select flow_slug, step_slug, step_index, queue_name, live_workers, queued_tasks,
-        last_heartbeat_at, missing_worker
-      from sluice.route_coverage
-      order by flow_slug collate "C", step_index
-    `;
+    const rows = await readRouteCoverage(sql);
     const printed = printListing(io, args, rows, {
       empty: "No compiled flows, so no routes.",
       headers: ["FLOW", "STEP", "QUEUE", "WORKERS", "QUEUED", "STATUS"],

@@ -5,18 +5,8 @@
  * @module
  */
 
+import { readWorkerFunctionStatus } from "../../db/ops_queries.ts";
 import { formatTime, type OpsCommand, printListing } from "./_command.ts";
-
-/** One row of `sluice.worker_function_status`. */
-interface FunctionRow extends Record<string, unknown> {
-  function_name: string;
-  enabled: boolean;
-  restart_paused: boolean;
-  restart_paused_at: Date | null;
-  pause_reason: string | null;
-  last_invoked_at: Date | null;
-  live_workers: number;
-}
 
 /**
  * The `functions` command.
@@ -36,12 +26,7 @@ export const functionsCommand: OpsCommand = {
   description: "Reads sluice.worker_function_status. A restart-paused function does not respawn\n" +
     "its worker until an operator runs `deno task ops clear-pause <function_name>`.",
   async run(sql, args, io) {
-    const rows = await sql<FunctionRow[]>`
-      select function_name, enabled, restart_paused, restart_paused_at, pause_reason,
-        last_invoked_at, live_workers
-      from sluice.worker_function_status
-      order by function_name collate "C"
-    `;
+    const rows = await readWorkerFunctionStatus(sql);
     printListing(io, args, rows, {
       empty: "No worker functions tracked yet.",
       headers: ["FUNCTION", "ENABLED", "PAUSED SINCE", "WORKERS", "LAST INVOKED", "PAUSE REASON"],

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { pruneDataOlderThan } from "../../db/ops_queries.ts";
 import type { OpsCommand } from "./_command.ts";
 
 /**
@@ -28,9 +29,7 @@ export const pruneCommand: OpsCommand = {
     "The interval is a PostgreSQL interval: '30 days', '12 hours', '1 week'.",
   async run(sql, args, io) {
     const [interval] = args.positional;
-    const [{ result }] = await sql<{ result: { runs: number; workers: number } }[]>`
-      select sluice.prune_data_older_than(${interval}::interval) as result
-    `;
+    const result = await pruneDataOlderThan(sql, interval);
     io.out(
       `Pruned ${result.runs} runs finished and ${result.workers} workers stopped more than ` +
         `${interval} ago.`,

@@ -5,18 +5,8 @@
  * @module
  */
 
+import { readQueueHealth } from "../../db/ops_queries.ts";
 import { type OpsCommand, printListing } from "./_command.ts";
-
-/** One row of `sluice.queue_health`, counts as numbers. */
-interface QueueRow extends Record<string, unknown> {
-  queue_name: string;
-  ownership: string;
-  owner_flow_slug: string | null;
-  queue_length: number;
-  queue_visible_length: number;
-  oldest_msg_age_sec: number | null;
-  live_workers: number;
-}
 
 /**
  * The `queues` command.
@@ -37,16 +27,7 @@ export const queuesCommand: OpsCommand = {
     "shared), messages in it (DEPTH) and visible now (VISIBLE), the age of the oldest\n" +
     "message in seconds, and the live workers polling it.",
   async run(sql, args, io) {
-    // PGMQ counts are bigint, which postgres.js hands over as strings; no queue comes near 2^53.
-    const rows = await sql<QueueRow[]>`
-      select queue_name, ownership, owner_flow_slug,
-        queue_length::float8 as queue_length,
-        queue_visible_length::float8 as queue_visible_length,
-        oldest_msg_age_sec::float8 as oldest_msg_age_sec,
-        live_workers
-      from sluice.queue_health
-      order by queue_name collate "C"
-    `;
+    const rows = await readQueueHealth(sql);
     printListing(io, args, rows, {
       empty: "No queues registered.",
       headers: ["QUEUE", "OWNERSHIP", "OWNER", "DEPTH", "VISIBLE", "OLDEST", "WORKERS"],
