@@ -76,7 +76,7 @@ export async function claimAndRequestSuccessor(request: Respawn, logger: Logger)
 }
 
 /** What the successor request needs. */
-export interface SuccessorRequest {
+interface SuccessorRequest {
   readonly url: URL;
   readonly secret: string;
   /** Sent as the JSON body, for the successor's and the platform's logs. */
@@ -99,7 +99,7 @@ const RETRY_DELAY_MS = 500;
  *
  * @returns Whether the successor answered with a 2xx status.
  */
-export async function requestSuccessor(
+async function requestSuccessor(
   request: SuccessorRequest,
   logger: Logger,
 ): Promise<boolean> {

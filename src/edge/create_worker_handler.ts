@@ -25,7 +25,7 @@ import type {
  * @throws {StepSlugError} When a `stepSlug` is given: a plain flow's worker runs every step.
  * @throws {TypeError} When options are inconsistent (both `sql` and `connectionString`, an
  * invalid `selfUrl`).
- * @throws {RangeError} When `wallClockBudgetMs` or `drainTimeoutMs` is out of range.
+ * @throws {RangeError} When `wallClockBudgetMs`, `drainTimeoutMs` or `poolSize` is out of range.
  *
  * @example Usage
  * ```ts ignore
@@ -54,7 +54,7 @@ export function createWorkerHandler<F extends AnyFlow>(
  * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
  * @throws {TypeError} When options are inconsistent (both `sql` and `connectionString`, an
  * invalid `selfUrl`).
- * @throws {RangeError} When `wallClockBudgetMs` or `drainTimeoutMs` is out of range.
+ * @throws {RangeError} When `wallClockBudgetMs`, `drainTimeoutMs` or `poolSize` is out of range.
  *
  * @example Usage
  * ```ts ignore

@@ -133,7 +133,7 @@ export interface WorkerServer extends AsyncDisposable {
  * @returns The served function.
  * @throws {StepSlugError} When a `stepSlug` is given: a plain flow's worker runs every step.
  * @throws {TypeError} When options are inconsistent.
- * @throws {RangeError} When a duration option is out of range.
+ * @throws {RangeError} When a duration option or `poolSize` is out of range.
  *
  * @example Usage
  * ```ts ignore
@@ -160,7 +160,7 @@ export function serveWorker<F extends AnyFlow>(
  * @returns The served function.
  * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
  * @throws {TypeError} When options are inconsistent.
- * @throws {RangeError} When a duration option is out of range.
+ * @throws {RangeError} When a duration option or `poolSize` is out of range.
  *
  * @example Usage
  * ```ts ignore

@@ -37,7 +37,7 @@ export interface ConfigSources {
 }
 
 /** Pool size of a pool sluice opens from a URL. */
-export const DEFAULT_POOL_SIZE = 4;
+const DEFAULT_POOL_SIZE = 4;
 
 /**
  * Resolves the environment and the connection of a worker.

@@ -144,4 +144,19 @@ Deno.test("option errors are thrown at creation", () => {
     () => createWorkerHandler(flow, { selfUrl: "not a url", env: {}, logger: () => {} }),
     (error: unknown) => error instanceof TypeError && /selfUrl/.test(error.message),
   );
+  // Resolved like startWorker's, before any pool opens; the message names the option.
+  const env = { SLUICE_DATABASE_URL: "postgres://127.0.0.1:1/none" };
+  assert.throws(
+    () => createWorkerHandler(flow, { poolSize: 0, env, logger: () => {} }),
+    (error: unknown) =>
+      error instanceof RangeError &&
+      error.message === 'Cannot create worker handler for "opts": poolSize must be an integer ' +
+          ">= 1, got 0",
+  );
+  assert.throws(
+    () => createWorkerHandler(flow, { connectionString: "", env: {}, logger: () => {} }),
+    (error: unknown) =>
+      error instanceof TypeError &&
+      /connectionString must be a non-empty string/.test(error.message),
+  );
 });
