@@ -8,6 +8,7 @@ import type { Sql } from "postgres";
 import { extractDefinition } from "../dsl/definition.ts";
 import { Flow } from "../dsl/flow.ts";
 import type { Json } from "../dsl/json.ts";
+import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { sentAtOnce, textLiteral, uuidLiteral } from "./sql_literal.ts";
 import { assertUuid } from "./_uuid.ts";
@@ -30,6 +31,13 @@ export interface StartFlowOptions {
    * @default {a random UUID chosen by the database}
    */
   readonly runId?: string;
+  /**
+   * The largest input accepted, in bytes of its JSON text (UTF-8). A larger input is refused with
+   * a `JsonSizeError` before anything is written.
+   *
+   * @default {16777216 (16 MiB)}
+   */
+  readonly maxInputBytes?: number;
 }
 
 /**
@@ -40,12 +48,17 @@ export interface StartFlowOptions {
  * @param sql The database client.
  * @param flow The flow (its concrete slug is used), or an alias or concrete slug.
  * @param input The run input.
- * @param options The run id to use.
+ * @param options The run id to use and the input size limit.
  * @returns The run id.
  * @throws {TypeError} When `runId` is not a UUID.
+ * @throws {JsonValueError} When the input is not JSON (`NaN`, a function, a `Date`, `undefined`,
+ * ...) or holds a string Postgres cannot store (`\u0000`); the error names the path, e.g.
+ * `input.total: NaN is not JSON`. Nothing is written.
+ * @throws {JsonSizeError} When the input's JSON text is larger than `maxInputBytes`.
+ * @throws {RangeError} When `maxInputBytes` is not a positive integer.
  * @throws {Error} From the database when no flow or alias has that name (the flow exists once a
- * worker for it has compiled it), the input is `null`/`undefined`, or a root map step gets an
- * input that is not an array.
+ * worker for it has compiled it), the input is `null`, or a root map step gets an input that is
+ * not an array.
  *
  * @example Usage
  * ```ts ignore
@@ -70,7 +83,7 @@ export function startFlow<F extends DeployableFlow>(
  * @param sql The database client.
  * @param flowRef An alias or a concrete flow slug.
  * @param input The run input.
- * @param options The run id to use.
+ * @param options The run id to use and the input size limit.
  * @returns The run id.
  *
  * @example Usage
@@ -98,11 +111,19 @@ export async function startFlow(
     : flow instanceof Flow
     ? flow.slug
     : extractDefinition(flow).flow_slug;
-  if (options.runId !== undefined) assertUuid(options.runId, `Cannot start flow "${flowRef}"`);
-  const body = input === undefined ? "null" : `${textLiteral(JSON.stringify(input))}::jsonb`;
+  const action = `Cannot start flow ${JSON.stringify(flowRef)}`;
+  if (options.runId !== undefined) assertUuid(options.runId, action);
+  const maxBytes = options.maxInputBytes === undefined
+    ? DEFAULT_MAX_JSON_BYTES
+    : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
+  const body = toJsonText(input, { action, root: "input", maxBytes });
   const runId = options.runId === undefined ? "null::uuid" : uuidLiteral(options.runId);
   const [{ run_id }] = await sql.unsafe<{ run_id: string }[]>(
-    sentAtOnce(`select sluice.start_flow(${textLiteral(flowRef)}, ${body}, ${runId}) as run_id`),
+    sentAtOnce(
+      `select sluice.start_flow(${textLiteral(flowRef)}, ${
+        textLiteral(body)
+      }::jsonb, ${runId}) as run_id`,
+    ),
   );
   return run_id;
 }

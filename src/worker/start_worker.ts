@@ -9,6 +9,7 @@ import type { Sql } from "postgres";
 import { type CompileEnvironment, compileFlow } from "../client/compile_flow.ts";
 import { connect } from "../client/connect.ts";
 import { type AnyFlow, Flow } from "../dsl/flow.ts";
+import { DEFAULT_MAX_JSON_BYTES } from "../dsl/json_text.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
 import { registerWorker, trackWorkerFunction } from "./_queries.ts";
@@ -141,6 +142,13 @@ export interface BaseWorkerOptions {
    * @default {10000}
    */
   readonly shutdownGraceMs?: number;
+  /**
+   * The largest handler output stored, in bytes of its JSON text (UTF-8). A larger output fails
+   * its attempt with a `JsonSizeError` message (retried like any failure) and is never written.
+   *
+   * @default {16777216 (16 MiB)}
+   */
+  readonly maxOutputBytes?: number;
   /**
    * Lowest level logged. Fatal records are always logged.
    *
@@ -519,6 +527,7 @@ function resolveSettings(target: WorkerTarget, options: BaseWorkerOptions): Sett
     heartbeatIntervalMs: range("heartbeatIntervalMs", 5000, 1, false),
     stalledCheckIntervalMs: range("stalledCheckIntervalMs", 15000, 0, false),
     shutdownGraceMs: range("shutdownGraceMs", 10000, 0, false),
+    maxOutputBytes: range("maxOutputBytes", DEFAULT_MAX_JSON_BYTES, 1, true),
   };
 }
 
