@@ -5,7 +5,7 @@ import type { WhenPolicy } from "./condition.ts";
 import { FlowDefinitionError, type FlowDefinitionErrorReason } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
 import { findJsonProblem } from "./json_text.ts";
-import { MAX_SLUG_LENGTH, RESERVED_STEP_SLUGS } from "./slug.ts";
+import { RESERVED_STEP_SLUGS, slugProblem } from "./slug.ts";
 import type {
   FlowRuntimeOptions,
   StepDefinition,
@@ -58,20 +58,6 @@ export function formatValue(value: unknown): string {
     default:
       return String(value);
   }
-}
-
-/** Describes why `slug` breaks the slug rules, or returns `undefined` when it is valid. */
-function slugProblem(slug: string): string | undefined {
-  if (!/^[a-zA-Z]/.test(slug)) return "a slug must start with a letter";
-  if (!/^[a-zA-Z0-9_]+$/.test(slug)) {
-    return "a slug may only contain letters, digits and underscores";
-  }
-  if (slug.includes("__")) return 'a slug must not contain "__"';
-  if (slug.endsWith("_")) return 'a slug must not end with "_"';
-  if (slug.length > MAX_SLUG_LENGTH) {
-    return `a slug must be at most ${MAX_SLUG_LENGTH} characters, got ${slug.length}`;
-  }
-  return undefined;
 }
 
 /** Describes why option `key` is not a plain JSON object, or returns `undefined` when it is one. */
