@@ -7,6 +7,7 @@
 import type { Sql } from "postgres";
 import { startFlowRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
+import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { assertUuid } from "./_uuid.ts";
@@ -29,6 +30,13 @@ export interface StartFlowOptions {
    * @default {a random UUID chosen by the database}
    */
   readonly runId?: string;
+  /**
+   * The largest input accepted, in bytes of its JSON text (UTF-8). A larger input is refused with
+   * a `JsonSizeError` before anything is written.
+   *
+   * @default {16777216 (16 MiB)}
+   */
+  readonly maxInputBytes?: number;
 }
 
 /**
@@ -39,12 +47,17 @@ export interface StartFlowOptions {
  * @param sql The database client.
  * @param flow The flow (its concrete slug is used), or an alias or concrete slug.
  * @param input The run input.
- * @param options The run id to use.
+ * @param options The run id to use and the input size limit.
  * @returns The run id.
  * @throws {TypeError} When `runId` is not a UUID.
+ * @throws {JsonValueError} When the input is not JSON (`NaN`, a function, a `Date`, `undefined`,
+ * ...) or holds a string Postgres cannot store (`\u0000`); the error names the path, e.g.
+ * `input.total: NaN is not JSON`. Nothing is written.
+ * @throws {JsonSizeError} When the input's JSON text is larger than `maxInputBytes`.
+ * @throws {RangeError} When `maxInputBytes` is not a positive integer.
  * @throws {Error} From the database when no flow or alias has that name (the flow exists once a
- * worker for it has compiled it), the input is `null`/`undefined`, or a root map step gets an
- * input that is not an array.
+ * worker for it has compiled it), the input is `null`, or a root map step gets an input that is
+ * not an array.
  *
  * @example Usage
  * ```ts ignore
@@ -69,7 +82,7 @@ export function startFlow<F extends DeployableFlow>(
  * @param sql The database client.
  * @param flowRef An alias or a concrete flow slug.
  * @param input The run input.
- * @param options The run id to use.
+ * @param options The run id to use and the input size limit.
  * @returns The run id.
  *
  * @example Usage
@@ -93,10 +106,11 @@ export async function startFlow(
   options: StartFlowOptions = {},
 ): Promise<string> {
   const flowRef = typeof flow === "string" ? flow : routingOf(flow).flow.slug;
-  if (options.runId !== undefined) assertUuid(options.runId, `Cannot start flow "${flowRef}"`);
-  return await startFlowRun(sql, {
-    flowRef,
-    inputJson: input === undefined ? undefined : JSON.stringify(input),
-    runId: options.runId,
-  });
+  const action = `Cannot start flow ${JSON.stringify(flowRef)}`;
+  if (options.runId !== undefined) assertUuid(options.runId, action);
+  const maxBytes = options.maxInputBytes === undefined
+    ? DEFAULT_MAX_JSON_BYTES
+    : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
+  const inputJson = toJsonText(input, { action, root: "input", maxBytes });
+  return await startFlowRun(sql, { flowRef, inputJson, runId: options.runId });
 }

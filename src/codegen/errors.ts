@@ -15,6 +15,8 @@
  *   their worker functions would collide, and one concrete flow has exactly one queue mode.
  * - `config_toml_conflict`: `supabase/config.toml` has a broken generated block, or a
  *   hand-written `[functions.<name>]` table for a generated function.
+ * - `invalid_name`: a flow or step slug, function name or queue name of an exported flow breaks
+ *   the naming rules (a flow object forged past the builders' checks); it would become a path.
  *
  * @example Usage
  * ```ts
@@ -28,7 +30,8 @@ export type CodegenErrorReason =
   | "no_flows"
   | "empty_flow"
   | "duplicate_flow"
-  | "config_toml_conflict";
+  | "config_toml_conflict"
+  | "invalid_name";
 
 /**
  * The fields of a {@linkcode CodegenError}.

@@ -9,6 +9,7 @@ import { extractDefinition } from "../dsl/definition.ts";
 import { Flow } from "../dsl/flow.ts";
 import { workerFunctionName } from "../dsl/function_name.ts";
 import { routingOf } from "../dsl/routing.ts";
+import { slugProblem } from "../dsl/slug.ts";
 import { isStepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { CodegenError } from "./errors.ts";
@@ -64,7 +65,8 @@ function preferredExport(names: readonly string[]): string {
  * @param modulePath The module's path, for error messages.
  * @returns The worker functions, sorted by `functionName`.
  * @throws {CodegenError} When the module exports no flow (`no_flows`), a flow without steps
- * (`empty_flow`), or two flows with one slug (`duplicate_flow`).
+ * (`empty_flow`), two flows with one slug (`duplicate_flow`), or a flow whose names break the
+ * rules (`invalid_name`, see {@linkcode assertSafeSpec}).
  * @throws {QueueNameError} When a plain flow's slug is too long to be a queue name.
  *
  * @example Usage
@@ -148,5 +150,66 @@ export function planWorkerFunctions(
       });
     }
   }
+  for (const spec of specs) assertSafeSpec(spec, modulePath);
   return specs.sort((a, b) => byCodePoint(a.functionName, b.functionName));
+}
+
+/** What a function name and a queue name look like when the slugs they come from are valid. */
+const FUNCTION_NAME = /^[a-z][a-z0-9-]*$/;
+const QUEUE_NAME = /^[a-z][a-z0-9_]*$/;
+
+/**
+ * Checks the names of a worker function again before they become directory names, TOML keys
+ * and source text: the builders check slugs, but a flow object can be forged past them (a
+ * subclass overriding `steps`), and a slug such as `x/../../pwned` would write outside the
+ * functions directory.
+ *
+ * @param spec The worker function.
+ * @param modulePath The flows module, for the error.
+ * @throws {CodegenError} `invalid_name`, naming the offending value.
+ *
+ * @example Usage
+ * ```ts
+ * import { assertSafeSpec } from "./plan.ts";
+ *
+ * assertSafeSpec({
+ *   functionName: "orders",
+ *   exportName: "orders",
+ *   flowSlug: "orders",
+ *   stepSlug: null,
+ *   queueName: "orders",
+ *   queueMode: "flow",
+ * }, "flows.ts");
+ * ```
+ */
+export function assertSafeSpec(spec: WorkerFunctionSpec, modulePath: string): void {
+  const problems: [string, unknown, string | undefined][] = [
+    ["flow slug", spec.flowSlug, slugProblem(spec.flowSlug)],
+    ["step slug", spec.stepSlug, spec.stepSlug === null ? undefined : slugProblem(spec.stepSlug)],
+    [
+      "function name",
+      spec.functionName,
+      FUNCTION_NAME.test(spec.functionName) ? undefined : "it must match [a-z][a-z0-9-]*",
+    ],
+    [
+      "queue name",
+      spec.queueName,
+      QUEUE_NAME.test(spec.queueName) ? undefined : "it must match [a-z][a-z0-9_]*",
+    ],
+  ];
+  for (const [what, value, problem] of problems) {
+    if (problem === undefined) continue;
+    throw new CodegenError(
+      `Cannot generate worker functions: export ${spec.exportName} of ${
+        JSON.stringify(modulePath)
+      } has the ${what} ${JSON.stringify(value)}: ${problem}. Flows built with new Flow() and ` +
+        "withStepQueues() never do; this flow object was altered after the builders checked it",
+      {
+        reason: "invalid_name",
+        path: modulePath,
+        flowSlug: String(spec.flowSlug),
+        exportNames: [spec.exportName],
+      },
+    );
+  }
 }

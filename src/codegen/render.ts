@@ -8,7 +8,7 @@
 import { dirname, relative, sep } from "node:path";
 import { byCodePoint, projectPath } from "./_util.ts";
 import type { CodegenConfig } from "./config.ts";
-import type { WorkerFunctionSpec } from "./plan.ts";
+import { assertSafeSpec, type WorkerFunctionSpec } from "./plan.ts";
 
 /**
  * The phrase every generated file carries in its first lines; the generator only ever removes a
@@ -121,10 +121,12 @@ export function functionTables(
   specs: readonly WorkerFunctionSpec[],
 ): string {
   const supabaseDir = dirname(config.functionsDir);
+  for (const spec of specs) assertSafeSpec(spec, config.flowsModule);
   return specs.map((spec) => {
     const dir = `${config.functionsDir}${sep}${spec.functionName}`;
     return [
-      `[functions.${spec.functionName}]`,
+      // A quoted key: TOML reads it as the name alone, whatever characters it holds.
+      `[functions.${JSON.stringify(spec.functionName)}]`,
       "enabled = true",
       "verify_jwt = false",
       `import_map = ${JSON.stringify(modulePath(supabaseDir, `${dir}${sep}deno.json`))}`,
@@ -164,6 +166,7 @@ export function renderFunctionFiles(
   specs: readonly WorkerFunctionSpec[],
 ): GeneratedFile[] {
   const at = (path: string, content: string) => ({ path: projectPath(config.root, path), content });
+  for (const spec of specs) assertSafeSpec(spec, config.flowsModule);
   const files = specs.flatMap((spec) => {
     const dir = `${config.functionsDir}${sep}${spec.functionName}`;
     return [

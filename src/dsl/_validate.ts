@@ -4,7 +4,8 @@
 import type { WhenPolicy } from "./condition.ts";
 import { FlowDefinitionError, type FlowDefinitionErrorReason } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
-import { MAX_SLUG_LENGTH, RESERVED_STEP_SLUGS } from "./slug.ts";
+import { findJsonProblem } from "./json_text.ts";
+import { RESERVED_STEP_SLUGS, slugProblem } from "./slug.ts";
 import type {
   FlowRuntimeOptions,
   StepDefinition,
@@ -59,60 +60,17 @@ export function formatValue(value: unknown): string {
   }
 }
 
-/** Describes why `slug` breaks the slug rules, or returns `undefined` when it is valid. */
-function slugProblem(slug: string): string | undefined {
-  if (!/^[a-zA-Z]/.test(slug)) return "a slug must start with a letter";
-  if (!/^[a-zA-Z0-9_]+$/.test(slug)) {
-    return "a slug may only contain letters, digits and underscores";
-  }
-  if (slug.includes("__")) return 'a slug must not contain "__"';
-  if (slug.endsWith("_")) return 'a slug must not end with "_"';
-  if (slug.length > MAX_SLUG_LENGTH) {
-    return `a slug must be at most ${MAX_SLUG_LENGTH} characters, got ${slug.length}`;
-  }
-  return undefined;
-}
-
-/** Describes why `value` is not a plain JSON object, or returns `undefined` when it is one. */
-function jsonObjectProblem(value: unknown): string | undefined {
-  if (!isPlainObject(value)) return `must be a plain JSON object, got ${formatValue(value)}`;
-  return jsonProblem(value, "", new Set());
+/** Describes why option `key` is not a plain JSON object, or returns `undefined` when it is one. */
+function jsonObjectProblem(key: string, value: unknown): string | undefined {
+  if (!isPlainObject(value)) return `${key} must be a plain JSON object, got ${formatValue(value)}`;
+  const problem = findJsonProblem(value, key);
+  return problem === undefined ? undefined : `${problem.path}: ${problem.detail}`;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null) return false;
   const proto = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
-}
-
-function jsonProblem(value: unknown, path: string, ancestors: Set<object>): string | undefined {
-  const at = path === "" ? "" : ` at ${JSON.stringify(path)}`;
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-      return undefined;
-    case "number":
-      return Number.isFinite(value) ? undefined : `holds the non-JSON number ${value}${at}`;
-    case "object": {
-      if (value === null) return undefined;
-      if (ancestors.has(value)) return `holds a cycle${at}`;
-      if (!Array.isArray(value) && !isPlainObject(value)) {
-        return `holds ${formatValue(value)}${at}`;
-      }
-      ancestors.add(value);
-      const entries = Array.isArray(value)
-        ? Array.from(value, (item, index): [string, unknown] => [String(index), item])
-        : Object.entries(value);
-      for (const [key, item] of entries) {
-        const problem = jsonProblem(item, path === "" ? key : `${path}.${key}`, ancestors);
-        if (problem !== undefined) return problem;
-      }
-      ancestors.delete(value);
-      return undefined;
-    }
-    default:
-      return `holds ${value === undefined ? "undefined" : `a ${typeof value}`}${at}`;
-  }
 }
 
 function deepFreeze<T>(value: T): T {
@@ -205,10 +163,8 @@ class Rejecter {
   pattern(options: Record<string, unknown>, key: string): JsonObject | null {
     const value = options[key];
     if (value === undefined) return null;
-    const problem = jsonObjectProblem(value);
-    if (problem !== undefined) {
-      throw this.reject("invalid_option", key, value, `${key} ${problem}`);
-    }
+    const problem = jsonObjectProblem(key, value);
+    if (problem !== undefined) throw this.reject("invalid_option", key, value, problem);
     return deepFreeze(structuredClone(value) as JsonObject);
   }
 

@@ -222,3 +222,87 @@ export class QueueNameError extends Error implements QueueNameErrorDetails {
     this.maxLength = details.maxLength;
   }
 }
+
+/**
+ * Thrown when a value that must be stored as JSON (a run input, a step output) holds something
+ * that does not survive a JSON round trip unchanged, or that Postgres cannot store in `jsonb`.
+ * `path` says where: `input.lines[2].price`. Nothing was written.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, JsonValueError, startFlow } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await startFlow(sql, "orders", { total: Number.NaN });
+ * } catch (error) {
+ *   if (error instanceof JsonValueError) console.error(error.path); // "input.total"
+ * }
+ * ```
+ */
+export class JsonValueError extends TypeError {
+  /** Always `"JsonValueError"`. */
+  override name = "JsonValueError";
+  /** Where the offending value sits, e.g. `input.lines[2].price`. */
+  readonly path: string;
+  /** What is wrong there, e.g. `NaN is not JSON`. */
+  readonly detail: string;
+
+  /**
+   * Creates the error; the message reads `<action>: <path>: <detail>`.
+   *
+   * @param action What could not be done, e.g. `Cannot start flow "orders"`.
+   * @param path Where the offending value sits.
+   * @param detail What is wrong there.
+   */
+  constructor(action: string, path: string, detail: string) {
+    super(`${action}: ${path}: ${detail}`);
+    this.path = path;
+    this.detail = detail;
+  }
+}
+
+/**
+ * Thrown when a value to be stored as JSON (a run input, a step output) is larger than the
+ * configured limit (`maxInputBytes` of `startFlow`, `maxOutputBytes` of a worker; 16 MiB by
+ * default). Nothing was written.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, JsonSizeError, startFlow } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await startFlow(sql, "orders", { blob: "x".repeat(20_000_000) });
+ * } catch (error) {
+ *   if (error instanceof JsonSizeError) console.error(error.bytes, error.maxBytes);
+ * }
+ * ```
+ */
+export class JsonSizeError extends RangeError {
+  /** Always `"JsonSizeError"`. */
+  override name = "JsonSizeError";
+  /** What was too large, e.g. `input`. */
+  readonly path: string;
+  /** The size of its JSON text in UTF-8 bytes. */
+  readonly bytes: number;
+  /** The limit. */
+  readonly maxBytes: number;
+
+  /**
+   * Creates the error.
+   *
+   * @param action What could not be done, e.g. `Cannot start flow "orders"`.
+   * @param path What was too large.
+   * @param bytes Its size as JSON text, in UTF-8 bytes.
+   * @param maxBytes The limit.
+   */
+  constructor(action: string, path: string, bytes: number, maxBytes: number) {
+    super(
+      `${action}: ${path} is ${bytes} bytes as JSON, more than the limit of ${maxBytes} bytes`,
+    );
+    this.path = path;
+    this.bytes = bytes;
+    this.maxBytes = maxBytes;
+  }
+}

@@ -27,11 +27,33 @@ export class BearerAuth {
   }
 }
 
-/** The token of a `Bearer` header (scheme case-insensitive), or `null`. */
+/**
+ * The longest `Authorization` header looked at: far above any real secret (a Supabase service
+ * role JWT is a few hundred characters), so a longer header is refused without being parsed.
+ */
+const MAX_AUTHORIZATION_LENGTH = 4096;
+
+/**
+ * The token of a `Bearer` header (scheme case-insensitive), or `null`. One pass over at most
+ * {@linkcode MAX_AUTHORIZATION_LENGTH} characters: no regular expression, so no input can make
+ * it backtrack.
+ */
 function bearerToken(header: string | null): string | null {
-  if (header === null) return null;
-  const match = /^bearer[ \t]+(.*?)[ \t]*$/i.exec(header);
-  return match === null || match[1] === "" ? null : match[1];
+  if (header === null || header.length > MAX_AUTHORIZATION_LENGTH) return null;
+  const scheme = "bearer";
+  if (header.slice(0, scheme.length).toLowerCase() !== scheme) return null;
+  let start = scheme.length;
+  if (!isBlank(header, start)) return null;
+  while (isBlank(header, start)) start++;
+  let end = header.length;
+  while (end > start && isBlank(header, end - 1)) end--;
+  return start === end ? null : header.slice(start, end);
+}
+
+/** Whether the character at `index` is a space or a tab (false past the end). */
+function isBlank(text: string, index: number): boolean {
+  const char = text[index];
+  return char === " " || char === "\t";
 }
 
 async function sha256(text: string): Promise<Uint8Array> {

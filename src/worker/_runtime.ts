@@ -36,6 +36,7 @@ export interface RuntimeSettings {
   readonly heartbeatIntervalMs: number;
   readonly stalledCheckIntervalMs: number;
   readonly shutdownGraceMs: number;
+  readonly maxOutputBytes: number;
   /** Close `sql` at the end (the worker opened it). */
   readonly ownsPool: boolean;
 }
@@ -96,7 +97,12 @@ export class WorkerRuntime {
       pollIntervalMs: settings.pollIntervalMs,
       maxPollSeconds: settings.maxPollSeconds,
       listener,
-    }, { sql, env: settings.env, shutdownSignal: this.#taskAbort.signal });
+    }, {
+      sql,
+      env: settings.env,
+      shutdownSignal: this.#taskAbort.signal,
+      maxOutputBytes: settings.maxOutputBytes,
+    });
     this.#heartbeat = new Heartbeat(sql, logger, this.#outage, {
       workerId: settings.workerId,
       intervalMs: settings.heartbeatIntervalMs,

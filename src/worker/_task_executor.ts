@@ -7,6 +7,8 @@
 
 import type { Sql } from "postgres";
 import type { StepContext } from "../dsl/context.ts";
+import { JsonSizeError, JsonValueError } from "../dsl/errors.ts";
+import { toJsonText } from "../dsl/json_text.ts";
 import type { StepHandler } from "../dsl/step_definition.ts";
 import { formatTaskError, MAX_TASK_ERROR_LENGTH } from "./_errors.ts";
 import { truncate } from "./describe_error.ts";
@@ -41,6 +43,8 @@ export interface ExecutionEnvironment {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Aborted when the worker gives up on in-flight tasks at shutdown. */
   readonly shutdownSignal: AbortSignal;
+  /** The largest output stored, in bytes of JSON text; a larger one fails the attempt. */
+  readonly maxOutputBytes: number;
 }
 
 /** The `signal.reason` of a task that timed out. */
@@ -108,7 +112,7 @@ export async function executeTask(
       if (controller.signal.aborted) return abortedOutcome(controller.signal.reason, task);
       return errorOutcome(settled.error);
     }
-    return serializeOutput(settled.output, task);
+    return serializeOutput(settled.output, task, environment.maxOutputBytes);
   } finally {
     clearTimeout(timer);
     environment.shutdownSignal.removeEventListener("abort", onShutdown);
@@ -179,20 +183,25 @@ export function invalidRetryDelayReason(delaySeconds: unknown): string | null {
   return null;
 }
 
-function serializeOutput(output: unknown, task: ClaimedTask): TaskOutcome {
-  let json: string | undefined;
-  let problem = "";
+/** The output as JSON text, or a failed attempt naming what in it cannot be stored. */
+function serializeOutput(output: unknown, task: ClaimedTask, maxBytes: number): TaskOutcome {
   try {
-    json = JSON.stringify(output === undefined ? null : output);
+    return {
+      kind: "completed",
+      outputJson: toJsonText(output === undefined ? null : output, {
+        action: `Cannot store the output of step ${JSON.stringify(task.stepSlug)}`,
+        root: "output",
+        maxBytes,
+      }),
+    };
   } catch (error) {
-    problem = `: ${error instanceof Error ? error.message : String(error)}`;
+    const refused = error instanceof JsonValueError || error instanceof JsonSizeError;
+    return {
+      kind: "failed",
+      // The rule's own errors need no stack; a getter of the output that threw does.
+      error: refused ? `${error.name}: ${error.message}` : formatTaskError(error),
+      retryDelaySeconds: null,
+      reason: "invalid_output",
+    };
   }
-  if (typeof json === "string") return { kind: "completed", outputJson: json };
-  return {
-    kind: "failed",
-    error: `TypeError: Cannot store the output of step "${task.stepSlug}": ` +
-      `the handler returned a value that is not JSON-serializable (${typeof output})${problem}`,
-    retryDelaySeconds: null,
-    reason: "invalid_output",
-  };
 }

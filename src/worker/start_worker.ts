@@ -11,6 +11,7 @@ import { stopRefetchingTypes } from "../db/fetch_types.ts";
 import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
 import { eitherMode } from "../dsl/either_mode.ts";
 import type { AnyFlow } from "../dsl/flow.ts";
+import { DEFAULT_MAX_JSON_BYTES } from "../dsl/json_text.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
@@ -257,5 +258,6 @@ function resolveSettings(context: string, options: BaseWorkerOptions): Settings 
     heartbeatIntervalMs: range("heartbeatIntervalMs", 5000, 1, false),
     stalledCheckIntervalMs: range("stalledCheckIntervalMs", 15000, 0, false),
     shutdownGraceMs: range("shutdownGraceMs", 10000, 0, false),
+    maxOutputBytes: range("maxOutputBytes", DEFAULT_MAX_JSON_BYTES, 1, true),
   };
 }

@@ -134,6 +134,13 @@ export interface BaseWorkerOptions {
    */
   readonly shutdownGraceMs?: number;
   /**
+   * The largest handler output stored, in bytes of its JSON text (UTF-8). A larger output fails
+   * its attempt with a `JsonSizeError` message (retried like any failure) and is never written.
+   *
+   * @default {16777216 (16 MiB)}
+   */
+  readonly maxOutputBytes?: number;
+  /**
    * Lowest level logged. Fatal records are always logged.
    *
    * @default {"info"}

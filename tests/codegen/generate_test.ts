@@ -123,7 +123,7 @@ Deno.test("generateFunctions() writes entrypoints, deno.json, manifest and confi
   });
   assert.match(
     await p.read("supabase/functions/sluice.config.toml"),
-    /\n\[functions\.greet\]\nenabled = true\nverify_jwt = false\nimport_map = "\.\/functions\/greet\/deno\.json"\nentrypoint = "\.\/functions\/greet\/index\.ts"\n$/,
+    /\n\[functions\."greet"\]\nenabled = true\nverify_jwt = false\nimport_map = "\.\/functions\/greet\/deno\.json"\nentrypoint = "\.\/functions\/greet\/index\.ts"\n$/,
   );
 
   const checked = await generateFunctions({ configPath: p.configPath, check: true });
@@ -212,7 +212,7 @@ Deno.test("generateFunctions() keeps a generated block in an existing supabase/c
   assert.equal((await generateFunctions({ configPath: p.configPath, check: true })).upToDate, true);
   await p.write(
     "supabase/config.toml",
-    toml.replace("[functions.greet]", "[functions.greet]\n# edited"),
+    toml.replace('[functions."greet"]', '[functions."greet"]\n# edited'),
   );
   const stale = await generateFunctions({ configPath: p.configPath, check: true });
   assert.deepEqual(stale.files.filter((file) => file.status !== "unchanged"), [
@@ -270,4 +270,46 @@ Deno.test("every generated entrypoint, plain and per step, type-checks against t
     }).output();
     assert.equal(code, 0, `${dir}/index.ts:\n${new TextDecoder().decode(stderr)}`);
   }
+});
+
+Deno.test("generateFunctions() refuses a forged step slug that would leave the functions directory, writing nothing", async () => {
+  const forged = `import { Flow, withStepQueues } from ${JSON.stringify(MOD_URL)};
+
+const real = new Flow({ slug: "evil" }).step({ slug: "x" }, () => 1);
+// Past the builders' checks: a subclass whose steps carry a slug no builder accepts.
+class Forged extends Flow {
+  get steps() {
+    return real.steps.map((step) => ({ ...step, slug: "x/../../pwned" }));
+  }
+}
+export const evil = withStepQueues(new Forged({ slug: "evil" }));
+`;
+  await using p = await project(forged);
+  for (const check of [false, true]) {
+    await assert.rejects(
+      generateFunctions({ configPath: p.configPath, check }),
+      (error: unknown) => {
+        assert.ok(error instanceof CodegenError, String(error));
+        assert.equal(error.reason, "invalid_name");
+        assert.equal(error.flowSlug, "evil");
+        assert.deepEqual(error.exportNames, ["evil"]);
+        assert.match(
+          error.message,
+          /^Cannot generate worker functions: export evil of ".*flows\.ts" has the step slug "x\/\.\.\/\.\.\/pwned": a slug may only contain letters, digits and underscores/,
+        );
+        return true;
+      },
+    );
+  }
+  const left: string[] = [];
+  for await (const entry of Deno.readDir(p.root)) left.push(entry.name);
+  assert.deepEqual(left.sort(), ["deno.json", "flows.ts"], "nothing written anywhere");
+});
+
+Deno.test("generated config.toml tables quote the function name as a TOML key", async () => {
+  await using p = await project();
+  await generateFunctions({ configPath: p.configPath });
+  const snippet = await p.read("supabase/functions/sluice.config.toml");
+  const tables = [...snippet.matchAll(/^\[functions\..*\]$/gm)].map((match) => match[0]);
+  assert.deepEqual(tables, FUNCTIONS.map((name) => `[functions."${name}"]`));
 });

@@ -371,25 +371,34 @@ const cyclic: Record<string, unknown> = { a: 1 };
 cyclic.self = cyclic;
 
 const invalidPatterns: [string, unknown, string][] = [
-  ["an array", [1], "must be a plain JSON object, got [1]"],
-  ["null", null, "must be a plain JSON object, got null"],
-  ["a string", "paid", 'must be a plain JSON object, got "paid"'],
-  ["a Date", new Date(0), "must be a plain JSON object, got an instance of Date"],
-  ["a class instance", new Point(), "must be a plain JSON object, got an instance of Point"],
-  ["a nested function", { a: { f: () => 1 } }, 'holds a function at "a.f"'],
-  ["a nested undefined", { a: [1, undefined] }, 'holds undefined at "a.1"'],
-  ["a nested NaN", { a: Number.NaN }, 'holds the non-JSON number NaN at "a"'],
-  ["a nested bigint", { a: 1n }, 'holds a bigint at "a"'],
-  ["a nested symbol", { a: Symbol("s") }, 'holds a symbol at "a"'],
-  ["a nested Map", { a: new Map() }, 'holds an instance of Map at "a"'],
-  ["a cycle", cyclic, 'holds a cycle at "self"'],
+  ["an array", [1], " must be a plain JSON object, got [1]"],
+  ["null", null, " must be a plain JSON object, got null"],
+  ["a string", "paid", ' must be a plain JSON object, got "paid"'],
+  ["a Date", new Date(0), " must be a plain JSON object, got an instance of Date"],
+  ["a class instance", new Point(), " must be a plain JSON object, got an instance of Point"],
+  ["a nested function", { a: { f: () => 1 } }, ".a.f: a function is not JSON"],
+  ["a nested undefined", { a: [1, undefined] }, ".a[1]: undefined is not JSON"],
+  ["a nested NaN", { a: Number.NaN }, ".a: NaN is not JSON"],
+  ["a nested bigint", { a: 1n }, ".a: a bigint (1n) is not JSON"],
+  ["a nested symbol", { a: Symbol("s") }, ".a: a symbol is not JSON"],
+  [
+    "a nested Map",
+    { a: new Map() },
+    ".a: an instance of Map is not JSON (only plain objects and arrays are)",
+  ],
+  ["a cycle", cyclic, ".self: a cycle is not JSON"],
+  [
+    "a \\u0000 in a key",
+    { "a\u0000": 1 },
+    '["a\\u0000"]: the key holds \\u0000, which Postgres cannot store in jsonb',
+  ],
 ];
 
 for (const [what, value, detail] of invalidPatterns) {
   for (const option of ["if", "ifNot"]) {
     Deno.test(`.step() rejects ${option} holding ${what}`, () => {
       assertRejects(() => loose(base).step({ slug: "x", [option]: value }, () => 1), {
-        message: `Cannot add step "x" to flow "orders": ${option} ${detail}`,
+        message: `Cannot add step "x" to flow "orders": ${option}${detail}`,
         flowSlug: "orders",
         stepSlug: "x",
         reason: "invalid_option",

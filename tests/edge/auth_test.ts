@@ -160,3 +160,52 @@ Deno.test("option errors are thrown at creation", () => {
       /connectionString must be a non-empty string/.test(error.message),
   );
 });
+
+Deno.test("a crafted Authorization header is refused in linear time, not after a regex backtracks", async () => {
+  await using db = await freshDatabase();
+  const logs = new LogCapture();
+  const flow = new Flow({ slug: "hostile_header" }).step({ slug: "a" }, () => 1);
+  await using handler = testHandler(flow, db, logs, { edgeRuntime: null });
+  await using server = serve(handler.fetch);
+  // Deno.serve itself refuses headers above about 400 KB; 384 KB reach the handler over HTTP,
+  // 512 KB go to the handler directly (other runtimes accept larger headers).
+  const viaHttp = 384 * 1024;
+  const direct = 512 * 1024;
+  const hostile = (length: number) => `Bearer x${" ".repeat(length)}y`;
+  const benign = (length: number) => `Bearer x${"x".repeat(length)}y`;
+  const overHttp = (authorization: string) => () => call(server.url, authorization);
+  const inProcess = (authorization: string) => () =>
+    handler.fetch(
+      new Request(server.url, { method: "POST", headers: { authorization } }),
+    ).then((response) => ({ status: response.status }));
+
+  for (
+    const [label, normal, crafted] of [
+      ["HTTP", overHttp(benign(viaHttp)), overHttp(hostile(viaHttp))],
+      ["direct", inProcess(benign(direct)), inProcess(hostile(direct))],
+    ] as const
+  ) {
+    const normalMs = await medianMs(normal);
+    const craftedMs = await medianMs(crafted);
+    // A quadratic parse takes minutes at this size; a linear one costs what a normal request of
+    // the same size costs.
+    assert.ok(
+      craftedMs <= 10 * normalMs + 5,
+      `${label}: crafted header took ${craftedMs} ms, a normal one ${normalMs} ms`,
+    );
+  }
+  assert.equal((await call(server.url, hostile(viaHttp))).status, 401);
+  assert.equal(handler.status.status, "idle");
+});
+
+/** Median wall-clock time of five calls, each of which must be refused with 401. */
+async function medianMs(request: () => Promise<{ status: number }>): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const started = performance.now();
+    const { status } = await request();
+    times.push(performance.now() - started);
+    assert.equal(status, 401);
+  }
+  return times.sort((a, b) => a - b)[2];
+}

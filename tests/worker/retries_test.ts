@@ -169,6 +169,6 @@ Deno.test("an output that is not JSON-serializable fails the attempt", async () 
   assert.ok(error instanceof RunFailedError);
   assert.match(
     error.errorMessage,
-    /Cannot store the output of step "call": .*not JSON-serializable/,
+    /JsonValueError: Cannot store the output of step "call": output\.n: a bigint \(1n\) is not JSON/,
   );
 });

@@ -1,0 +1,71 @@
+-- Privileges. PostgreSQL gives PUBLIC the EXECUTE privilege on every new function; here nothing in
+-- schema sluice stays open to PUBLIC (functions, tables, views, sequences), and access is granted
+-- to named roles only, through sluice.grant_access().
+--
+-- Per-schema default privileges can add to PostgreSQL's built-in ones but not take PUBLIC's
+-- EXECUTE away (only a database-wide default could, and that would reach the user's own
+-- functions too). So every later migration that creates a function in schema sluice ends with
+-- `revoke all on all functions in schema sluice from public;`, and the test suite fails when any
+-- sluice function is executable by PUBLIC. Grants to named roles do follow new objects: see
+-- sluice.grant_access().
+--
+-- Every sluice function runs with the privileges of its caller (none is security definer), and
+-- the worker reads its queue through pgmq directly, so a producer and a worker need the same
+-- privileges: execute on sluice's functions, read and write on sluice's tables and on pgmq's
+-- (`start_flow` sends messages, `complete_tasks` archives them), and create on schema pgmq
+-- (startup compilation creates a flow's queues). A role holding none of them, even with usage on
+-- both schemas, can neither read nor call anything that touches sluice's data or queues.
+--
+-- pgmq's own functions keep the EXECUTE that PUBLIC holds on them in the real extension (the
+-- compat layer matches it): each of them works on queue tables or pgmq.meta, which PUBLIC cannot
+-- read or write, and revoking it would break other users of a shared pgmq (Supabase Queues).
+
+revoke all on all functions in schema sluice from public;
+revoke all on all tables in schema sluice from public;
+revoke all on all sequences in schema sluice from public;
+
+-- Grants a producer's and a worker's privileges to one role: on what exists now, and (through
+-- default privileges of the role running this) on what later migrations and queue creation add.
+-- Run by the role that owns sluice's objects (the one that runs the migrations). Idempotent.
+create function sluice.grant_access(grantee name)
+returns void
+language plpgsql
+as $$
+declare
+  role_name text := quote_ident(grantee);
+begin
+  if not exists (select 1 from pg_roles where rolname = grantee) then
+    raise exception 'Cannot grant sluice access to role %: no such role', quote_literal(grantee)
+      using errcode = 'undefined_object';
+  end if;
+  execute format('grant usage on schema sluice, pgmq to %s', role_name);
+  execute format('grant create on schema pgmq to %s', role_name);
+  execute format('grant execute on all functions in schema sluice to %s', role_name);
+  execute format(
+    'grant select, insert, update, delete on all tables in schema sluice, pgmq to %s', role_name);
+  execute format('grant usage, select, update on all sequences in schema sluice, pgmq to %s',
+    role_name);
+  execute format('alter default privileges in schema sluice grant execute on functions to %s',
+    role_name);
+  execute format(
+    'alter default privileges in schema sluice, pgmq grant select, insert, update, delete on tables to %s',
+    role_name);
+  execute format(
+    'alter default privileges in schema sluice, pgmq grant usage, select, update on sequences to %s',
+    role_name);
+  -- Granting stays with the owner.
+  execute format('revoke execute on function sluice.grant_access(name) from %s', role_name);
+end;
+$$;
+
+revoke execute on function sluice.grant_access(name) from public;
+
+-- On Supabase, producers and workers connect as (or switch to) service_role; anon and
+-- authenticated get nothing. Elsewhere, run `select sluice.grant_access('<role>')`.
+do $$
+begin
+  if exists (select 1 from pg_roles where rolname = 'service_role') then
+    perform sluice.grant_access('service_role');
+  end if;
+end;
+$$;

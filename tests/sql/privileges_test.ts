@@ -1,0 +1,198 @@
+// Privileges as on Supabase: anon and authenticated reach nothing of sluice or pgmq, even with
+// usage on both schemas; service_role (granted by the migrations when it exists) produces and
+// runs workers.
+import assert from "node:assert/strict";
+import postgres, { type Sql } from "postgres";
+import { startFlow } from "../../src/client/start_flow.ts";
+import { waitForRun } from "../../src/client/wait_for_run.ts";
+import { Flow } from "../../src/dsl/flow.ts";
+import { migrate } from "../../src/ops/migrate.ts";
+import { startWorker } from "../../src/worker/start_worker.ts";
+import { adminUrl, freshDatabase } from "../_db.ts";
+
+const AUTHENTICATOR = "sluice_test_authenticator";
+
+/**
+ * Supabase's roles: nologin anon, authenticated and service_role, and a login role (Supabase's
+ * authenticator) that is a member of all three without inheriting, so every session switches
+ * with `set role`. Roles belong to the whole cluster: created once, kept.
+ */
+async function createSupabaseRoles(): Promise<void> {
+  const admin = postgres(adminUrl(), { prepare: false, max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`
+      do $$
+      declare
+        name text;
+      begin
+        foreach name in array array['anon', 'authenticated', 'service_role'] loop
+          if not exists (select 1 from pg_roles where rolname = name) then
+            execute format('create role %I nologin noinherit', name);
+          end if;
+        end loop;
+        if not exists (select 1 from pg_roles where rolname = '${AUTHENTICATOR}') then
+          create role ${AUTHENTICATOR} login noinherit;
+        end if;
+      end;
+      $$`);
+    await admin.unsafe(`grant anon, authenticated, service_role to ${AUTHENTICATOR}`);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** A client logged in as the authenticator whose sessions all run as `role`. */
+function connectAs(url: string, role: string, max = 4): Sql {
+  const parsed = new URL(url);
+  parsed.username = AUTHENTICATOR;
+  return postgres(parsed.href, {
+    prepare: false,
+    max,
+    onnotice: () => {},
+    connection: { options: `-c role=${role}` },
+  });
+}
+
+/** What anon and authenticated try: each fails with insufficient_privilege (42501). */
+const DENIED = [
+  `select sluice.start_flow('guarded', '{"n": 1}'::jsonb)`,
+  "select sluice.requeue_stalled_tasks()",
+  "select * from sluice.runs",
+  "select * from sluice.route_coverage",
+  "select * from pgmq.q_guarded",
+  "select * from pgmq.meta",
+  `select pgmq.send('guarded', '{}'::jsonb)`,
+  "select * from pgmq.read('guarded', 30, 10)",
+  "select * from pgmq.pop('guarded')",
+  "select * from pgmq.set_vt('guarded', 1, 0)",
+  "select pgmq.archive('guarded', 1::bigint)",
+  "select pgmq.delete('guarded', 1::bigint)",
+  "select pgmq.purge_queue('guarded')",
+  "select pgmq.drop_queue('guarded')",
+  "select pgmq.create('intruder')",
+  "select * from pgmq.list_queues()",
+  "select * from pgmq.metrics_all()",
+];
+
+const flow = new Flow<{ n: number }>({ slug: "guarded" })
+  .step({ slug: "double" }, (input) => input.n * 2)
+  .step({ slug: "report", dependsOn: ["double"] }, (deps) => ({ doubled: deps.double }));
+
+Deno.test("anon and authenticated can neither read nor execute anything in sluice or pgmq; service_role produces and runs a worker", async () => {
+  await createSupabaseRoles();
+  // A database migrated where the Supabase roles exist, as on Supabase.
+  await using db = await freshDatabase({ empty: true });
+  await migrate(db.sql);
+  await db.sql.unsafe("grant usage on schema sluice, pgmq to anon, authenticated");
+
+  const service = connectAs(db.url, "service_role");
+  try {
+    const [{ current_user }] = await service`select current_user`;
+    assert.equal(current_user, "service_role");
+    const worker = await startWorker(flow, {
+      sql: service,
+      heartbeatIntervalMs: 100,
+      stalledCheckIntervalMs: 100,
+      logger: () => {},
+      env: {},
+    });
+    const runId = await startFlow(service, flow, { n: 21 });
+    assert.deepEqual(
+      await waitForRun(service, runId, { timeoutMs: 15_000, flow }),
+      { report: { doubled: 42 } },
+    );
+    await worker.stop();
+  } finally {
+    await service.end();
+  }
+  await db.sql`select pgmq.send('guarded', '{}'::jsonb)`;
+
+  const functions = await db.sql<{ signature: string }[]>`
+    select p.oid::regprocedure::text as signature from pg_proc p
+    join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'sluice'`;
+  const relations = await db.sql<{ name: string; kind: string }[]>`
+    select format('%I.%I', n.nspname, c.relname) as name, c.relkind::text as kind from pg_class c
+    join pg_namespace n on n.oid = c.relnamespace
+    where n.nspname in ('sluice', 'pgmq') and c.relkind in ('r', 'v', 'm', 'S', 'p')`;
+  assert.ok(functions.length > 20 && relations.some((r) => r.name === "pgmq.q_guarded"));
+
+  for (const role of ["anon", "authenticated"]) {
+    for (const { signature } of functions) {
+      const [{ allowed }] = await db.sql`
+        select has_function_privilege(${role}, ${signature}, 'execute') as allowed`;
+      assert.equal(allowed, false, `${role} may execute ${signature}`);
+    }
+    for (const { name, kind } of relations) {
+      const privileges = kind === "S"
+        ? "select, usage, update"
+        : "select, insert, update, delete, truncate, references, trigger";
+      const check = kind === "S" ? "has_sequence_privilege" : "has_table_privilege";
+      const [{ allowed }] = await db.sql.unsafe(
+        `select ${check}($1, $2, $3) as allowed`,
+        [role, name, privileges],
+      );
+      assert.equal(allowed, false, `${role} holds a privilege on ${name}`);
+    }
+
+    const client = connectAs(db.url, role, 1);
+    try {
+      for (const statement of DENIED) {
+        await assert.rejects(
+          client.unsafe(statement),
+          (error: { code?: string }) => error.code === "42501",
+          `${role}: ${statement}`,
+        );
+      }
+    } finally {
+      await client.end();
+    }
+  }
+  const [{ messages }] = await db.sql`select count(*)::int as messages from pgmq.q_guarded`;
+  assert.equal(messages, 1, "the queue is as the admin left it");
+});
+
+Deno.test("after every migration no sluice function is executable by PUBLIC, and grant_access() needs a real role", async () => {
+  await using db = await freshDatabase();
+  const open = await db.sql`
+    select p.oid::regprocedure::text as signature from pg_proc p
+    join pg_namespace n on n.oid = p.pronamespace
+    where n.nspname = 'sluice' and has_function_privilege('public', p.oid, 'execute')`;
+  assert.deepEqual(
+    open.map((row) => row.signature),
+    [],
+    "a migration that creates a sluice function must revoke PUBLIC's EXECUTE on it",
+  );
+  const [{ granted }] = await db.sql`
+    select has_function_privilege('public', 'sluice.grant_access(name)', 'execute') as granted`;
+  assert.equal(granted, false);
+  await assert.rejects(
+    db.sql`select sluice.grant_access('no_such_role_here')`,
+    /Cannot grant sluice access to role 'no_such_role_here': no such role/,
+  );
+});
+
+Deno.test("sluice.grant_access() opens sluice to another role, including queues created later", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  // The template was migrated before service_role existed: nothing is granted yet.
+  const [{ before }] = await db.sql`
+    select has_function_privilege('service_role', 'sluice.start_flow(text,jsonb,uuid)', 'execute')
+      as before`;
+  assert.equal(before, false);
+  await db.sql`select sluice.grant_access('service_role')`;
+
+  const service = connectAs(db.url, "service_role");
+  try {
+    // Compiled by the owner after the grant: the new queue tables follow the default privileges.
+    const worker = await startWorker(flow, { sql: db.sql, logger: () => {}, env: {} });
+    const runId = await startFlow(service, flow, { n: 2 });
+    assert.deepEqual(await waitForRun(service, runId, { timeoutMs: 15_000, flow }), {
+      report: { doubled: 4 },
+    });
+    await worker.stop();
+    const [{ count }] = await service`select count(*)::int from pgmq.a_guarded`;
+    assert.equal(count, 2);
+  } finally {
+    await service.end();
+  }
+});
