@@ -29,6 +29,28 @@ const TRANSIENT_CONNECTION_CODES = new Set([
  */
 const TRANSIENT_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300", "40001", "40P01"]);
 
+/**
+ * A statement that always returns one row came back without one. postgres.js can resolve a
+ * statement with an empty result when its connection is terminated under it; that result is no
+ * answer, so it counts as a transient error and the call is retried.
+ */
+export class EmptyResultError extends Error {
+  /** The SQL function whose row was missing. */
+  readonly operation: string;
+
+  constructor(operation: string) {
+    super(`Cannot read the result of ${operation}: the statement returned no row`);
+    this.name = "EmptyResultError";
+    this.operation = operation;
+  }
+}
+
+/** The one row of `rows`; throws {@linkcode EmptyResultError} when there is none. */
+export function onlyRow<T>(operation: string, rows: readonly T[]): T {
+  if (rows.length === 0) throw new EmptyResultError(operation);
+  return rows[0];
+}
+
 /** The SQLSTATE or connection code of an error, when it has one. */
 export function errorCode(error: unknown): string | undefined {
   if (typeof error !== "object" || error === null) return undefined;
@@ -47,6 +69,7 @@ export function isTransientDatabaseError(error: unknown): boolean {
     if (TRANSIENT_CONNECTION_CODES.has(code) || TRANSIENT_SQLSTATES.has(code)) return true;
     if (/^08[0-9A-Z]{3}$/.test(code)) return true;
   }
+  if (error instanceof EmptyResultError) return true;
   if (error instanceof Error) {
     // Socket errors of the Deno runtime do not always carry a code.
     if (
