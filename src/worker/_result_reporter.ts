@@ -29,8 +29,8 @@ import { describeError, MAX_TASK_ERROR_LENGTH, truncate } from "./_errors.ts";
 import {
   type AttemptToken,
   completeTasks,
-  failTask,
   type FailOutcome,
+  failTask,
   type TaskResult,
 } from "./_queries.ts";
 import { type OutageTracker, retryTransient } from "./_retry.ts";
@@ -190,7 +190,8 @@ export class ResultReporter {
 
   /** The database answered `stale`: the attempt is no longer the task's live one. */
   #stale(operation: string, token: Omit<AttemptToken, "workerId">): void {
-    this.#logger.warn(`${operation}: stale report ignored, the attempt is no longer live`, {
+    this.#logger.warn("stale report ignored: the attempt is no longer live", {
+      operation,
       run_id: token.runId,
       step_slug: token.stepSlug,
       task_index: token.taskIndex,
