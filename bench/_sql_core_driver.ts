@@ -67,7 +67,14 @@ const READ_VT_SECONDS = 30;
 /** Outcome of `sluice.start_tasks` (docs/internals/contracts.md §3). */
 interface Claim {
   outcome: "claimed" | "fatal";
-  tasks: { run_id: string; step_slug: string; task_index: number; input: postgres.JSONValue }[];
+  tasks: {
+    run_id: string;
+    step_slug: string;
+    task_index: number;
+    attempt: number;
+    worker_id: string;
+    input: postgres.JSONValue;
+  }[];
   duplicates: string[];
   archived: string[];
   fatal: unknown[];
@@ -240,32 +247,40 @@ async function work(
       run_id: task.run_id,
       step_slug: task.step_slug,
       task_index: task.task_index,
+      attempt: task.attempt,
+      worker_id: task.worker_id,
       output: workload.output(task.step_slug, task.input),
     }));
     if (mode === "single") {
       for (const r of results) {
         const output = sql.json(r.output);
-        const [{ applied }] = await timed(
+        const [{ outcome }] = await timed(
           progress,
           "complete",
           () =>
-            sql<{ applied: boolean }[]>`
+            sql<{ outcome: string }[]>`
             select sluice.complete_task(
-              ${r.run_id}::uuid, ${r.step_slug}, ${r.task_index}::integer, ${output}::jsonb
-            ) as applied
+              ${r.run_id}::uuid, ${r.step_slug}, ${r.task_index}::integer, ${r.attempt}::integer,
+              ${r.worker_id}::uuid, ${output}::jsonb
+            ) as outcome
           `,
         );
-        if (!applied) throw new Error(`complete_task was not applied: ${JSON.stringify(r)}`);
+        if (outcome !== "completed") {
+          throw new Error(`complete_task was not applied: ${JSON.stringify(r)}`);
+        }
       }
     } else {
       const batch = sql.json(results);
-      const [{ applied }] = await timed(
+      const [{ outcome }] = await timed(
         progress,
         "complete",
-        () => sql<{ applied: number }[]>`select sluice.complete_tasks(${batch}::jsonb) as applied`,
+        () =>
+          sql<{ outcome: { completed: number } }[]>`
+          select sluice.complete_tasks(${batch}::jsonb) as outcome
+        `,
       );
-      if (applied !== results.length) {
-        throw new Error(`complete_tasks applied ${applied} of ${results.length} results`);
+      if (outcome.completed !== results.length) {
+        throw new Error(`complete_tasks applied ${outcome.completed} of ${results.length} results`);
       }
     }
     progress.leafDone += results.filter((r) => r.step_slug === workload.leafStep).length;

@@ -13,7 +13,13 @@ import { type LatencyResult, readLatencies } from "./_worker_driver.ts";
 
 interface Claim {
   outcome: string;
-  tasks: { run_id: string; step_slug: string; task_index: number }[];
+  tasks: {
+    run_id: string;
+    step_slug: string;
+    task_index: number;
+    attempt: number;
+    worker_id: string;
+  }[];
 }
 
 /** A literal for the values this file inlines: slugs, UUIDs and JSON it built itself. */
@@ -70,10 +76,12 @@ export async function runLatencyFloor(
           run_id: task.run_id,
           step_slug: task.step_slug,
           task_index: task.task_index,
+          attempt: task.attempt,
+          worker_id: task.worker_id,
           output: { ok: true },
         }));
         await sql.unsafe(
-          `select sluice.complete_tasks(${literal(JSON.stringify(results))}::jsonb) as applied`,
+          `select sluice.complete_tasks(${literal(JSON.stringify(results))}::jsonb) as outcome`,
         );
       }
       if (i >= warmUp) {

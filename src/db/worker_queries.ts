@@ -15,6 +15,7 @@ import {
   textLiteral,
   uuidLiteral,
 } from "./sql_literal.ts";
+import { onlyRow } from "./only_row.ts";
 
 /** One `(flow_slug, step_slug)` pair a worker can run. */
 export interface SupportedRoute {
@@ -30,8 +31,10 @@ export interface ClaimedTask {
   readonly runId: string;
   readonly stepSlug: string;
   readonly taskIndex: number;
-  /** One-based attempt number (includes this one). */
+  /** One-based attempt number (includes this one); with `workerId`, the attempt's fencing token. */
   readonly attempt: number;
+  /** The claiming worker; every report of this attempt carries it with `attempt`. */
+  readonly workerId: string;
   /** The effective step timeout in seconds. */
   readonly timeoutSeconds: number;
   readonly input: unknown;
@@ -86,6 +89,7 @@ interface RawClaim {
     step_slug: string;
     task_index: number;
     attempt: number;
+    worker_id: string;
     timeout_seconds: number;
     input: unknown;
     flow_input: unknown;
@@ -124,7 +128,7 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
   const cancel = () => query.cancel();
   args.signal?.addEventListener("abort", cancel, { once: true });
   try {
-    const [row] = await query;
+    const row = onlyRow("start_tasks", await query);
     const claim = row.claim;
     return {
       outcome: claim.outcome,
@@ -136,6 +140,7 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
         stepSlug: task.step_slug,
         taskIndex: task.task_index,
         attempt: task.attempt,
+        workerId: task.worker_id,
         timeoutSeconds: task.timeout_seconds,
         input: task.input,
         flowInput: task.flow_input,
@@ -162,15 +167,18 @@ export async function trackWorkerFunction(
   sql: Sql,
   functionName: string,
 ): Promise<WorkerFunctionRow> {
-  const [row] = await sql<
-    {
-      function_name: string;
-      enabled: boolean;
-      restart_paused_at: Date | null;
-      pause_reason: string | null;
-    }[]
-  >`select function_name, enabled, restart_paused_at, pause_reason
-    from sluice.track_worker_function(${functionName})`;
+  const row = onlyRow(
+    "track_worker_function",
+    await sql<
+      {
+        function_name: string;
+        enabled: boolean;
+        restart_paused_at: Date | null;
+        pause_reason: string | null;
+      }[]
+    >`select function_name, enabled, restart_paused_at, pause_reason
+      from sluice.track_worker_function(${functionName})`,
+  );
   return {
     functionName: row.function_name,
     enabled: row.enabled,
@@ -201,8 +209,11 @@ export async function heartbeatWorker(
   sql: Sql,
   workerId: string,
 ): Promise<{ deprecated: boolean }> {
-  const [row] = await sql<{ result: { deprecated: boolean } }[]>`
-    select sluice.heartbeat_worker(${workerId}::uuid) as result`;
+  const row = onlyRow(
+    "heartbeat_worker",
+    await sql<{ result: { deprecated: boolean } }[]>`
+      select sluice.heartbeat_worker(${workerId}::uuid) as result`,
+  );
   return { deprecated: row.result.deprecated === true };
 }
 
@@ -213,55 +224,90 @@ export async function stopWorker(sql: Sql, workerId: string): Promise<void> {
 
 /** `sluice.requeue_stalled_tasks`: how many stalled tasks were requeued or failed. */
 export async function requeueStalledTasks(sql: Sql): Promise<number> {
-  const [row] = await sql<{ handled: number }[]>`
-    select sluice.requeue_stalled_tasks() as handled`;
+  const row = onlyRow(
+    "requeue_stalled_tasks",
+    await sql<{ handled: number }[]>`select sluice.requeue_stalled_tasks() as handled`,
+  );
   return row.handled;
 }
 
-/** One successful result; `outputJson` is the handler output already serialized. */
-export interface TaskResult {
+/** The fencing token of one attempt, as its claim handed it out. */
+export interface AttemptToken {
   readonly runId: string;
   readonly stepSlug: string;
   readonly taskIndex: number;
+  readonly attempt: number;
+  readonly workerId: string;
+}
+
+/** One successful result; `outputJson` is the handler output already serialized. */
+export interface TaskResult extends AttemptToken {
   readonly outputJson: string;
 }
 
+/** What `sluice.complete_tasks` did with a batch. */
+export interface CompleteOutcome {
+  /** How many results were applied. */
+  readonly completed: number;
+  /** The results whose attempt was no longer live: nothing changed for them. */
+  readonly stale: readonly Omit<AttemptToken, "workerId">[];
+}
+
 /**
- * `sluice.complete_tasks`: reports a batch of results; returns how many were applied (the rest
- * were late or duplicate reports). The outputs are spliced in as they were serialized.
+ * `sluice.complete_tasks`: reports a batch of results, each fenced by its attempt's token. The
+ * outputs are spliced in as they were serialized.
  */
-export async function completeTasks(sql: Sql, results: readonly TaskResult[]): Promise<number> {
+export async function completeTasks(
+  sql: Sql,
+  results: readonly TaskResult[],
+): Promise<CompleteOutcome> {
   const body = "[" +
     results.map((result) =>
       `{"run_id":${JSON.stringify(result.runId)},"step_slug":${
         JSON.stringify(result.stepSlug)
-      },"task_index":${result.taskIndex},"output":${result.outputJson}}`
+      },"task_index":${result.taskIndex},"attempt":${result.attempt},"worker_id":${
+        JSON.stringify(result.workerId)
+      },"output":${result.outputJson}}`
     ).join(",") + "]";
-  const [row] = await sql.unsafe<{ applied: number }[]>(
-    sentAtOnce(`select sluice.complete_tasks(${textLiteral(body)}::jsonb) as applied`),
+  const row = onlyRow(
+    "complete_tasks",
+    await sql.unsafe<
+      {
+        outcome: {
+          completed: number;
+          stale: { run_id: string; step_slug: string; task_index: number; attempt: number }[];
+        };
+      }[]
+    >(sentAtOnce(`select sluice.complete_tasks(${textLiteral(body)}::jsonb) as outcome`)),
   );
-  return row.applied;
+  return {
+    completed: row.outcome.completed,
+    stale: row.outcome.stale.map((entry) => ({
+      runId: entry.run_id,
+      stepSlug: entry.step_slug,
+      taskIndex: entry.task_index,
+      attempt: entry.attempt,
+    })),
+  };
 }
 
-/** What `sluice.fail_task` did. */
-export type FailOutcome = "retried" | "failed" | "ignored";
+/** What `sluice.fail_task` did: `stale` when the attempt was no longer live (nothing changed). */
+export type FailOutcome = "retried" | "failed" | "stale";
 
-/** `sluice.fail_task`: reports a failed attempt. */
+/** `sluice.fail_task`: reports a failed attempt, fenced by its token. */
 export async function failTask(
   sql: Sql,
-  failure: {
-    runId: string;
-    stepSlug: string;
-    taskIndex: number;
-    error: string;
-    retryDelaySeconds: number | null;
-  },
+  failure: AttemptToken & { error: string; retryDelaySeconds: number | null },
 ): Promise<FailOutcome> {
-  const [row] = await sql.unsafe<{ outcome: FailOutcome }[]>(sentAtOnce(`
+  const row = onlyRow(
+    "fail_task",
+    await sql.unsafe<{ outcome: FailOutcome }[]>(sentAtOnce(`
     select sluice.fail_task(
       ${uuidLiteral(failure.runId)}, ${textLiteral(failure.stepSlug)},
-      ${integerLiteral(failure.taskIndex)}, ${textLiteral(failure.error)},
+      ${integerLiteral(failure.taskIndex)}, ${integerLiteral(failure.attempt)},
+      ${uuidLiteral(failure.workerId)}, ${textLiteral(failure.error)},
       ${numberLiteral(failure.retryDelaySeconds)}
-    ) as outcome`));
+    ) as outcome`)),
+  );
   return row.outcome;
 }

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { EmptyResultError } from "../db/only_row.ts";
 import { errorCode, safeString, truncate } from "./describe_error.ts";
 
 /** Connection-level error codes of postgres.js and the Node/Deno socket layer. */
@@ -42,6 +43,7 @@ export function isTransientDatabaseError(error: unknown): boolean {
     if (TRANSIENT_CONNECTION_CODES.has(code) || TRANSIENT_SQLSTATES.has(code)) return true;
     if (/^08[0-9A-Z]{3}$/.test(code)) return true;
   }
+  if (error instanceof EmptyResultError) return true;
   if (error instanceof Error) {
     // Socket errors of the Deno runtime do not always carry a code.
     if (

@@ -218,6 +218,7 @@ export class PollLoop {
           stepSlug: task.stepSlug,
           taskIndex: task.taskIndex,
           attempt: task.attempt,
+          workerId: task.workerId,
           outputJson: outcome.outputJson,
         });
       } else {
@@ -236,6 +237,7 @@ export class PollLoop {
           stepSlug: task.stepSlug,
           taskIndex: task.taskIndex,
           attempt: task.attempt,
+          workerId: task.workerId,
           error: outcome.error,
           retryDelaySeconds: outcome.retryDelaySeconds,
         });

@@ -8,6 +8,13 @@
  * for the next, so batches grow with the load. Failures go through `sluice.fail_task`, one call
  * each, from the same pump.
  *
+ * Every report carries its attempt's fencing token (attempt and worker id). The database applies
+ * it only while that attempt is the task's live one and answers `stale` otherwise, changing
+ * nothing: the task was taken over (stalled recovery requeued it, another worker may run it now).
+ * A stale report is logged as a warning. By then its handler has returned, or its signal was
+ * aborted (a timeout or shutdown is what let the report go out before the handler returned), so
+ * there is nothing left to abort.
+ *
  * Transient database errors are retried with backoff until they succeed or the worker gives up at
  * shutdown: an outcome the worker computed stays in memory until the database has it. When
  * `complete_tasks` rejects a batch with a SQL error, the batch is retried one result at a time
@@ -20,24 +27,21 @@
 import type { Sql } from "postgres";
 import { MAX_TASK_ERROR_LENGTH } from "./_errors.ts";
 import { describeError, truncate } from "./describe_error.ts";
-import { completeTasks, failTask, type TaskResult } from "../db/worker_queries.ts";
+import {
+  type AttemptToken,
+  completeTasks,
+  type FailOutcome,
+  failTask,
+  type TaskResult,
+} from "../db/worker_queries.ts";
 import { type OutageTracker, retryTransient } from "./_retry.ts";
 import type { Logger } from "./logger.ts";
 
 /** Largest number of results sent in one `complete_tasks` call. */
 const MAX_BATCH = 500;
 
-/** A successful result waiting to be reported. */
-interface PendingCompletion extends TaskResult {
-  readonly attempt: number;
-}
-
 /** A failed attempt waiting to be reported. */
-export interface PendingFailure {
-  readonly runId: string;
-  readonly stepSlug: string;
-  readonly taskIndex: number;
-  readonly attempt: number;
+export interface PendingFailure extends AttemptToken {
   readonly error: string;
   readonly retryDelaySeconds: number | null;
 }
@@ -47,7 +51,7 @@ export class ResultReporter {
   #sql: Sql;
   #logger: Logger;
   #outage: OutageTracker;
-  #completions: PendingCompletion[] = [];
+  #completions: TaskResult[] = [];
   #failures: PendingFailure[] = [];
   #pumping = false;
   #scheduled = false;
@@ -76,7 +80,7 @@ export class ResultReporter {
   }
 
   /** Queues a success. */
-  complete(result: PendingCompletion): void {
+  complete(result: TaskResult): void {
     this.#completions.push(result);
     this.#schedule();
   }
@@ -148,14 +152,14 @@ export class ResultReporter {
     }
   }
 
-  async #reportCompletions(batch: PendingCompletion[]): Promise<void> {
-    let applied: number;
+  async #reportCompletions(batch: TaskResult[]): Promise<void> {
+    let stale: readonly Omit<AttemptToken, "workerId">[];
     try {
-      applied = await retryTransient(() => completeTasks(this.#sql, batch), {
+      ({ stale } = await retryTransient(() => completeTasks(this.#sql, batch), {
         operation: "complete_tasks",
         outage: this.#outage,
         signal: this.#giveUp.signal,
-      });
+      }));
     } catch (error) {
       if (this.#giveUp.signal.aborted) {
         this.#dropped(batch.length, error);
@@ -182,15 +186,22 @@ export class ResultReporter {
         });
       }
     }
-    if (applied < batch.length) {
-      this.#logger.debug("late or duplicate results ignored by the database", {
-        ignored: batch.length - applied,
-      });
-    }
+    for (const result of stale) this.#stale("complete_tasks", result);
+  }
+
+  /** The database answered `stale`: the attempt is no longer the task's live one. */
+  #stale(operation: string, token: Omit<AttemptToken, "workerId">): void {
+    this.#logger.warn("stale report ignored: the attempt is no longer live", {
+      operation,
+      run_id: token.runId,
+      step_slug: token.stepSlug,
+      task_index: token.taskIndex,
+      attempt: token.attempt,
+    });
   }
 
   /** The database refused one result: its attempt fails with the database's message. */
-  async #refused(result: PendingCompletion, error: unknown): Promise<void> {
+  async #refused(result: TaskResult, error: unknown): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);
     this.#logger.warn("the database refused a task result: failing the attempt", {
       run_id: result.runId,
@@ -203,6 +214,7 @@ export class ResultReporter {
       stepSlug: result.stepSlug,
       taskIndex: result.taskIndex,
       attempt: result.attempt,
+      workerId: result.workerId,
       error: truncate(`Cannot complete task: ${message}`, MAX_TASK_ERROR_LENGTH),
       retryDelaySeconds: null,
     });
@@ -210,11 +222,15 @@ export class ResultReporter {
 
   async #reportFailure(failure: PendingFailure): Promise<void> {
     try {
-      const outcome = await retryTransient(() => failTask(this.#sql, failure), {
+      const outcome: FailOutcome = await retryTransient(() => failTask(this.#sql, failure), {
         operation: "fail_task",
         outage: this.#outage,
         signal: this.#giveUp.signal,
       });
+      if (outcome === "stale") {
+        this.#stale("fail_task", failure);
+        return;
+      }
       this.#logger.debug("task failure reported", {
         run_id: failure.runId,
         step_slug: failure.stepSlug,

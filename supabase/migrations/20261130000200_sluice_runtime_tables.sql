@@ -1,10 +1,13 @@
 -- sluice runtime tables: runs, step states and tasks.
 --
--- Lock order (every function that writes these follows it, so none can deadlock):
+-- Lock order (one global order; no transaction waits for a lock earlier in it than one it holds,
+-- so none can deadlock):
 --   sluice.runs (for update) -> sluice.step_states -> sluice.step_tasks -> PGMQ message rows.
 -- Every terminal transition of a run, a step or a started task first holds the run row lock.
--- The claim (sluice.start_tasks) only moves tasks from queued to started and locks task rows
--- alone, so it never waits on a run or step lock while holding a task lock.
+-- The claim (sluice.start_tasks) only moves tasks from queued to started and takes no run or step
+-- lock. In the worker's fused statement pgmq.read has already locked the batch's messages when
+-- the claim reaches the tasks; the claim locks those with skip locked and treats a task it cannot
+-- lock as a benign duplicate, so it never waits for a task while holding a message.
 
 create table sluice.runs (
   run_id uuid primary key default gen_random_uuid(),

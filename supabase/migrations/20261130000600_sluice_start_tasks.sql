@@ -2,9 +2,14 @@
 -- the (flow_slug, step_slug) pairs it can run. The whole batch is classified before anything
 -- changes, each message looked up by its identity (queue_name, message_id) (DESIGN.md §6):
 --
---   queued task           -> claim: started, attempts + 1, visible again after timeout + 2 s
+--   queued task           -> claim: started, attempts + 1, visible again after timeout + 2 s;
+--                            the claim hands out the fencing token (attempt, worker_id) that
+--                            every report of this attempt must carry
 --   started task          -> benign duplicate: no attempt used; hidden until stalled recovery
 --                            would requeue it, so it does not bounce between workers
+--   task another transaction holds locked (a completion, failure or recovery is changing it)
+--                         -> benign duplicate: nothing changes here, the message keeps the read's
+--                            visibility and the holder sets its fate (archive, retry delay, requeue)
 --   terminal task         -> archive the message (idempotent)
 --   missing, wrong queue (the body disagrees with the task found by identity, or names a task
 --   on another queue), unsupported route
@@ -12,9 +17,13 @@
 --                            worker function's restarts, and return the fatal outcome as a
 --                            value (a raised error would roll the pause back)
 --
--- Locks: step_tasks rows of the batch (in primary-key order, so two claimers with overlapping
--- batches cannot deadlock), then the PGMQ message rows. No run or step lock is taken, so the
--- claim never waits behind a completion that holds one.
+-- Locks (global order runs -> step_states -> step_tasks -> PGMQ message rows, see
+-- 20261130000200_sluice_runtime_tables.sql): step_tasks rows of the batch with skip locked, then
+-- the batch's PGMQ message rows. The worker's fused read-and-claim statement runs pgmq.read first,
+-- so it already holds the batch's message rows when it gets here: the one place that takes a
+-- message before its task. It stays deadlock-free because the task locks are taken with skip
+-- locked, so the claim never waits for a task while holding a message; a task it cannot lock
+-- is a benign duplicate. No run or step lock is taken.
 
 create function sluice.start_tasks(
   queue_name text,
@@ -46,6 +55,7 @@ declare
   v_tasks jsonb;
   v_claimed integer;
   v_archive bigint[];
+  v_locked bigint[];
 begin
   if jsonb_typeof(start_tasks.supported) is distinct from 'array' then
     raise exception 'Cannot start tasks on queue "%": supported must be a JSON array of {flow_slug, step_slug}, got %',
@@ -66,11 +76,15 @@ begin
       'duplicates', '[]'::jsonb, 'archived', '[]'::jsonb, 'fatal', '[]'::jsonb);
   end if;
 
-  perform 1
-  from sluice.step_tasks t
-  where t.queue_name = v_queue and t.message_id = any (start_tasks.message_ids)
-  order by t.run_id, t.step_slug, t.task_index
-  for update;
+  -- Skip locked: a holder of a task lock (completion, failure, recovery) may be waiting for a
+  -- message this transaction read; waiting for it here would close a cycle.
+  select array_agg(t.message_id) into v_locked
+  from (
+    select t.message_id
+    from sluice.step_tasks t
+    where t.queue_name = v_queue and t.message_id = any (start_tasks.message_ids)
+    for update skip locked
+  ) t;
 
   -- Bodies are read, not trusted: they only serve to detect a message that names another task.
   execute format(
@@ -87,7 +101,7 @@ begin
     array_agg(c.message_id order by c.ord) filter (where c.class in ('claim', 'duplicate')),
     array_agg(c.vt_seconds order by c.ord) filter (where c.class in ('claim', 'duplicate')),
     array_agg(c.message_id order by c.ord) filter (where c.class = 'terminal'),
-    array_agg(c.message_id order by c.ord) filter (where c.class = 'duplicate'),
+    array_agg(c.message_id order by c.ord) filter (where c.class in ('duplicate', 'busy')),
     array_agg(c.message_id order by c.ord) filter (where c.class = 'claim')
   into v_fatal_ids, v_fatal_classes, v_vis_ids, v_vis_secs, v_archive, v_duplicate_ids,
     v_claim_ids
@@ -112,6 +126,7 @@ begin
         when not start_tasks.supported @> jsonb_build_array(
           jsonb_build_object('flow_slug', t.flow_slug, 'step_slug', t.step_slug)
         ) then 'unsupported'
+        when not (t.message_id = any (coalesce(v_locked, '{}'))) then 'busy'
         when t.status = 'queued' then 'claim'
         when t.status = 'started' then 'duplicate'
         else 'terminal'
@@ -156,7 +171,9 @@ begin
 
   with claimed as (
     update sluice.step_tasks t
-    set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
+    -- The claim's own time, not now(): in the worker's read_with_poll statement the transaction
+    -- began with the long poll, possibly before the task was even queued.
+    set status = 'started', attempts_count = t.attempts_count + 1, started_at = clock_timestamp(),
       last_worker_id = start_tasks.worker_id
     -- By message key, and without "t.status = 'queued'": every row was locked and classified as
     -- queued above, so it still is. Either a join on a table function (estimated at 100 rows)
@@ -174,6 +191,7 @@ begin
       'step_slug', c.step_slug,
       'task_index', c.task_index,
       'attempt', c.attempts_count,
+      'worker_id', c.last_worker_id,
       'timeout_seconds', coalesce(s.opt_timeout, f.opt_timeout),
       'input', case
         when s.step_type = 'map' and s.map_source is null then r.input -> c.task_index

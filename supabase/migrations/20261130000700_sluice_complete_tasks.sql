@@ -1,13 +1,18 @@
 -- sluice.complete_tasks / sluice.complete_task: a worker reports handler outputs.
 --
+-- Reports are fenced: each result carries the token its claim handed out (attempt, worker_id)
+-- and is applied only while that attempt is the task's live one (the task is 'started' with
+-- that attempts_count and last_worker_id). Any other result is stale (the task was requeued,
+-- claimed again, skipped, cancelled or already completed): it changes nothing, neither the task
+-- nor its message, and is returned so the worker can say so. A result naming no task at all is
+-- an error and nothing of the batch is written.
+--
 -- Lock order: each run (runs ordered by run_id, so two batched completers cannot deadlock) ->
--- its step states (ordered by slug) -> the tasks -> their messages. Only tasks still 'started'
--- are completed: a late or duplicate report (the task was requeued, skipped, cancelled or
--- already completed) is a no-op, not corruption. A result naming no task at all is an error
--- and nothing of the batch is written.
+-- its step states (ordered by slug) -> the live tasks -> their messages; the global order of
+-- 20261130000200_sluice_runtime_tables.sql. Stale results lock no task.
 
 create function sluice.complete_tasks(results jsonb)
-returns integer
+returns jsonb
 language plpgsql
 as $$
 declare
@@ -23,10 +28,24 @@ declare
   v_step_completed boolean;
   v_archive_queues text[] := '{}';
   v_archive_ids bigint[] := '{}';
+  v_done_keys text[] := '{}';
+  v_keys text[];
+  v_stale jsonb;
 begin
   if jsonb_typeof(complete_tasks.results) is distinct from 'array' then
-    raise exception 'Cannot complete tasks: results must be a JSON array of {run_id, step_slug, task_index, output}, got %',
+    raise exception 'Cannot complete tasks: results must be a JSON array of {run_id, step_slug, task_index, attempt, worker_id, output}, got %',
       coalesce(jsonb_typeof(complete_tasks.results), 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+
+  select x.run_id, x.step_slug, x.task_index into v_missing
+  from jsonb_to_recordset(complete_tasks.results)
+    as x(run_id uuid, step_slug text, task_index integer, attempt integer, worker_id uuid)
+  where x.attempt is null or x.worker_id is null
+  limit 1;
+  if found then
+    raise exception 'Cannot complete task (run %, step "%", index %): attempt and worker_id are required, the fencing token its claim handed out',
+      v_missing.run_id, v_missing.step_slug, v_missing.task_index
       using errcode = 'invalid_parameter_value';
   end if;
 
@@ -65,24 +84,29 @@ begin
 
       with done as (
         update sluice.step_tasks t
-        set status = 'completed', completed_at = now(), output = x.output
+        set status = 'completed', completed_at = clock_timestamp(), output = x.output
         from (
-          select distinct on (r.task_index) r.task_index, r.output
+          select distinct on (r.task_index) r.task_index, r.attempt, r.worker_id, r.output
           from jsonb_to_recordset(complete_tasks.results)
-            as r(run_id uuid, step_slug text, task_index integer, output jsonb)
+            as r(run_id uuid, step_slug text, task_index integer, attempt integer,
+              worker_id uuid, output jsonb)
           where r.run_id = v_run and r.step_slug = v_step
           order by r.task_index
         ) x
         where t.run_id = v_run and t.step_slug = v_step and t.task_index = x.task_index
-          and t.status = 'started'
-        returning t.queue_name, t.message_id
+          and t.status = 'started' and t.attempts_count = x.attempt
+          and t.last_worker_id = x.worker_id
+        returning t.queue_name, t.message_id,
+          concat_ws('/', t.run_id, t.step_slug, t.task_index, t.attempts_count, t.last_worker_id)
+            as fence
       )
-      select count(*), array_agg(d.queue_name), array_agg(d.message_id)
-      into v_n, v_queues, v_ids
+      select count(*), array_agg(d.queue_name), array_agg(d.message_id), array_agg(d.fence)
+      into v_n, v_queues, v_ids, v_keys
       from done d;
 
       continue when v_n = 0;
       v_applied := v_applied + v_n;
+      v_done_keys := v_done_keys || v_keys;
       v_archive_queues := v_archive_queues || v_queues;
       v_archive_ids := v_archive_ids || v_ids;
 
@@ -123,7 +147,16 @@ begin
     perform sluice.archive_messages(v_archive_queues, v_archive_ids);
   end if;
 
-  return v_applied;
+  select jsonb_agg(jsonb_build_object('run_id', x.run_id, 'step_slug', x.step_slug,
+      'task_index', x.task_index, 'attempt', x.attempt) order by x.ord)
+  into v_stale
+  from rows from (jsonb_to_recordset(complete_tasks.results)
+    as (run_id uuid, step_slug text, task_index integer, attempt integer, worker_id uuid))
+    with ordinality as x(run_id, step_slug, task_index, attempt, worker_id, ord)
+  where not (concat_ws('/', x.run_id, x.step_slug, x.task_index, x.attempt, x.worker_id)
+    = any (v_done_keys));
+
+  return jsonb_build_object('completed', v_applied, 'stale', coalesce(v_stale, '[]'::jsonb));
 end;
 $$;
 
@@ -131,18 +164,22 @@ create function sluice.complete_task(
   run_id uuid,
   step_slug text,
   task_index integer,
+  attempt integer,
+  worker_id uuid,
   output jsonb
 )
-returns boolean
+returns text
 language plpgsql
 as $$
 begin
   -- PL/pgSQL, not SQL, so that the call is not parsed and planned again every time.
-  return sluice.complete_tasks(jsonb_build_array(jsonb_build_object(
+  return case when (sluice.complete_tasks(jsonb_build_array(jsonb_build_object(
     'run_id', complete_task.run_id,
     'step_slug', complete_task.step_slug,
     'task_index', complete_task.task_index,
+    'attempt', complete_task.attempt,
+    'worker_id', complete_task.worker_id,
     'output', complete_task.output
-  ))) = 1;
+  ))) ->> 'completed')::integer = 1 then 'completed' else 'stale' end;
 end;
 $$;

@@ -1,16 +1,23 @@
 -- sluice.fail_task: a worker reports a handler failure.
 --
+-- The report is fenced like a completion: it carries the token its claim handed out (attempt,
+-- worker_id) and is applied only while that attempt is the task's live one. Any other report
+-- (the task was requeued by stalled recovery, claimed again, or finished) is 'stale' and changes
+-- nothing, neither the task nor its message.
+--
 -- With attempts left the task goes back to 'queued' and the same message is delayed on the
 -- task's own queue: by the handler-selected retry_delay_seconds when given, else by exponential
 -- backoff from the effective base delay, both capped by sluice.max_retry_delay_seconds().
 -- Without attempts left the task fails and the step's when_exhausted applies.
--- Lock order: run -> step state -> task -> message. A report for a task that is no longer
--- 'started' (or whose run finished) is ignored.
+-- Lock order: run -> step state -> task (only the live attempt's) -> message, the global order
+-- of 20261130000200_sluice_runtime_tables.sql.
 
 create function sluice.fail_task(
   run_id uuid,
   step_slug text,
   task_index integer,
+  attempt integer,
+  worker_id uuid,
   error text,
   retry_delay_seconds double precision default null
 )
@@ -33,6 +40,12 @@ begin
       using errcode = 'invalid_parameter_value';
   end if;
 
+  if fail_task.attempt is null or fail_task.worker_id is null then
+    raise exception 'Cannot fail task (run %, step "%", index %): attempt and worker_id are required, the fencing token its claim handed out',
+      fail_task.run_id, fail_task.step_slug, fail_task.task_index
+      using errcode = 'invalid_parameter_value';
+  end if;
+
   if not exists (
     select 1 from sluice.step_tasks t
     where t.run_id = fail_task.run_id and t.step_slug = fail_task.step_slug
@@ -46,7 +59,7 @@ begin
   perform 1 from sluice.runs r where r.run_id = fail_task.run_id and r.status = 'started'
   for update;
   if not found then
-    return 'ignored';
+    return 'stale';
   end if;
 
   perform 1 from sluice.step_states ss
@@ -56,9 +69,11 @@ begin
   select * into v_task from sluice.step_tasks t
   where t.run_id = fail_task.run_id and t.step_slug = fail_task.step_slug
     and t.task_index = fail_task.task_index
+    and t.status = 'started' and t.attempts_count = fail_task.attempt
+    and t.last_worker_id = fail_task.worker_id
   for update;
-  if v_task.status <> 'started' then
-    return 'ignored';
+  if not found then
+    return 'stale';
   end if;
 
   select coalesce(s.opt_max_attempts, f.opt_max_attempts), coalesce(s.opt_base_delay, f.opt_base_delay)

@@ -2,18 +2,16 @@
 --
 -- A task is stalled when it has been 'started' for longer than its effective timeout
 -- (coalesce(step, flow)) + 30 s: a live worker would have aborted and reported it by then.
--- It is requeued (visible at once) up to 3 times; after that it is marked permanently stalled
--- and fails like an exhausted task, so the run still terminates.
+-- A stall uses up the attempt like a failure: with attempts left the task is requeued (visible
+-- at once; the stalled attempt's fencing token goes stale, so a late report of it changes
+-- nothing); a stalled last attempt is marked permanently_stalled_at and exhausts the task with
+-- an error saying it stalled, so the step's when_exhausted applies and the run still terminates.
+-- Stalls are measured on clock_timestamp(), the same clock the claim stamps started_at with.
 --
 -- Safe to call from every worker's heartbeat at once: runs are locked with skip locked, so a
 -- run another caller (or a completion) holds is simply left for the next call. Lock order
--- run -> step state -> task -> message, as everywhere.
-
-create function sluice.max_stalled_requeues()
-returns integer
-language sql
-immutable
-as $$ select 3 $$;
+-- run -> step state -> task -> message, the global order of
+-- 20261130000200_sluice_runtime_tables.sql.
 
 create function sluice.requeue_stalled_tasks()
 returns integer
@@ -22,16 +20,19 @@ as $$
 declare
   v_candidate record;
   v_task sluice.step_tasks;
+  v_error text;
   v_handled integer := 0;
 begin
   for v_candidate in
     select t.run_id, t.step_slug, t.task_index,
-      make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30) as stall_after
+      make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30) as stall_after,
+      coalesce(s.opt_max_attempts, f.opt_max_attempts) as max_attempts
     from sluice.step_tasks t
     join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
     join sluice.flows f on f.flow_slug = t.flow_slug
     where t.status = 'started' and t.started_at is not null
-      and t.started_at < now() - make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30)
+      and t.started_at < clock_timestamp()
+        - make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30)
     order by t.started_at
     limit 100
   loop
@@ -46,27 +47,27 @@ begin
 
     select * into v_task from sluice.step_tasks t
     where t.run_id = v_candidate.run_id and t.step_slug = v_candidate.step_slug
-      and t.task_index = v_candidate.task_index
+      and t.task_index = v_candidate.task_index and t.status = 'started'
     for update;
-    continue when v_task.status <> 'started'
-      or v_task.started_at >= now() - v_candidate.stall_after;
+    continue when not found
+      or v_task.started_at >= clock_timestamp() - v_candidate.stall_after;
 
-    if v_task.requeued_count < sluice.max_stalled_requeues() then
+    v_error := format('stalled: no report of attempt %s within %s', v_task.attempts_count,
+      v_candidate.stall_after);
+    if v_task.attempts_count < v_candidate.max_attempts then
       update sluice.step_tasks t
-      set status = 'queued', requeued_count = t.requeued_count + 1,
-        error_message = format('stalled: no report within %s', v_candidate.stall_after)
+      set status = 'queued', requeued_count = t.requeued_count + 1, error_message = v_error
       where t.run_id = v_task.run_id and t.step_slug = v_task.step_slug
         and t.task_index = v_task.task_index;
       perform pgmq.set_vt(v_task.queue_name, v_task.message_id, 0);
       perform sluice.notify_queue(v_task.queue_name);
     else
-      update sluice.step_tasks t set permanently_stalled_at = now()
+      update sluice.step_tasks t set permanently_stalled_at = clock_timestamp()
       where t.run_id = v_task.run_id and t.step_slug = v_task.step_slug
         and t.task_index = v_task.task_index;
       perform sluice.exhaust_task(
         v_task.run_id, v_task.step_slug, v_task.task_index,
-        format('stalled %s times: no report within %s', v_task.requeued_count + 1,
-          v_candidate.stall_after)
+        format('%s, the last of %s attempts', v_error, v_candidate.max_attempts)
       );
     end if;
     v_handled := v_handled + 1;

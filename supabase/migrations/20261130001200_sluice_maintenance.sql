@@ -44,6 +44,8 @@ begin
   from sluice.step_tasks t
   join sluice.queues q on q.queue_name = t.queue_name and q.ownership = 'shared'
   where t.flow_slug = delete_flow_and_data.flow_slug and t.message_id is not null;
+  -- Runs (with their step states and tasks) before messages: the global lock order.
+  delete from sluice.runs r where r.flow_slug = delete_flow_and_data.flow_slug;
   for v_queue in select distinct q from unnest(v_queues) as q loop
     perform pgmq.delete(v_queue,
       array(select m.id from unnest(v_queues, v_ids) as m(q, id) where m.q = v_queue));
@@ -54,7 +56,6 @@ begin
   from sluice.queues q
   where q.ownership = 'private' and q.owner_flow_slug = delete_flow_and_data.flow_slug;
 
-  delete from sluice.runs r where r.flow_slug = delete_flow_and_data.flow_slug;
   delete from sluice.aliases a where a.flow_slug = delete_flow_and_data.flow_slug;
   delete from sluice.flows f where f.flow_slug = delete_flow_and_data.flow_slug;
 

@@ -261,7 +261,9 @@ Deno.test("ops prune deletes finished runs older than the interval and rejects a
         ${workerId}, ${supported}::jsonb) as result
     `;
     assert.equal(result.tasks[0].step_slug, step);
-    await db.sql`select sluice.complete_task(${runId}, ${step}, 0, '"done"'::jsonb)`;
+    await db.sql`select sluice.complete_task(${runId}, ${step}, 0, ${
+      result.tasks[0].attempt
+    }, ${workerId}, '"done"'::jsonb)`;
   }
 
   assert.deepEqual(await ops(db.url, "prune", "1 day"), {

@@ -153,9 +153,19 @@ export interface ClaimedTask {
   step_slug: string;
   task_index: number;
   attempt: number;
+  worker_id: string;
   timeout_seconds: number;
   input: unknown;
   flow_input: unknown;
+}
+
+/** The fencing token of a claimed attempt: the task, its attempt and the claiming worker. */
+export interface AttemptToken {
+  run_id: string;
+  step_slug: string;
+  task_index: number;
+  attempt: number;
+  worker_id: string;
 }
 
 /** What start_tasks returns. */
@@ -211,32 +221,32 @@ export async function readAndClaim(
   return result.tasks;
 }
 
-/** Completes one task; returns whether it was applied. */
+/** Completes one claimed attempt; returns 'completed' | 'stale'. */
 export async function completeTask(
   sql: Sql,
-  task: { run_id: string; step_slug: string; task_index: number },
+  task: AttemptToken,
   output: unknown,
-): Promise<boolean> {
+): Promise<string> {
   const [row] = await sql`
     select sluice.complete_task(
-      ${task.run_id}, ${task.step_slug}, ${task.task_index},
+      ${task.run_id}, ${task.step_slug}, ${task.task_index}, ${task.attempt}, ${task.worker_id},
       ${sql.json(output as postgres.JSONValue)}::jsonb
-    ) as applied
+    ) as outcome
   `;
-  return row.applied;
+  return row.outcome;
 }
 
-/** Fails one task; returns 'retried' | 'failed' | 'ignored'. */
+/** Fails one claimed attempt; returns 'retried' | 'failed' | 'stale'. */
 export async function failTask(
   sql: Sql,
-  task: { run_id: string; step_slug: string; task_index: number },
+  task: AttemptToken,
   error: string,
   retryDelaySeconds: number | null = null,
 ): Promise<string> {
   const [row] = await sql`
     select sluice.fail_task(
-      ${task.run_id}, ${task.step_slug}, ${task.task_index}, ${error},
-      ${retryDelaySeconds}::double precision
+      ${task.run_id}, ${task.step_slug}, ${task.task_index}, ${task.attempt}, ${task.worker_id},
+      ${error}, ${retryDelaySeconds}::double precision
     ) as outcome
   `;
   return row.outcome;

@@ -62,9 +62,9 @@ Deno.test("complete_tasks() aggregates map outputs by task index, whatever the c
   const [applied] = await db.sql`
     select sluice.complete_tasks(${
     json(db.sql, second.map((t) => ({ ...t, output: (t.input as number) + 1 })))
-  }::jsonb) as n
+  }::jsonb) as outcome
   `;
-  assert.equal(applied.n, 3);
+  assert.deepEqual(applied.outcome, { completed: 3, stale: [] });
   assert.deepEqual((await run(db.sql, runId)).output, { twice: [11, 21, 31] });
 });
 
@@ -110,7 +110,7 @@ Deno.test("complete_task() names an unknown task and writes nothing of its batch
   const [task] = await readAndClaim(db.sql, "known", worker, "known");
   const batch = [
     { ...task, output: 1 },
-    { run_id: runId, step_slug: "zzz", task_index: 0, output: 1 },
+    { ...task, run_id: runId, step_slug: "zzz", task_index: 0, output: 1 },
   ];
   await assert.rejects(
     db.sql`select sluice.complete_tasks(${json(db.sql, batch)}::jsonb)`,
@@ -119,19 +119,41 @@ Deno.test("complete_task() names an unknown task and writes nothing of its batch
   assert.deepEqual(await taskStatuses(db.sql, runId), { "a:0": "started" });
 });
 
-Deno.test("complete_task() of a task that is not started is a no-op that returns false", async () => {
+Deno.test("complete_task() of a task that is not started is stale: no change, returns 'stale'", async () => {
   await using db = await freshDatabase();
   await compileFlow(db.sql, { slug: "late", steps: [{ slug: "a" }, { slug: "b" }] });
   const runId = await startFlow(db.sql, "late", {});
   const worker = await registerWorker(db.sql, "late", "late");
   const [a] = await readAndClaim(db.sql, "late", worker, "late");
-  assert.equal(await completeTask(db.sql, a, 1), true);
-  assert.equal(await completeTask(db.sql, a, 2), false, "a duplicate report changes nothing");
-  const queued = { run_id: runId, step_slug: a.step_slug === "a" ? "b" : "a", task_index: 0 };
+  assert.equal(await completeTask(db.sql, a, 1), "completed");
+  assert.equal(await completeTask(db.sql, a, 2), "stale", "a duplicate report changes nothing");
+  const queued = {
+    ...a,
+    run_id: runId,
+    step_slug: a.step_slug === "a" ? "b" : "a",
+    task_index: 0,
+    attempt: 0,
+  };
   await db
     .sql`update sluice.step_tasks set status = 'queued', started_at = null where run_id = ${runId} and step_slug = ${queued.step_slug}`;
-  assert.equal(await completeTask(db.sql, queued, 3), false, "a queued task cannot be completed");
+  assert.equal(await completeTask(db.sql, queued, 3), "stale", "a queued task cannot be completed");
   const [row] = await db
     .sql`select output from sluice.step_tasks where run_id = ${runId} and step_slug = ${a.step_slug}`;
   assert.equal(row.output, 1);
+});
+
+Deno.test("complete_tasks() requires each result's fencing token and writes nothing of its batch without one", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, { slug: "token", steps: [{ slug: "a" }] });
+  const runId = await startFlow(db.sql, "token", {});
+  const worker = await registerWorker(db.sql, "token", "token");
+  const [task] = await readAndClaim(db.sql, "token", worker, "token");
+  const batch = [{ ...task, output: 1 }, { ...task, attempt: undefined, output: 2 }];
+  await assert.rejects(
+    db.sql`select sluice.complete_tasks(${json(db.sql, batch)}::jsonb)`,
+    new RegExp(
+      `Cannot complete task \\(run ${runId}, step "a", index 0\\): attempt and worker_id are required`,
+    ),
+  );
+  assert.deepEqual(await taskStatuses(db.sql, runId), { "a:0": "started" });
 });

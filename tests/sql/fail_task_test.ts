@@ -66,7 +66,7 @@ Deno.test("fail_task() rejects a negative, NaN, infinite or over-cap retry delay
   const [task] = await readAndClaim(db.sql, "badretry", worker, "badretry");
   for (const bad of ["-1", "NaN", "Infinity", "86401"]) {
     await assert.rejects(
-      db.sql`select sluice.fail_task(${task.run_id}, 'a', 0, 'x', ${bad}::double precision)`,
+      db.sql`select sluice.fail_task(${task.run_id}, 'a', 0, ${task.attempt}, ${task.worker_id}, 'x', ${bad}::double precision)`,
       /retry_delay_seconds must be a finite number from 0 to 86400/,
       bad,
     );
@@ -105,8 +105,8 @@ Deno.test("fail_task() on the last attempt with whenExhausted 'fail' fails the r
   });
   assert.deepEqual(await taskStatuses(db.sql, runId), { "a:0": "failed", "b:0": "cancelled" });
   assert.equal(await liveMessages(db.sql, runId), 0);
-  assert.equal(await completeTask(db.sql, b, 1), false, "a late completion is ignored");
-  assert.equal(await failTask(db.sql, b, "late"), "ignored");
+  assert.equal(await completeTask(db.sql, b, 1), "stale", "a late completion changes nothing");
+  assert.equal(await failTask(db.sql, b, "late"), "stale");
 });
 
 Deno.test("regression: a root map whose task 0 exhausts with whenExhausted 'skip' skips started and queued siblings", async () => {
@@ -174,7 +174,13 @@ Deno.test("fail_task() names an unknown task", async () => {
   await using db = await freshDatabase();
   const runId = crypto.randomUUID();
   await assert.rejects(
-    failTask(db.sql, { run_id: runId, step_slug: "a", task_index: 0 }, "x"),
+    failTask(db.sql, {
+      run_id: runId,
+      step_slug: "a",
+      task_index: 0,
+      attempt: 1,
+      worker_id: crypto.randomUUID(),
+    }, "x"),
     new RegExp(`Cannot fail task \\(run ${runId}, step "a", index 0\\): no such task`),
   );
 });

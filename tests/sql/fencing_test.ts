@@ -1,0 +1,126 @@
+// Fenced reports: only the live attempt of a task (its attempt number and claiming worker, as the
+// claim handed them out) may complete or fail it; any other report is 'stale' and changes nothing.
+import assert from "node:assert/strict";
+import { freshDatabase, type TestDatabase } from "../_db.ts";
+import {
+  compileFlow,
+  completeTask,
+  failTask,
+  json,
+  readAndClaim,
+  registerWorker,
+  run,
+  type Sql,
+  startFlow,
+} from "./_fixtures.ts";
+
+/** The task row and its message's visibility, to prove a stale report changed neither. */
+async function snapshot(sql: Sql, runId: string) {
+  const [row] = await sql`
+    select t.status, t.attempts_count, t.last_worker_id, t.error_message, t.output,
+      q.vt, q.read_ct
+    from sluice.step_tasks t left join pgmq.q_fenced q on q.msg_id = t.message_id
+    where t.run_id = ${runId}`;
+  return { ...row };
+}
+
+/** Worker A claims attempt 1, recovery requeues it as stalled, worker B claims attempt 2. */
+async function takenOver(db: TestDatabase) {
+  await compileFlow(db.sql, {
+    slug: "fenced",
+    maxAttempts: 2,
+    steps: [{ slug: "a", timeout: 1 }],
+  });
+  const runId = await startFlow(db.sql, "fenced", {});
+  const workerA = await registerWorker(db.sql, "fenced", "fenced", "fenced_a");
+  const workerB = await registerWorker(db.sql, "fenced", "fenced", "fenced_b");
+  const [first] = await readAndClaim(db.sql, "fenced", workerA, "fenced");
+  assert.deepEqual([first.attempt, first.worker_id], [1, workerA]);
+  await db.sql`
+    update sluice.step_tasks set started_at = now() - interval '40 seconds'
+    where run_id = ${runId}`;
+  const [{ n }] = await db.sql`select sluice.requeue_stalled_tasks() as n`;
+  assert.equal(n, 1);
+  const [second] = await readAndClaim(db.sql, "fenced", workerB, "fenced");
+  assert.deepEqual([second.attempt, second.worker_id], [2, workerB]);
+  return { runId, first, second };
+}
+
+Deno.test("fail_task() of an attempt that was taken over is stale: the live attempt keeps running and can finish the run", async () => {
+  await using db = await freshDatabase();
+  const { runId, first, second } = await takenOver(db);
+  const before = await snapshot(db.sql, runId);
+
+  assert.equal(await failTask(db.sql, first, "late failure of attempt 1"), "stale");
+  assert.deepEqual(
+    await snapshot(db.sql, runId),
+    before,
+    "neither the task nor its message changed",
+  );
+  assert.equal((await run(db.sql, runId)).status, "started", "the run did not fail");
+
+  assert.equal(await completeTask(db.sql, second, "from B"), "completed");
+  const done = await run(db.sql, runId);
+  assert.equal(done.status, "completed");
+  assert.deepEqual(done.output, { a: "from B" });
+});
+
+Deno.test("complete_task() of an attempt that was taken over is stale: the live attempt's result is the one kept", async () => {
+  await using db = await freshDatabase();
+  const { runId, first, second } = await takenOver(db);
+  const before = await snapshot(db.sql, runId);
+
+  assert.equal(await completeTask(db.sql, first, "from A"), "stale");
+  assert.deepEqual(
+    await snapshot(db.sql, runId),
+    before,
+    "neither the task nor its message changed",
+  );
+
+  assert.equal(await failTask(db.sql, second, "B failed"), "failed", "attempt 2 of 2 is live");
+  assert.equal((await run(db.sql, runId)).status, "failed");
+});
+
+Deno.test("a report with the live attempt number but another worker's id is stale", async () => {
+  await using db = await freshDatabase();
+  const { runId, first, second } = await takenOver(db);
+  const before = await snapshot(db.sql, runId);
+  const forged = { ...second, worker_id: first.worker_id };
+  assert.equal(await completeTask(db.sql, forged, "forged"), "stale");
+  assert.equal(await failTask(db.sql, forged, "forged"), "stale");
+  assert.deepEqual(await snapshot(db.sql, runId), before);
+});
+
+Deno.test("complete_tasks() applies the live results of a batch and returns the stale ones", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, {
+    slug: "fenced",
+    steps: [{ slug: "each", type: "map", timeout: 1 }],
+  });
+  const runId = await startFlow(db.sql, "fenced", [0, 1]);
+  const worker = await registerWorker(db.sql, "fenced", "fenced");
+  const tasks = await readAndClaim(db.sql, "fenced", worker, "fenced");
+  assert.equal(tasks.length, 2);
+  const [live, old] = tasks;
+  const batch = [
+    { ...live, output: "live" },
+    { ...old, attempt: old.attempt + 1, output: "stale" },
+  ];
+  const [{ outcome }] = await db.sql`
+    select sluice.complete_tasks(${json(db.sql, batch)}::jsonb) as outcome`;
+  assert.deepEqual(outcome, {
+    completed: 1,
+    stale: [{
+      run_id: runId,
+      step_slug: old.step_slug,
+      task_index: old.task_index,
+      attempt: old.attempt + 1,
+    }],
+  });
+  const rows = await db.sql`
+    select task_index, status from sluice.step_tasks where run_id = ${runId} order by task_index`;
+  assert.deepEqual(
+    rows.map((r) => r.status),
+    live.task_index === 0 ? ["completed", "started"] : ["started", "completed"],
+  );
+});
