@@ -81,9 +81,11 @@ async function main(args: string[]): Promise<number> {
       );
     }
     for (const [index, mode] of modes.entries()) {
+      const started = performance.now();
       const summary = await runMode(mode, databaseUrl, args, index === 0);
       if (interrupted !== undefined) return interrupted;
-      if (modes.length > 1) log(`${mode}: ${formatTestSummary(summary)}`);
+      const seconds = Math.round((performance.now() - started) / 1000);
+      if (modes.length > 1) log(`${mode}: ${formatTestSummary(summary)} (${seconds} s)`);
       addTestSummary(total, summary);
     }
   } catch (error) {
