@@ -160,7 +160,14 @@ async function command(root: string, program: string, args: string[]): Promise<s
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
-  }).output();
+  }).output().catch((error) => {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    throw new PgmqExtensionServerError(
+      root,
+      `${program} not found (pg_config must sit next to initdb; on Debian it comes with ` +
+        "postgresql-client)",
+    );
+  });
   const decoder = new TextDecoder();
   if (code !== 0) {
     throw new PgmqExtensionServerError(

@@ -142,6 +142,7 @@ async function runMode(
     } else {
       log("using the server at DATABASE_URL");
     }
+    if (copy !== undefined) await checkShareDir(adminUrl, copy.shareDir);
     const installed = await buildTemplate(adminUrl);
     if (mode === "extension" && installed !== "extension") {
       throw new Error(`Cannot test the extension mode: the template got PGMQ ${installed}`);
@@ -171,6 +172,20 @@ async function runMode(
     return { passed: 0, failed: 1, ignored: 0 };
   } finally {
     await cleanup();
+  }
+}
+
+/** The server must read extensions from the copy's share directory, not the system's. */
+async function checkShareDir(adminUrl: string, expected: string): Promise<void> {
+  const [row] = await withClient(
+    adminUrl,
+    (sql) => sql<{ setting: string }[]>`select setting from pg_config where name = 'SHAREDIR'`,
+  );
+  if (row?.setting !== expected) {
+    throw new Error(
+      `Cannot test the extension mode: the server uses share directory ${row?.setting}, ` +
+        `not the copy's ${expected}`,
+    );
   }
 }
 
