@@ -329,6 +329,13 @@ begin
         v_queue, v_slug
         using errcode = 'invalid_parameter_value';
     end if;
+    -- Checked here rather than left to pgmq.validate_queue_name: PGMQ 1.5.1's text names 48 as
+    -- the maximum although 47 is the limit.
+    if length(v_queue) > sluice.max_queue_name_length() then
+      raise exception 'Invalid flow definition: queue "%" of step "%" of flow "%" has % characters; PGMQ allows at most %',
+        v_queue, v_slug, v_flow, length(v_queue), sluice.max_queue_name_length()
+        using errcode = 'invalid_parameter_value';
+    end if;
     begin
       perform pgmq.validate_queue_name(v_queue);
       perform pgmq.format_table_name(v_queue, 'q');

@@ -191,6 +191,15 @@ Deno.test("an invalid definition is rejected with the offending value and leaves
       /route of step "items" of flow "shop" is "elsewhere", but SQL derives "shop"/,
     ],
     ["dup step", (d) => d.steps[1].step_slug = "LOAD", /has step "LOAD" twice/],
+    [
+      // sluice's own text: PGMQ 1.5.1 would say "maximum length is 48 characters".
+      "long queue",
+      (d) => {
+        d.flow_slug = "s".repeat(48);
+        d.routes = d.routes.map((r) => ({ ...r, queue_name: d.flow_slug }));
+      },
+      /queue "s{48}" of step "load" of flow "s{48}" has 48 characters; PGMQ allows at most 47$/,
+    ],
     ["no steps", (d) => {
       d.steps = [];
       d.routes = [];
