@@ -39,3 +39,10 @@ export function formatTestSummary(summary: TestSummary): string {
   const skipped = summary.ignored > 0 ? `, ${summary.ignored} skipped` : "";
   return `${summary.passed} passed, ${summary.failed} failed${skipped}`;
 }
+
+/** Adds the counts of `summary` to `total` (e.g. one suite run per PGMQ flavour). */
+export function addTestSummary(total: TestSummary, summary: TestSummary): void {
+  total.passed += summary.passed;
+  total.failed += summary.failed;
+  total.ignored += summary.ignored;
+}

@@ -37,6 +37,30 @@ export interface TestDatabase extends AsyncDisposable {
 
 const ADMIN_URL_VARIABLE = "SLUICE_TEST_ADMIN_URL";
 const TEMPLATE_VARIABLE = "SLUICE_TEST_TEMPLATE";
+const INSTALLED_PGMQ_VARIABLE = "SLUICE_TEST_PGMQ_INSTALLED";
+
+/**
+ * Which PGMQ the test server offers and the template holds: `extension` (`create extension pgmq`
+ * works; under `SLUICE_TEST_PGMQ=extension` it is sluice's compat layer packaged as the extension)
+ * or `compat` (sluice's compat layer, installed because the server lacks the extension). Only tests
+ * of the installer, the migrations and the compat layer itself may depend on it.
+ *
+ * @example
+ * ```ts ignore
+ * import { installedPgmq } from "./_db.ts";
+ * Deno.test({ name: "compat only", ignore: installedPgmq() !== "compat", fn() {} });
+ * ```
+ */
+export function installedPgmq(): "compat" | "extension" {
+  const value = Deno.env.get(INSTALLED_PGMQ_VARIABLE);
+  if (value !== "compat" && value !== "extension") {
+    throw new Error(
+      `Cannot tell which PGMQ the test server has: ${INSTALLED_PGMQ_VARIABLE} is ` +
+        `${value === undefined ? "not set" : `"${value}"`}; run the tests with 'deno task test'`,
+    );
+  }
+  return value;
+}
 
 /**
  * The superuser URL of the test server (database `postgres`), from `SLUICE_TEST_ADMIN_URL`.

@@ -11,7 +11,13 @@
 -- the extension would no longer own its objects. The guard below aborts the whole installation
 -- (the installer runs this file in one transaction) when the extension is present.
 --
--- Plain SQL, no psql meta-commands; re-running it is harmless.
+-- Plain SQL, no psql meta-commands; re-running it is harmless. The test runner also packages this
+-- file as an extension script (scripts/_pgmq_extension.ts): it drops the lines between the
+-- `extension script: omit` markers, which CREATE EXTENSION does itself or would refuse.
+--
+-- Known differences from 1.5.1 (docs/sql.md lists them for users): concurrent creators of one
+-- queue are serialized here, and queue tables never become members of an extension. Partitioned
+-- queues (create_partitioned, pg_partman) are not provided.
 --
 -- Locking: read and pop take row locks with `for update skip locked`, so concurrent consumers get
 -- disjoint messages. set_vt, archive and delete lock rows normally and therefore wait for a
@@ -22,6 +28,7 @@
 -- everything deciding or setting visibility uses clock_timestamp(), so a long transaction that sends
 -- and then reads sees its own messages become visible, exactly as with the extension.
 
+-- extension script: omit from here
 do $$
 begin
   if exists (select from pg_extension where extname = 'pgmq') then
@@ -31,6 +38,7 @@ end
 $$;
 
 create schema if not exists pgmq;
+-- extension script: omit to here
 
 -- One row per queue, name kept as the caller spelled it (table names are lowercased instead).
 create table if not exists pgmq.meta (
@@ -110,13 +118,14 @@ end;
 $$;
 
 -- 47 = 63 (identifier limit) - 16 (longest prefix the extension builds, `template_pgmq_q_`).
+-- The text says 48 because 1.5.1 says so (its message is off by one; 1.5.2 corrected it).
 create or replace function pgmq.validate_queue_name(queue_name text)
 returns void
 language plpgsql
 as $$
 begin
   if length(queue_name) > 47 then
-    raise exception 'queue name is too long, maximum length is 47 characters';
+    raise exception 'queue name is too long, maximum length is 48 characters';
   end if;
 end;
 $$;
@@ -212,6 +221,9 @@ begin
 end;
 $$;
 
+-- A missing queue raises, with the text 1.5.1 gets from its `alter extension pgmq drop table`
+-- (later releases return false with a notice instead); callers that may meet a missing queue check
+-- pgmq.meta first.
 create or replace function pgmq.drop_queue(queue_name text)
 returns boolean
 language plpgsql
@@ -222,13 +234,40 @@ declare
 begin
   perform pg_advisory_xact_lock(hashtext('pgmq.' || qtable));
   if to_regclass(format('pgmq.%I', qtable)) is null then
-    raise notice 'pgmq queue `%` does not exist', queue_name;
-    return false;
+    raise exception 'relation "pgmq.%" does not exist', qtable using errcode = 'undefined_table';
   end if;
   execute format('drop table if exists pgmq.%I', qtable);
   execute format('drop table if exists pgmq.%I', atable);
   delete from pgmq.meta m where m.queue_name = drop_queue.queue_name;
   return true;
+end;
+$$;
+
+-- Deprecated in 1.5.1 and kept for callers of the old signature: the flag is ignored (partitioned
+-- queues are dropped the same way).
+create or replace function pgmq.drop_queue(queue_name text, partitioned boolean)
+returns boolean
+language plpgsql
+as $$
+begin
+  raise warning 'drop_queue(queue_name, partitioned) is deprecated and will be removed in PGMQ v2.0. Use drop_queue(queue_name) instead.';
+  return pgmq.drop_queue(queue_name);
+end;
+$$;
+
+-- In 1.5.1 this takes the archive table out of the extension's membership, so that dropping the
+-- extension keeps it. Tables of this layer never belong to an extension: only the check that the
+-- archive exists is left to do.
+create or replace function pgmq.detach_archive(queue_name text)
+returns void
+language plpgsql
+as $$
+declare
+  atable text := pgmq.format_table_name(queue_name, 'a');
+begin
+  if to_regclass(format('pgmq.%I', atable)) is null then
+    raise exception 'relation "pgmq.%" does not exist', atable using errcode = 'undefined_table';
+  end if;
 end;
 $$;
 

@@ -1,7 +1,8 @@
 -- sluice.ensure_flow_compiled: the only compiler (DESIGN.md §5). A worker sends the complete
 -- ordered definition (docs/internals/contracts.md §1) at startup, before it tracks its worker
 -- function or registers itself. Everything is validated before anything is written; under a
--- transaction advisory lock on the normalized concrete slug the outcome is then:
+-- transaction advisory lock on the normalized concrete slug (and, before a flow is created, one
+-- per queue name it uses, in name order) the outcome is then:
 --   absent    -> create flow, queues, registry rows, steps, deps, self-alias -> compiled
 --   same shape -> runtime options refreshed                                  -> verified
 --   different -> nothing changes                                              -> mismatch
@@ -328,6 +329,13 @@ begin
         v_queue, v_slug
         using errcode = 'invalid_parameter_value';
     end if;
+    -- Checked here rather than left to pgmq.validate_queue_name: PGMQ 1.5.1's text names 48 as
+    -- the maximum although 47 is the limit.
+    if length(v_queue) > sluice.max_queue_name_length() then
+      raise exception 'Invalid flow definition: queue "%" of step "%" of flow "%" has % characters; PGMQ allows at most %',
+        v_queue, v_slug, v_flow, length(v_queue), sluice.max_queue_name_length()
+        using errcode = 'invalid_parameter_value';
+    end if;
     begin
       perform pgmq.validate_queue_name(v_queue);
       perform pgmq.format_table_name(v_queue, 'q');
@@ -384,7 +392,29 @@ begin
 end;
 $$;
 
+-- Flows of different slugs can name the same queue (a shared queue of routed flows, or colliding
+-- private names), so the flow lock alone does not keep two of them from creating it at once, and
+-- PGMQ 1.5.1 does not serialize creators (the loser fails on a catalog unique index). One lock per
+-- queue name, taken in name order after the flow lock and held to commit, makes the later creator
+-- wait; its validate_routes then sees the winner's queue and registry row. Lock order: flow, then
+-- queue names ascending.
+create function sluice.lock_queue_names(shape jsonb)
+returns void
+language plpgsql
+as $$
+declare
+  v_queue text;
+begin
+  for v_queue in
+    select distinct s ->> 'queue_name' from jsonb_array_elements(shape -> 'steps') s order by 1
+  loop
+    perform pg_advisory_xact_lock(hashtextextended('sluice.queue:' || v_queue, 0));
+  end loop;
+end;
+$$;
+
 -- Writes a validated definition: flow, queues and their registry rows, steps, deps, self-alias.
+-- The caller holds the queue-name locks (sluice.lock_queue_names).
 create function sluice.create_flow(definition jsonb, shape jsonb)
 returns void
 language plpgsql
@@ -494,6 +524,7 @@ begin
   select f.flow_slug into v_flow from sluice.flows f where lower(f.flow_slug) = lower(v_flow);
   if v_flow is null then
     v_flow := definition ->> 'flow_slug';
+    perform sluice.lock_queue_names(v_shape);
     perform sluice.validate_routes(definition, v_shape);
     perform sluice.create_flow(definition, v_shape);
     return jsonb_build_object('outcome', 'compiled', 'differences', '[]'::jsonb);
@@ -532,6 +563,7 @@ begin
 
   perform sluice.delete_flow_and_data(v_flow);
   v_flow := definition ->> 'flow_slug';
+  perform sluice.lock_queue_names(v_shape);
   perform sluice.validate_routes(definition, v_shape);
   perform sluice.create_flow(definition, v_shape);
   return jsonb_build_object('outcome', 'recompiled', 'differences', to_jsonb(v_differences));

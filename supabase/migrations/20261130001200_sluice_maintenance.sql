@@ -59,7 +59,11 @@ begin
   delete from sluice.aliases a where a.flow_slug = delete_flow_and_data.flow_slug;
   delete from sluice.flows f where f.flow_slug = delete_flow_and_data.flow_slug;
 
-  for v_queue in select unnest(v_queues) loop
+  -- A queue an operator already dropped by hand is skipped: PGMQ 1.5.1's drop_queue raises for it.
+  for v_queue in
+    select q from unnest(v_queues) as q
+    where exists (select 1 from pgmq.meta m where m.queue_name = q)
+  loop
     perform pgmq.drop_queue(v_queue);
   end loop;
 end;

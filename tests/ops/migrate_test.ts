@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { migrate, MigrationError, MIGRATIONS_DIRECTORY } from "../../src/ops/migrate.ts";
-import { freshDatabase } from "../_db.ts";
+import { freshDatabase, installedPgmq } from "../_db.ts";
+
+// On an empty database migrate() installs PGMQ the way the server allows: the extension where it is
+// offered (SLUICE_TEST_PGMQ=extension), else the compat layer.
+const INSTALLS = installedPgmq();
 
 async function shippedMigrations(): Promise<string[]> {
   const files: string[] = [];
@@ -42,7 +46,7 @@ Deno.test("migrate() installs PGMQ and applies every shipped migration in filena
   assert.equal(files[0], "20261130000000_pgmq_extension.sql");
 
   const result = await migrate(db.sql);
-  assert.deepEqual(result, { pgmq: "compat", applied: files });
+  assert.deepEqual(result, { pgmq: INSTALLS, applied: files });
   assert.deepEqual(await recorded(db.sql), files);
 });
 
@@ -111,7 +115,7 @@ Deno.test("concurrent migrate() calls apply each migration exactly once", async 
     migrate(two, { directory: dir.path }),
   ]);
 
-  assert.deepEqual(results.map((r) => r.pgmq).sort(), ["compat", "present"]);
+  assert.deepEqual(results.map((r) => r.pgmq).sort(), [INSTALLS, "present"]);
   const applied = results.flatMap((r) => r.applied).sort();
   assert.deepEqual(applied, Object.keys(files).sort());
   const log = await db.sql`select file, count(*)::int as n from log group by file order by file`;
@@ -143,7 +147,9 @@ Deno.test("deno task db:migrate needs DATABASE_URL and reports what it applied",
   assert.equal(
     first.stdout,
     [
-      "pgmq: extension not available on this server; installed sluice's PGMQ-compatible layer",
+      INSTALLS === "extension"
+        ? "pgmq: created extension pgmq"
+        : "pgmq: extension not available on this server; installed sluice's PGMQ-compatible layer",
       ...files.map((file) => `applied ${file}`),
       `migrations: applied ${files.length}`,
       "",

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { formatTestSummary, parseTestSummary } from "../../scripts/_test_summary.ts";
+import {
+  addTestSummary,
+  formatTestSummary,
+  parseTestSummary,
+} from "../../scripts/_test_summary.ts";
 
 Deno.test("the test runner counts tests from deno test's last summary line", () => {
   const output = [
@@ -20,4 +24,11 @@ Deno.test("the test runner's final line mentions skipped tests only when there a
     formatTestSummary({ passed: 3, failed: 0, ignored: 2 }),
     "3 passed, 0 failed, 2 skipped",
   );
+});
+
+Deno.test("the test runner sums the summaries of its PGMQ modes", () => {
+  const total = { passed: 0, failed: 0, ignored: 0 };
+  addTestSummary(total, { passed: 300, failed: 0, ignored: 2 });
+  addTestSummary(total, { passed: 298, failed: 1, ignored: 4 });
+  assert.deepEqual(total, { passed: 598, failed: 1, ignored: 6 });
 });

@@ -145,6 +145,8 @@ const signatures = [
   "create_non_partitioned(queue_name text) -> void",
   "create_unlogged(queue_name text) -> void",
   "drop_queue(queue_name text) -> boolean",
+  "drop_queue(queue_name text, partitioned boolean) -> boolean",
+  "detach_archive(queue_name text) -> void",
   "purge_queue(queue_name text) -> bigint",
   "list_queues() -> SETOF pgmq.queue_record",
   "metrics(queue_name text) -> pgmq.metrics_result",

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { freshDatabase } from "../_db.ts";
+import { waitUntilBlocked } from "../pgmq/_pgmq.ts";
 import {
   compile,
   type Definition,
@@ -131,6 +132,35 @@ Deno.test("two concurrent startups of a new flow converge: one compiled, one ver
   assert.equal((await counts(db.sql)).flows, 1);
 });
 
+/** A one-step routed flow whose step runs on the shared queue `queue`. */
+function routed(slug: string, queue: string): Definition {
+  const def = definition({ slug, steps: [{ slug: "work" }] });
+  return { ...def, queue_mode: "routed", routes: [{ step_slug: "work", queue_name: queue }] };
+}
+
+Deno.test("two flows creating one new shared queue at once both compile: the later waits for the first", async () => {
+  await using db = await freshDatabase();
+  const first = db.connect(1);
+  const second = db.connect(1);
+  const [{ pid }] = await second`select pg_backend_pid() as pid`;
+
+  await first`begin`;
+  assert.equal((await compile(first, routed("one", "shared_jobs"))).outcome, "compiled");
+  // Another flow slug, so not the flow lock: without a lock on the queue name both would create
+  // the queue (PGMQ 1.5.1 then fails on pg_type's unique index, the registry on queues_pkey).
+  const later = compile(second, routed("two", "shared_jobs"));
+  await waitUntilBlocked(db.sql, pid);
+  await first`commit`;
+
+  assert.equal((await later).outcome, "compiled");
+  const queues = await db.sql`select queue_name, ownership, owner_flow_slug from sluice.queues`;
+  assert.deepEqual(queues.map((q) => ({ ...q })), [
+    { queue_name: "shared_jobs", ownership: "shared", owner_flow_slug: null },
+  ]);
+  const [meta] = await db.sql`select count(*)::int as n from pgmq.meta`;
+  assert.equal(meta.n, 1);
+});
+
 Deno.test("an invalid definition is rejected with the offending value and leaves nothing behind", async () => {
   await using db = await freshDatabase();
   const cases: [string, (d: Definition) => void, RegExp][] = [
@@ -161,6 +191,15 @@ Deno.test("an invalid definition is rejected with the offending value and leaves
       /route of step "items" of flow "shop" is "elsewhere", but SQL derives "shop"/,
     ],
     ["dup step", (d) => d.steps[1].step_slug = "LOAD", /has step "LOAD" twice/],
+    [
+      // sluice's own text: PGMQ 1.5.1 would say "maximum length is 48 characters".
+      "long queue",
+      (d) => {
+        d.flow_slug = "s".repeat(48);
+        d.routes = d.routes.map((r) => ({ ...r, queue_name: d.flow_slug }));
+      },
+      /queue "s{48}" of step "load" of flow "s{48}" has 48 characters; PGMQ allows at most 47$/,
+    ],
     ["no steps", (d) => {
       d.steps = [];
       d.routes = [];

@@ -24,6 +24,24 @@ Deno.test("delete_flow_and_data() removes the flow, its runs, private queues and
   assert.equal((await read(db.sql, "kept")).length, 1, "other flows are untouched");
 });
 
+Deno.test("delete_flow_and_data() skips a private queue already dropped by hand", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, {
+    slug: "gone",
+    queueMode: "step",
+    steps: [{ slug: "a" }, { slug: "b", deps: ["a"] }],
+  });
+  // PGMQ 1.5.1's drop_queue raises for a missing queue; deleting the flow must not.
+  await db.sql`select pgmq.drop_queue('gone__a')`;
+  await db.sql`select sluice.delete_flow_and_data('gone')`;
+  const [row] = await db.sql`
+    select (select count(*) from sluice.flows)::int as flows,
+      (select count(*) from sluice.queues)::int as registry,
+      (select count(*) from pgmq.meta)::int as queues
+  `;
+  assert.deepEqual({ ...row }, { flows: 0, registry: 0, queues: 0 });
+});
+
 Deno.test("delete_flow_and_data() names an unknown flow", async () => {
   await using db = await freshDatabase();
   await assert.rejects(
