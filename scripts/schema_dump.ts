@@ -108,7 +108,14 @@ async function main(args: string[]): Promise<number> {
     console.error("Cannot dump the schema: --migrations needs a directory");
     return 2;
   }
-  const dump = await dumpSchema(directory);
+  let dump: string;
+  try {
+    dump = await dumpSchema(directory);
+  } catch (error) {
+    // A failing migration or a missing PostgreSQL deserves one clear line, not a stack trace.
+    console.error(error instanceof Error ? error.message : String(error));
+    return 1;
+  }
   if (!check) {
     await Deno.writeTextFile(SCHEMA_DUMP_FILE, dump);
     console.log("schema: wrote docs/schema.sql");
