@@ -1,6 +1,6 @@
 /**
- * Queue names: the TypeScript mirror of the SQL derivation (DESIGN.md §7), for synchronous
- * feedback before any database access. SQL stays authoritative.
+ * Queue names: the TypeScript mirror of the SQL derivation, for synchronous feedback before any
+ * database access (docs/architecture.md#queue-modes-and-names). SQL stays authoritative.
  *
  * - A plain flow puts every step on `lower(flow_slug)`.
  * - A step-queued flow gives step `i` the queue `lower(flow_slug || '__' || step_slug)` when that

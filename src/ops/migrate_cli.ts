@@ -4,7 +4,7 @@
  * @module
  */
 import { connect } from "../db/connect.ts";
-import { migrate, MigrationError } from "./migrate.ts";
+import { migrate, MigrationChangedError, MigrationError } from "./migrate.ts";
 import type { PgmqInstall } from "./install_pgmq.ts";
 
 const PGMQ_OUTCOME: Record<PgmqInstall, string> = {
@@ -44,7 +44,8 @@ export async function main(url: string | undefined): Promise<number> {
   } catch (error) {
     // A failed migration or an unreachable server deserves one clear line, not a stack trace.
     const message = error instanceof Error ? error.message : String(error);
-    console.error(error instanceof MigrationError ? message : `Cannot migrate: ${message}`);
+    const known = error instanceof MigrationError || error instanceof MigrationChangedError;
+    console.error(known ? message : `Cannot migrate: ${message}`);
     return 1;
   } finally {
     await sql.end();

@@ -1,11 +1,12 @@
 -- sluice definition tables: flows, the queue registry, steps and their dependencies.
--- Rows here are written only by sluice.ensure_flow_compiled (startup compilation, DESIGN.md §5)
--- and removed only by sluice.delete_flow_and_data.
+-- Rows here are written only by sluice.ensure_flow_compiled (startup compilation,
+-- docs/architecture.md#startup-compilation) and removed only by sluice.delete_flow_and_data.
 
 create schema if not exists sluice;
 
--- Slug rules (DESIGN.md §7): a letter first, then letters, digits and single underscores, no
--- trailing underscore. The DSL checks the same rules synchronously; this is the authority.
+-- Slug rules (docs/architecture.md#queue-modes-and-names): a letter first, then letters, digits
+-- and single underscores, no trailing underscore. The DSL checks the same rules synchronously;
+-- this is the authority.
 create function sluice.is_valid_slug(slug text)
 returns boolean
 language sql

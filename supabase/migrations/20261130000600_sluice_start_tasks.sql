@@ -1,6 +1,7 @@
 -- sluice.start_tasks: the claim. A worker passes the message ids it read from its one queue and
 -- the (flow_slug, step_slug) pairs it can run. The whole batch is classified before anything
--- changes, each message looked up by its identity (queue_name, message_id) (DESIGN.md §6):
+-- changes, each message looked up by its identity (queue_name, message_id)
+-- (docs/architecture.md#message-classification):
 --
 --   queued task           -> claim: started, attempts + 1, visible again after timeout + 2 s;
 --                            the claim hands out the fencing token (attempt, worker_id) that

@@ -1,5 +1,6 @@
--- Queue-name derivation (DESIGN.md §7). TypeScript mirrors these for synchronous feedback; these
--- functions are the authority and compilation compares the supplied routes with them.
+-- Queue-name derivation (docs/architecture.md#queue-modes-and-names). TypeScript mirrors these
+-- for synchronous feedback; these functions are the authority and compilation compares the
+-- supplied routes with them.
 
 create function sluice.max_queue_name_length()
 returns integer

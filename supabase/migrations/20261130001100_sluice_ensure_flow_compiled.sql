@@ -1,8 +1,8 @@
--- sluice.ensure_flow_compiled: the only compiler (DESIGN.md §5). A worker sends the complete
--- ordered definition (docs/internals/contracts.md §1) at startup, before it tracks its worker
--- function or registers itself. Everything is validated before anything is written; under a
--- transaction advisory lock on the normalized concrete slug (and, before a flow is created, one
--- per queue name it uses, in name order) the outcome is then:
+-- sluice.ensure_flow_compiled: the only compiler (docs/architecture.md#startup-compilation). A
+-- worker sends the complete ordered definition (docs/internals/contracts.md §1) at startup, before
+-- it tracks its worker function or registers itself. Everything is validated before anything is
+-- written; under a transaction advisory lock on the normalized concrete slug (and, before a flow is
+-- created, one per queue name it uses, in name order) the outcome is then:
 --   absent    -> create flow, queues, registry rows, steps, deps, self-alias -> compiled
 --   same shape -> runtime options refreshed                                  -> verified
 --   different -> nothing changes                                              -> mismatch

@@ -1,5 +1,5 @@
--- Monitoring views (DESIGN.md §4). A worker is live while it has not stopped and its heartbeat is
--- fresher than sluice.worker_heartbeat_ttl().
+-- Monitoring views (docs/sql.md#monitoring-views). A worker is live while it has not stopped and
+-- its heartbeat is fresher than sluice.worker_heartbeat_ttl().
 
 -- Coverage counts queued tasks per route; this keeps that count an index scan.
 create index step_tasks_queued_idx on sluice.step_tasks (flow_slug, step_slug)

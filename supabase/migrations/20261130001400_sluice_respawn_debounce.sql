@@ -1,8 +1,8 @@
--- sluice.claim_respawn: the debounce of Edge self-respawn (DESIGN.md §9). An Edge isolate that is
--- about to end asks for a successor by calling its own function URL. When several isolates of one
--- worker function end together (the platform retires them at about the same time, or extra
--- invocations started more than one), each would ask, and every generation would multiply the
--- workers. Before asking, an isolate claims the respawn here; exactly one of them wins.
+-- sluice.claim_respawn: the debounce of Edge self-respawn (docs/edge.md#how-respawn-works). An Edge
+-- isolate that is about to end asks for a successor by calling its own function URL. When several
+-- isolates of one worker function end together (the platform retires them at about the same time,
+-- or extra invocations started more than one), each would ask, and every generation would multiply
+-- the workers. Before asking, an isolate claims the respawn here; exactly one of them wins.
 --
 -- The claim is a compare-and-set on worker_functions.last_invoked_at against the value the
 -- isolate read when it started its worker (seen_invoked_at, null when never set). The winner moves

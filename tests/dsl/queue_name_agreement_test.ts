@@ -1,6 +1,7 @@
 // The TypeScript queue-name derivation mirrors the SQL one for synchronous feedback; SQL stays the
-// authority (DESIGN.md §7). These tests hold both to one table of cases, and show that a definition
-// whose routes disagree with SQL's derivation is rejected before anything is created.
+// authority (docs/architecture.md#queue-modes-and-names). These tests hold both to one table of
+// cases, and show that a definition whose routes disagree with SQL's derivation is rejected before
+// anything is created.
 import assert from "node:assert/strict";
 import type postgres from "postgres";
 import {

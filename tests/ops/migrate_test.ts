@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { migrate, MigrationError, MIGRATIONS_DIRECTORY } from "../../src/ops/migrate.ts";
+import {
+  migrate,
+  MigrationChangedError,
+  MigrationError,
+  MIGRATIONS_DIRECTORY,
+} from "../../src/ops/migrate.ts";
 import { freshDatabase, installedPgmq } from "../_db.ts";
 
 // On an empty database migrate() installs PGMQ the way the server allows: the extension where it is
@@ -98,6 +103,85 @@ Deno.test("a migration with a syntax error is reported with its file and line", 
     'Cannot apply migration "001_typo.sql": syntax error at or near "tabel" at line 3 (SQLSTATE 42601)',
   );
   assert.equal(await tableExists(db.sql, "ok"), false);
+});
+
+async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function checksums(sql: import("postgres").Sql): Promise<Record<string, string | null>> {
+  const rows = await sql<{ file: string; checksum: string | null }[]>`
+    select file, checksum from sluice_migrations.applied order by file
+  `;
+  return Object.fromEntries(rows.map((row) => [row.file, row.checksum]));
+}
+
+Deno.test("migrate() records the sha256 of each applied file; CRLF line endings are the same file", async () => {
+  await using db = await freshDatabase({ empty: true });
+  const a = "create table a (id int);\n";
+  await using dir = await migrationsDir({ "001_a.sql": a });
+  await migrate(db.sql, { directory: dir.path });
+  assert.deepEqual(await checksums(db.sql), { "001_a.sql": await sha256(a) });
+
+  await dir.write("001_a.sql", a.replaceAll("\n", "\r\n"));
+  assert.deepEqual(await migrate(db.sql, { directory: dir.path }), {
+    pgmq: "present",
+    applied: [],
+  });
+});
+
+Deno.test("migrate() refuses to run when an applied file has changed, names it, and applies nothing", async () => {
+  await using db = await freshDatabase({ empty: true });
+  await using dir = await migrationsDir({
+    "001_a.sql": "create table a (id int);",
+    "002_b.sql": "create table b (id int);",
+  });
+  await migrate(db.sql, { directory: dir.path });
+  const before = await checksums(db.sql);
+
+  await dir.write("002_b.sql", "create table b (id bigint);");
+  await dir.write("003_c.sql", "create table c (id int);");
+  const error = await migrate(db.sql, { directory: dir.path }).then(() => undefined, (e) => e);
+  assert.ok(error instanceof MigrationChangedError);
+  assert.equal(error.name, "MigrationChangedError");
+  assert.equal(error.file, "002_b.sql");
+  assert.equal(error.recorded, before["002_b.sql"]);
+  assert.equal(error.actual, await sha256("create table b (id bigint);"));
+  assert.match(
+    error.message,
+    /^Cannot migrate: applied migration "002_b\.sql" has changed since it was applied \(sha256 [0-9a-f]{12}\.\.\. recorded, [0-9a-f]{12}\.\.\. now\); restore/,
+  );
+  assert.equal(await tableExists(db.sql, "c"), false);
+  assert.deepEqual(await checksums(db.sql), before);
+});
+
+Deno.test("a ledger from before checksums is upgraded in place: its rows adopt the files' current checksums", async () => {
+  await using db = await freshDatabase({ empty: true });
+  await db.sql.unsafe(`
+    create schema sluice_migrations;
+    create table sluice_migrations.applied (
+      file text primary key,
+      applied_at timestamptz not null default now()
+    );
+    insert into sluice_migrations.applied (file) values ('001_a.sql');
+    create table a (id int);
+  `);
+  await using dir = await migrationsDir({
+    "001_a.sql": "create table a (id int);",
+    "002_b.sql": "create table b (id int);",
+  });
+  const result = await migrate(db.sql, { directory: dir.path });
+  assert.deepEqual(result.applied, ["002_b.sql"]);
+  assert.deepEqual(await checksums(db.sql), {
+    "001_a.sql": await sha256("create table a (id int);"),
+    "002_b.sql": await sha256("create table b (id int);"),
+  });
+
+  await dir.write("001_a.sql", "create table a (id bigint);");
+  const error = await migrate(db.sql, { directory: dir.path }).then(() => undefined, (e) => e);
+  assert.ok(error instanceof MigrationChangedError);
+  assert.equal(error.file, "001_a.sql");
 });
 
 Deno.test("concurrent migrate() calls apply each migration exactly once", async () => {

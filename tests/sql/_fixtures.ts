@@ -31,7 +31,7 @@ export interface FlowSpec {
   steps: StepSpec[];
 }
 
-/** Mirror of the generated-name rule (DESIGN.md §7), for fixtures only. */
+/** Mirror of the generated-name rule (docs/architecture.md#queue-modes-and-names), for fixtures. */
 function stepQueue(flow: string, step: string, index: number): string {
   const readable = `${flow}__${step}`.toLowerCase();
   return readable.length <= 47 ? readable : `${flow}__${index}`.toLowerCase();
