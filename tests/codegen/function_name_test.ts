@@ -29,7 +29,9 @@ Deno.test("workerFunctionName() produces names Supabase accepts", () => {
 
 Deno.test("a plain flow's worker, started by hand, belongs to the function the generator writes", async () => {
   const manifest = JSON.parse(
-    await Deno.readTextFile(new URL("../../supabase/functions/sluice.manifest.json", import.meta.url)),
+    await Deno.readTextFile(
+      new URL("../../supabase/functions/sluice.manifest.json", import.meta.url),
+    ),
   ) as { functions: { function_name: string; flow_slug: string }[] };
   const generated = manifest.functions.find((entry) => entry.flow_slug === greetUser.slug);
   assert.equal(resolveWorkerTarget(greetUser).functionName, "greet-user");

@@ -16,7 +16,9 @@ Deno.test("set_worker_functions_enabled returns previous values and a restore pu
     { function_name: "off", was_tracked: true, previous_enabled: false, enabled: false },
     { function_name: "on", was_tracked: true, previous_enabled: true, enabled: false },
   ]);
-  const record = Object.fromEntries(disabled.map((row) => [row.function_name, row.previous_enabled]));
+  const record = Object.fromEntries(
+    disabled.map((row) => [row.function_name, row.previous_enabled]),
+  );
   await sql`select * from sluice.set_worker_functions_enabled(${sql.json(record)})`;
   const rows = await sql`
     select function_name, enabled from sluice.worker_functions order by function_name collate "C"
