@@ -9,7 +9,14 @@
 import type { Sql } from "postgres";
 import { getRun, type RunState, type StepState } from "../../client/get_run.ts";
 import { getRunTasks, type TaskState } from "../../client/get_run_tasks.ts";
-import { formatDuration, formatTable, formatTime, type OpsCommand, sleep } from "./_command.ts";
+import {
+  firstLine,
+  formatDuration,
+  formatTable,
+  formatTime,
+  type OpsCommand,
+  sleep,
+} from "./_command.ts";
 
 /** How often `--watch` reads the run again. */
 const WATCH_MS = 1000;

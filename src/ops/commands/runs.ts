@@ -6,6 +6,7 @@
  */
 
 import {
+  firstLine,
   formatDuration,
   formatTime,
   type OpsCommand,
