@@ -92,7 +92,7 @@ export function diffManifests(
   });
 }
 
-/** A route of a manifest entry for a table cell: `flow.step -> queue` (`flow.* ` for a plain flow). */
+/** A manifest entry's route for a table cell: `flow.step -> queue`, `flow.*` for a plain flow. */
 export function describeRoute(entry: ManifestEntry | null): string {
   return entry === null
     ? "-"

@@ -126,7 +126,8 @@ export const runCommand: OpsCommand = {
     "Shows the run's steps as a tree (a step under the dependencies it waits for) with\n" +
     "state, tasks done/total, attempts, when it started and how long it took, then the last\n" +
     "error of every task that failed an attempt. --watch prints the view again whenever it\n" +
-    "changes until the run is terminal, and exits 0 when it completed, 1 when it failed.",
+    "changes until the run is terminal (with --json: once, then), and exits 0 when it\n" +
+    "completed, 1 when it failed.",
   async run(sql, args, io) {
     const [runId] = args.positional;
     const watch = args.options.watch === true;
