@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { freshDatabase } from "../_db.ts";
+import { compileFlow, readAndClaim, registerWorker, startFlow } from "./_fixtures.ts";
 
 Deno.test("set_worker_functions_enabled returns previous values and a restore puts back exactly those", async () => {
   await using db = await freshDatabase();
@@ -90,4 +91,43 @@ Deno.test("prune_worker_functions keeps recent, disabled and paused functions", 
     "old_with_worker",
     "recent",
   ]);
+});
+
+Deno.test("worker_function_drain stays undrained while a task a vanished worker claimed is started", async () => {
+  await using db = await freshDatabase();
+  const { sql } = db;
+  await compileFlow(sql, { slug: "drainee", steps: [{ slug: "only" }] });
+  const workerId = await registerWorker(sql, "drainee", "drainee", "drainee-fn");
+  await startFlow(sql, "drainee", {});
+  await startFlow(sql, "drainee", {});
+  const claimed = await readAndClaim(sql, "drainee", workerId, "drainee");
+  assert.equal(claimed.length, 2);
+  await startFlow(sql, "drainee", {});
+  const drainOf = async () => {
+    const [row] = await sql`
+      select live_workers, serving_workers, started_tasks, queued_tasks, drained
+      from sluice.worker_function_drain where function_name = 'drainee-fn'
+    `;
+    return { ...row };
+  };
+  assert.deepEqual(await drainOf(), {
+    live_workers: 1,
+    serving_workers: 1,
+    started_tasks: 2,
+    queued_tasks: 1,
+    drained: false,
+  });
+  await sql`select sluice.deprecate_function_workers(array['drainee-fn'])`;
+  assert.equal((await drainOf()).serving_workers, 0);
+  // The worker vanishes without reporting: no live worker, but its tasks are still started.
+  await sql`update sluice.workers set last_heartbeat_at = now() - interval '1 minute'`;
+  assert.deepEqual(await drainOf(), {
+    live_workers: 0,
+    serving_workers: 0,
+    started_tasks: 2,
+    queued_tasks: 1,
+    drained: false,
+  });
+  await sql`update sluice.step_tasks set status = 'queued', started_at = null`;
+  assert.equal((await drainOf()).drained, true);
 });
