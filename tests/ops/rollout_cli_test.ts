@@ -326,3 +326,62 @@ Deno.test("a database without sluice gets one clear line, not a missing relation
       "run install/migrate (deno task db:migrate)",
   );
 });
+
+Deno.test("fence drain and restore reject a bad --timeout before changing anything", async () => {
+  await using db = await freshDatabase();
+  await db.sql`select sluice.track_worker_function('fn-a')`;
+  await db.sql`update sluice.worker_functions set enabled = false`;
+  const manifest = await writeManifest([manifestEntry("a", "fn-a")]);
+  const state = `${await Deno.makeTempDir()}/fence.json`;
+  await Deno.writeTextFile(
+    state,
+    JSON.stringify({
+      recorded_at: "2026-11-30T00:00:00Z",
+      manifest,
+      old_manifest: null,
+      functions: [{
+        function_name: "fn-a",
+        enabled: true,
+        tracked: true,
+        deployed: true,
+        change: "unchanged",
+      }],
+    }),
+  );
+  for (const command of ["drain", "restore"]) {
+    const result = await opsDone(db, "fence", command, "--state", state, "--timeout", "soon");
+    assert.equal(result.code, 1);
+    assert.match(
+      result.err,
+      new RegExp(
+        `^Cannot run ops fence ${command}: --timeout must be a duration such as 90s, ` +
+          '5m or 1h, got "soon"$',
+      ),
+    );
+  }
+  assert.deepEqual(await enabledOf(db), { "fn-a": false });
+  const missing = await opsDone(db, "fence", "disable", "--state", `${state}.none`);
+  assert.equal(missing.code, 1);
+  assert.match(missing.err, /no such file; run fence record first/);
+});
+
+Deno.test("ops --help lists the two-word commands, and each one's --help its options", async () => {
+  const out = new Output();
+  assert.equal(await main(["--help"], { io: out.io }), 0);
+  for (const name of ["fence drain", "functions deprecate", "queues archive", "runs", "run"]) {
+    assert.match(out.text, new RegExp(`^  ${name} `, "m"));
+  }
+  const drain = new Output();
+  assert.equal(await main(["fence", "drain", "--help"], { io: drain.io }), 0);
+  assert.match(
+    drain.text,
+    /^Usage: deno task ops fence drain \[--state FILE\] \[--functions NAME,\.\.\.\] \[--timeout DURATION\]$/m,
+  );
+  assert.match(drain.text, /^ {2}--timeout DURATION +give up after this long/m);
+  const archive = new Output();
+  assert.equal(await main(["queues", "archive", "--help"], { io: archive.io }), 0);
+  assert.match(archive.text, /^Usage: deno task ops queues archive <queue> <message_id>\.\.\.$/m);
+  const usage = new Output();
+  assert.equal(await main(["queues", "archive", "q"], { databaseUrl: "x", io: usage.io }), 2);
+  assert.match(usage.errors, /^Cannot run ops queues archive: expected <queue> <message_id>/);
+});

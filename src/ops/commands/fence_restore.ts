@@ -38,6 +38,7 @@ export const fenceRestoreCommand: OpsCommand = {
     "names the functions without a worker, keeps the file and exits 1 (run it again).",
   async run(sql, args, io) {
     const statePath = optionString(args, "state", DEFAULT_STATE_FILE);
+    const limitMs = timeoutMs(args, DEFAULT_TIMEOUT);
     const state = await readFenceState(statePath);
     const changes = await setEnabled(
       sql,
@@ -48,7 +49,7 @@ export const fenceRestoreCommand: OpsCommand = {
       .filter((entry) => entry.enabled && entry.deployed)
       .map((entry) => entry.function_name);
     let waiting = awaited;
-    const ready = await waitWithProgress(io, timeoutMs(args, DEFAULT_TIMEOUT), async () => {
+    const ready = await waitWithProgress(io, limitMs, async () => {
       const rows = await readDrain(sql, awaited);
       waiting = awaited.filter((name) =>
         !rows.some((row) => row.function_name === name && row.serving_workers > 0)
