@@ -5,6 +5,15 @@ import { Flow } from "../../mod.ts";
 import { main } from "../../src/ops/cli.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { latch, testWorker, waitUntil } from "../worker/_helpers.ts";
+import {
+  call,
+  countingServer,
+  LogCapture,
+  serve,
+  standInEdgeRuntime,
+  testHandler,
+  workerCounts,
+} from "../edge/_helpers.ts";
 
 /** Output of an ops command, collected line by line while it runs. */
 class Output {
@@ -384,4 +393,49 @@ Deno.test("ops --help lists the two-word commands, and each one's --help its opt
   const usage = new Output();
   assert.equal(await main(["queues", "archive", "q"], { databaseUrl: "x", io: usage.io }), 2);
   assert.match(usage.errors, /^Cannot run ops queues archive: expected <queue> <message_id>/);
+});
+
+Deno.test("fence on Edge: a disabled function starts nothing; restore and one request bring a fresh worker; enabled, a deprecated function's worker comes back", async () => {
+  await using db = await freshDatabase();
+  await using edge = standInEdgeRuntime();
+  const flow = new Flow({ slug: "edge_fence" }).step({ slug: "a" }, () => 1);
+  await using functionUrl = countingServer();
+  await using handler = testHandler(flow, db, new LogCapture(), {
+    lifecycleEvents: new EventTarget(),
+    selfUrl: functionUrl.url,
+  });
+  await using server = serve(handler.fetch);
+  const first = await call(server.url);
+  assert.equal(first.body.status, "running");
+  const manifest = await writeManifest([manifestEntry("edge_fence", "edge-fence")]);
+  const state = `${await Deno.makeTempDir()}/fence.json`;
+
+  for (const step of ["record", "disable", "drain"]) {
+    const args = ["fence", step, "--state", state, "--manifest", manifest];
+    const result = await opsDone(db, ...(step === "record" ? args : args.slice(0, 4)));
+    assert.equal(result.code, 0, `${step}: ${result.err}`);
+  }
+  assert.deepEqual(await workerCounts(db, "edge-fence"), { started: 1, live: 0 });
+  const fenced = await call(server.url);
+  assert.equal(fenced.status, 503);
+  assert.equal(fenced.body.status, "disabled");
+  assert.deepEqual(await workerCounts(db, "edge-fence"), { started: 1, live: 0 });
+
+  const restore = ops(db, ["fence", "restore", "--state", state, "--timeout", "60s"]);
+  await waitUntil(
+    () => /waiting for a fresh worker of edge-fence$/m.test(restore.output.text),
+    "restore to wait for a worker",
+  );
+  const second = await call(server.url);
+  assert.equal(second.body.status, "running");
+  assert.notEqual(second.body.workerId, first.body.workerId);
+  assert.equal(await restore.code, 0, restore.output.errors);
+
+  // Deprecation drains the worker, but the function is enabled: the next request starts another.
+  assert.equal((await opsDone(db, "functions", "deprecate", "edge-fence")).code, 0);
+  await waitUntil(async () => (await workerCounts(db, "edge-fence")).live === 0 || null, "drain");
+  const third = await call(server.url);
+  assert.equal(third.body.status, "running");
+  assert.deepEqual(await workerCounts(db, "edge-fence"), { started: 3, live: 1 });
+  assert.ok(edge.pending.length > 0, "the workers ran inside EdgeRuntime.waitUntil");
 });
