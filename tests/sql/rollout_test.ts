@@ -131,3 +131,22 @@ Deno.test("worker_function_drain stays undrained while a task a vanished worker 
   await sql`update sluice.step_tasks set status = 'queued', started_at = null`;
   assert.equal((await drainOf()).drained, true);
 });
+
+Deno.test("set_worker_functions_enabled from racing connections never deadlocks and leaves one value per function", async () => {
+  await using db = await freshDatabase();
+  const clients = [db.connect(2), db.connect(2), db.connect(2)];
+  const names = ["a", "b", "c", "d"];
+  await Promise.all(clients.map(async (client, c) => {
+    for (let i = 0; i < 30; i++) {
+      // Overlapping sets, named in different orders, half of them new rows.
+      const settings = Object.fromEntries(
+        [...names, `new_${i}`].sort(() => (c % 2 === 0 ? 1 : -1)).map((
+          name,
+        ) => [name, i % 2 === 0]),
+      );
+      await client`select * from sluice.set_worker_functions_enabled(${client.json(settings)})`;
+    }
+  }));
+  const [{ count }] = await db.sql`select count(*)::integer as count from sluice.worker_functions`;
+  assert.equal(count, names.length + 30);
+});
