@@ -155,8 +155,16 @@ export async function main(
   }
   const command = findCommand(args);
   if (command === undefined) {
-    const typed = args.slice(0, 2).filter((arg) => !arg.startsWith("-")).join(" ");
-    io.err(`Cannot run ops ${JSON.stringify(typed)}: no such command\n\n${help()}`);
+    const group = COMMANDS.filter((candidate) => candidate.name.startsWith(`${name} `));
+    if (group.length > 0) {
+      io.err(
+        `Cannot run ops ${JSON.stringify(name)}: give one of ${
+          group.map((candidate) => candidate.name).join(", ")
+        }\n\n${group.map(usageLine).join("\n")}`,
+      );
+      return 2;
+    }
+    io.err(`Cannot run ops ${JSON.stringify(name)}: no such command\n\n${help()}`);
     return 2;
   }
   const rest = args.slice(command.name.split(" ").length);

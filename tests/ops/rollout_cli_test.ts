@@ -390,6 +390,9 @@ Deno.test("ops --help lists the two-word commands, and each one's --help its opt
   const archive = new Output();
   assert.equal(await main(["queues", "archive", "--help"], { io: archive.io }), 0);
   assert.match(archive.text, /^Usage: deno task ops queues archive <queue> <message_id>\.\.\.$/m);
+  const group = new Output();
+  assert.equal(await main(["fence", "drian"], { databaseUrl: "x", io: group.io }), 2);
+  assert.match(group.errors, /^Cannot run ops "fence": give one of fence diff, fence record, /);
   const usage = new Output();
   assert.equal(await main(["queues", "archive", "q"], { databaseUrl: "x", io: usage.io }), 2);
   assert.match(usage.errors, /^Cannot run ops queues archive: expected <queue> <message_id>/);
