@@ -40,6 +40,51 @@ end;
 $$;
 
 --
+-- Name: archive_messages(text, bigint[]); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.archive_messages(queue_name text, message_ids bigint[]) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_queue text := lower(archive_messages.queue_name);
+  v_task record;
+  v_archived bigint[];
+begin
+  if not exists (select 1 from pgmq.meta m where lower(m.queue_name) = v_queue) then
+    raise exception 'Cannot archive messages of queue "%": no such queue', archive_messages.queue_name
+      using errcode = 'no_data_found';
+  end if;
+  if message_ids is null or cardinality(message_ids) = 0 or array_position(message_ids, null) is not null
+  then
+    raise exception 'Cannot archive messages of queue "%": give one or more message ids, got %',
+      v_queue, coalesce(message_ids::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  select t.message_id, t.run_id, t.step_slug, t.task_index, t.status into v_task
+  from sluice.step_tasks t
+  where t.queue_name = v_queue and t.message_id = any (message_ids)
+    and t.status in ('queued', 'started')
+  order by t.message_id
+  limit 1;
+  if found then
+    raise exception 'Cannot archive message % of queue "%": it carries task (%, %, %), which is %; only messages no task waits on may be archived',
+      v_task.message_id, v_queue, v_task.run_id, v_task.step_slug, v_task.task_index, v_task.status
+      using errcode = 'object_in_use';
+  end if;
+
+  select coalesce(array_agg(a order by a), '{}') into v_archived
+  from pgmq.archive(v_queue, message_ids) a;
+  return jsonb_build_object(
+    'archived', to_jsonb(v_archived),
+    'missing', to_jsonb(array(
+      select distinct m from unnest(message_ids) m where m <> all (v_archived) order by m
+    ))
+  );
+end;
+$$;
+
+--
 -- Name: backoff_delay_seconds(integer, integer); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -493,6 +538,46 @@ end;
 $$;
 
 --
+-- Name: deprecate_function_workers(text[]); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.deprecate_function_workers(function_names text[]) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_unknown text;
+  v_count integer;
+begin
+  select n into v_unknown
+  from unnest(coalesce(function_names, '{}')) n
+  where n is null
+    or not exists (select 1 from sluice.worker_functions wf where wf.function_name = n)
+  order by n collate "C" nulls first
+  limit 1;
+  if found then
+    raise exception 'Cannot deprecate the workers of worker function %: no such worker function',
+      coalesce('"' || v_unknown || '"', 'null')
+      using errcode = 'no_data_found';
+  end if;
+
+  with deprecated as (
+    update sluice.workers w set deprecated_at = now()
+    where w.worker_id in (
+      select w2.worker_id from sluice.workers w2
+      where w2.function_name = any (function_names)
+        and w2.stopped_at is null
+        and w2.deprecated_at is null
+      order by w2.function_name collate "C", w2.worker_id
+      for update
+    )
+    returning 1
+  )
+  select count(*) into v_count from deprecated;
+  return v_count;
+end;
+$$;
+
+--
 -- Name: derive_queue_name(text, text, text, integer); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -923,6 +1008,42 @@ end;
 $$;
 
 --
+-- Name: prune_worker_functions(interval); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.prune_worker_functions(idle_for interval) RETURNS text[]
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_names text[];
+begin
+  if idle_for is null or idle_for < interval '0' then
+    raise exception 'Cannot prune worker functions: idle_for must be a non-negative interval, got %',
+      coalesce(idle_for::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+
+  select array_agg(f.function_name order by f.function_name collate "C") into v_names
+  from (
+    select wf.function_name from sluice.worker_functions wf
+    where wf.enabled and wf.restart_paused_at is null
+      and greatest(wf.updated_at, wf.last_invoked_at) < now() - idle_for
+      and not exists (
+        select 1 from sluice.workers w
+        where w.function_name = wf.function_name
+          and greatest(w.last_heartbeat_at, w.stopped_at) >= now() - idle_for
+      )
+    order by wf.function_name collate "C"
+    for update skip locked
+  ) f;
+
+  delete from sluice.workers w where w.function_name = any (v_names);
+  delete from sluice.worker_functions wf where wf.function_name = any (v_names);
+  return coalesce(v_names, '{}');
+end;
+$$;
+
+--
 -- Name: refresh_runtime_options(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1062,6 +1183,58 @@ begin
     v_handled := v_handled + 1;
   end loop;
   return v_handled;
+end;
+$$;
+
+--
+-- Name: set_worker_functions_enabled(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.set_worker_functions_enabled(settings jsonb) RETURNS TABLE(function_name text, was_tracked boolean, previous_enabled boolean, enabled boolean)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+declare
+  v_bad record;
+begin
+  if settings is null or jsonb_typeof(settings) <> 'object' then
+    raise exception 'Cannot set enabled of worker functions: expected an object of function name -> true/false, got %',
+      coalesce(settings::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  select s.key, s.value into v_bad
+  from jsonb_each(settings) s
+  where s.key = '' or jsonb_typeof(s.value) <> 'boolean'
+  order by s.key collate "C"
+  limit 1;
+  if found then
+    raise exception 'Cannot set enabled of worker function "%": expected a non-empty name and true or false, got %',
+      v_bad.key, v_bad.value
+      using errcode = 'invalid_parameter_value';
+  end if;
+
+  -- Rows in name order, as every caller locks them: two overlapping fences wait, never deadlock.
+  perform 1 from sluice.worker_functions wf
+  where wf.function_name in (select jsonb_object_keys(settings))
+  order by wf.function_name collate "C"
+  for update;
+
+  return query
+  with previous as (
+    select s.key as name, wf.enabled as enabled
+    from jsonb_each(settings) s
+    left join sluice.worker_functions wf on wf.function_name = s.key
+  ),
+  written as (
+    insert into sluice.worker_functions as wf (function_name, enabled)
+    select s.key, s.value::boolean from jsonb_each(settings) s
+    on conflict (function_name) do update set enabled = excluded.enabled, updated_at = now()
+    returning wf.function_name, wf.enabled
+  )
+  select w.function_name, p.enabled is not null, coalesce(p.enabled, true), w.enabled
+  from written w
+  join previous p on p.name = w.function_name
+  order by w.function_name collate "C";
 end;
 $$;
 
@@ -2238,6 +2411,45 @@ CREATE TABLE sluice.step_states (
     CONSTRAINT step_states_skip_reason_check CHECK ((skip_reason = ANY (ARRAY['condition_unmet'::text, 'retries_exhausted'::text, 'dependency_skipped'::text]))),
     CONSTRAINT step_states_status_check CHECK ((status = ANY (ARRAY['created'::text, 'started'::text, 'completed'::text, 'failed'::text, 'skipped'::text, 'cancelled'::text])))
 );
+
+--
+-- Name: worker_function_drain; Type: VIEW; Schema: sluice; Owner: -
+--
+
+CREATE VIEW sluice.worker_function_drain AS
+ WITH counts AS (
+         SELECT f.function_name,
+            f.enabled,
+            ( SELECT (count(*))::integer AS count
+                   FROM sluice.live_workers w
+                  WHERE (w.function_name = f.function_name)) AS live_workers,
+            ( SELECT (count(*))::integer AS count
+                   FROM sluice.live_workers w
+                  WHERE ((w.function_name = f.function_name) AND (w.deprecated_at IS NULL))) AS serving_workers,
+            ( SELECT max(w.last_heartbeat_at) AS max
+                   FROM sluice.workers w
+                  WHERE ((w.function_name = f.function_name) AND (w.stopped_at IS NULL))) AS last_heartbeat_at,
+            ( SELECT (count(*))::integer AS count
+                   FROM sluice.step_tasks t
+                  WHERE ((t.status = 'started'::text) AND (t.started_at IS NOT NULL) AND (t.last_worker_id IN ( SELECT w.worker_id
+                           FROM sluice.workers w
+                          WHERE (w.function_name = f.function_name))))) AS started_tasks,
+            ( SELECT (count(*))::integer AS count
+                   FROM sluice.step_tasks t
+                  WHERE ((t.status = 'queued'::text) AND (EXISTS ( SELECT 1
+                           FROM sluice.workers w
+                          WHERE ((w.function_name = f.function_name) AND (w.queue_name = t.queue_name) AND (w.flow_slug = t.flow_slug) AND ((w.step_slug IS NULL) OR (w.step_slug = t.step_slug))))))) AS queued_tasks
+           FROM sluice.worker_functions f
+        )
+ SELECT c.function_name,
+    c.enabled,
+    c.live_workers,
+    c.serving_workers,
+    c.last_heartbeat_at,
+    c.started_tasks,
+    c.queued_tasks,
+    ((c.live_workers = 0) AND (c.started_tasks = 0)) AS drained
+   FROM counts c;
 
 --
 -- Name: worker_function_status; Type: VIEW; Schema: sluice; Owner: -

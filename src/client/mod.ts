@@ -21,5 +21,6 @@ export * from "./compile_flow.ts";
 export * from "../db/connect.ts";
 export * from "./errors.ts";
 export * from "./get_run.ts";
+export * from "./get_run_tasks.ts";
 export * from "./start_flow.ts";
 export * from "./wait_for_run.ts";

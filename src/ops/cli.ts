@@ -11,17 +11,28 @@
  */
 
 import { connect } from "../db/connect.ts";
-import { type CommandArgs, COMMANDS, type OpsCommand, type OpsIo } from "./commands/mod.ts";
+import {
+  type CommandArgs,
+  COMMANDS,
+  type OpsCommand,
+  type OpsIo,
+  type OptionSpec,
+} from "./commands/mod.ts";
 
 function usageLine(command: OpsCommand): string {
-  const positional = command.positional.map((name) => ` <${name}>`).join("");
-  return `deno task ops ${command.name}${positional}${command.json ? " [--json]" : ""}`;
+  const positional = command.positional.map((name, i) =>
+    command.variadic && i === command.positional.length - 1 ? ` <${name}>...` : ` <${name}>`
+  ).join("");
+  const options = (command.options ?? []).map((option) =>
+    ` [--${option.name}${option.value === undefined ? "" : ` ${option.value}`}]`
+  ).join("");
+  return `deno task ops ${command.name}${positional}${options}${command.json ? " [--json]" : ""}`;
 }
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((command) => command.name.length));
   return [
-    "Usage: deno task ops <command> [arguments] [--json]",
+    "Usage: deno task ops <command> [arguments] [options] [--json]",
     "",
     "Commands:",
     ...COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`),
@@ -32,7 +43,22 @@ function help(): string {
 }
 
 function commandHelp(command: OpsCommand): string {
-  return `Usage: ${usageLine(command)}\n\n${command.description}`;
+  const options = command.options ?? [];
+  const width = Math.max(0, ...options.map((option) => optionLabel(option).length));
+  return [
+    `Usage: ${usageLine(command)}`,
+    "",
+    command.description,
+    ...(options.length === 0 ? [] : [
+      "",
+      "Options:",
+      ...options.map((option) => `  ${optionLabel(option).padEnd(width)}  ${option.summary}`),
+    ]),
+  ].join("\n");
+}
+
+function optionLabel(option: OptionSpec): string {
+  return `--${option.name}${option.value === undefined ? "" : ` ${option.value}`}`;
 }
 
 /** Options of {@linkcode main}. */
@@ -54,14 +80,37 @@ export interface OpsCliOptions {
 /** Splits a command's arguments; returns an error message for anything it does not accept. */
 function parseArgs(command: OpsCommand, args: readonly string[]): CommandArgs | string {
   const positional: string[] = [];
+  const options: Record<string, string | true> = {};
   let json = false;
-  for (const arg of args) {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
     // "-1 day" is an (invalid, negative) interval for the database to reject, not an option.
-    if (arg === "--json" && command.json) json = true;
-    else if (/^--?[a-zA-Z]/.test(arg)) return `unknown option ${JSON.stringify(arg)}`;
-    else positional.push(arg);
+    if (arg === "--json" && command.json) {
+      json = true;
+      continue;
+    }
+    if (!/^--?[a-zA-Z]/.test(arg)) {
+      positional.push(arg);
+      continue;
+    }
+    const [name, inline] = arg.replace(/^--?/, "").split(/=(.*)/s, 2);
+    const spec = command.options?.find((option) => option.name === name);
+    if (spec === undefined || !arg.startsWith("--")) {
+      return `unknown option ${JSON.stringify(arg)}`;
+    }
+    if (spec.value === undefined) {
+      if (inline !== undefined) return `option --${name} takes no value`;
+      options[name] = true;
+    } else if (inline !== undefined) {
+      options[name] = inline;
+    } else if (i + 1 < args.length) {
+      options[name] = args[++i];
+    } else {
+      return `option --${name} needs a value (${spec.value})`;
+    }
   }
-  if (positional.length !== command.positional.length) {
+  const count = command.positional.length;
+  if (command.variadic ? positional.length < count : positional.length !== count) {
     const wanted = command.positional.length === 0
       ? "no arguments"
       : command.positional.map((name) => `<${name}>`).join(" ");
@@ -69,7 +118,15 @@ function parseArgs(command: OpsCommand, args: readonly string[]): CommandArgs | 
       positional.length === 0 ? "none" : positional.map((arg) => JSON.stringify(arg)).join(" ")
     }`;
   }
-  return { positional, json };
+  return { positional, json, options };
+}
+
+/** The command with the longest (one- or two-word) name the arguments start with. */
+function findCommand(args: readonly string[]): OpsCommand | undefined {
+  const words = (command: OpsCommand) => command.name.split(" ");
+  return COMMANDS
+    .filter((command) => words(command).every((word, i) => args[i] === word))
+    .sort((a, b) => words(b).length - words(a).length)[0];
 }
 
 /**
@@ -91,16 +148,26 @@ export async function main(
   options: OpsCliOptions = {},
 ): Promise<number> {
   const io = options.io ?? { out: console.log, err: console.error };
-  const [name, ...rest] = args;
+  const [name] = args;
   if (name === undefined || name === "-h" || name === "--help" || name === "help") {
     (name === undefined ? io.err : io.out)(help());
     return name === undefined ? 2 : 0;
   }
-  const command = COMMANDS.find((candidate) => candidate.name === name);
+  const command = findCommand(args);
   if (command === undefined) {
+    const group = COMMANDS.filter((candidate) => candidate.name.startsWith(`${name} `));
+    if (group.length > 0) {
+      io.err(
+        `Cannot run ops ${JSON.stringify(name)}: give one of ${
+          group.map((candidate) => candidate.name).join(", ")
+        }\n\n${group.map(usageLine).join("\n")}`,
+      );
+      return 2;
+    }
     io.err(`Cannot run ops ${JSON.stringify(name)}: no such command\n\n${help()}`);
     return 2;
   }
+  const rest = args.slice(command.name.split(" ").length);
   if (rest.includes("-h") || rest.includes("--help")) {
     io.out(commandHelp(command));
     return 0;
@@ -120,6 +187,16 @@ export async function main(
   }
   const sql = connect(url, { max: 1, applicationName: "sluice-ops" });
   try {
+    const [{ installed }] = await sql<{ installed: boolean }[]>`
+      select to_regnamespace('sluice') is not null as installed
+    `;
+    if (!installed) {
+      io.err(
+        `Cannot run ops ${command.name}: sluice is not installed in this database (schema ` +
+          "sluice missing); run install/migrate (deno task db:migrate)",
+      );
+      return 1;
+    }
     return await command.run(sql, parsed, io);
   } catch (error) {
     // An unreachable server or a rejected argument deserves one clear line, not a stack trace.

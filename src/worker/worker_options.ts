@@ -60,8 +60,8 @@ export interface BaseWorkerOptions {
    * The worker function (deployable unit) this worker belongs to: its row carries the `enabled`
    * and restart-pause flags.
    *
-   * @default {the flow slug; for a step worker `workerFunctionName(flowSlug, stepSlug)`, the name
-   * `deno task gen:functions` gives its Edge Function}
+   * @default {`workerFunctionName(flowSlug, stepSlug)` (a `null` step for a plain flow, e.g.
+   * `greet-user`): the name `deno task gen:functions` gives its Edge Function}
    */
   readonly functionName?: string;
   /**

@@ -39,8 +39,8 @@ export interface WorkerTarget {
   /** The one queue the worker polls. */
   readonly queueName: string;
   /**
-   * The worker function: the `functionName` option, else the flow slug for a plain flow, else
-   * `workerFunctionName(flowSlug, stepSlug)` (the name `deno task gen:functions` gives it).
+   * The worker function: the `functionName` option, else `workerFunctionName(flowSlug, stepSlug)`
+   * (`null` step for a plain flow): the name `deno task gen:functions` gives its Edge Function.
    */
   readonly functionName: string;
 }
@@ -49,7 +49,8 @@ export interface WorkerTarget {
  * The target of a plain flow's worker: queue `lower(flow.slug)`, every step.
  *
  * @param flow A plain flow.
- * @param options `functionName` (default: the flow slug); a `stepSlug` is rejected.
+ * @param options `functionName` (default: `workerFunctionName(flow slug, null)`, e.g.
+ * `greet-user`); a `stepSlug` is rejected.
  * @returns What the worker serves.
  * @throws {StepSlugError} When a `stepSlug` is given (reason `not_step_queued`).
  * @throws {TypeError} When `flow` is not a `Flow`, or `functionName` is not a non-empty string.
@@ -149,8 +150,7 @@ export function resolveWorkerTarget(
     };
   }
 
-  const functionName = options.functionName ??
-    (target.stepSlug === null ? flowSlug : workerFunctionName(flowSlug, target.stepSlug));
+  const functionName = options.functionName ?? workerFunctionName(flowSlug, target.stepSlug);
   if (typeof functionName !== "string" || functionName === "") {
     throw new TypeError(
       `Cannot start worker for flow ${JSON.stringify(flowSlug)}: functionName must be a ` +

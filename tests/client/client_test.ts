@@ -1,4 +1,4 @@
-// The producer client: connect, compileFlow, startFlow, getRun, waitForRun.
+// The producer client: connect, compileFlow, startFlow, getRun, getRunTasks, waitForRun.
 import assert from "node:assert/strict";
 import { Flow } from "../../src/dsl/flow.ts";
 import type { Json } from "../../src/dsl/json.ts";
@@ -7,6 +7,7 @@ import {
   connect,
   FlowShapeMismatchError,
   getRun,
+  getRunTasks,
   RunFailedError,
   RunTimeoutError,
   startFlow,
@@ -222,3 +223,33 @@ function _types(sql: ReturnType<typeof connect>) {
     return shipped;
   });
 }
+
+Deno.test("getRunTasks() returns each task's attempts, status and last failed attempt's error", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow<{ fail: boolean }>({ slug: "tasks_view", maxAttempts: 2, baseDelay: 1 })
+    .step({ slug: "work" }, (input) => {
+      if (input.fail) throw new Error("asked to fail");
+      return 1;
+    });
+  await using _worker = await testWorker(flow, db);
+  const bad = await startFlow(db.sql, flow, { fail: true });
+  await waitForRun(db.sql, bad, { timeoutMs: 15_000 }).catch(() => {});
+  const [task, ...rest] = await getRunTasks(db.sql, bad);
+  assert.deepEqual(rest, []);
+  assert.equal(task.stepSlug, "work");
+  assert.equal(task.taskIndex, 0);
+  assert.equal(task.status, "failed");
+  assert.equal(task.attempts, 2);
+  assert.equal(task.stalledRequeues, 0);
+  assert.match(task.lastError ?? "", /^Error: asked to fail/);
+  assert.equal(task.queueName, "tasks_view");
+  assert.ok(task.finishedAt instanceof Date && task.startedAt instanceof Date);
+
+  assert.deepEqual(await getRunTasks(db.sql, crypto.randomUUID()), []);
+  await assert.rejects(
+    getRunTasks(db.sql, "nope"),
+    (error) =>
+      error instanceof TypeError &&
+      error.message === 'Cannot get the tasks of run: the run id must be a UUID, got "nope"',
+  );
+});

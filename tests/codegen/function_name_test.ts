@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { greetUser } from "../../examples/flows.ts";
+import { resolveWorkerTarget } from "../../src/worker/worker_target.ts";
 import { workerFunctionName } from "../../src/dsl/function_name.ts";
 
 Deno.test("workerFunctionName() lowercases, turns underscores into hyphens and joins flow and step with --", () => {
@@ -23,4 +25,15 @@ Deno.test("workerFunctionName() produces names Supabase accepts", () => {
   for (const name of [workerFunctionName("f1", "s_2"), workerFunctionName("Flow", null)]) {
     assert.match(name, /^[a-z][a-z0-9-]*$/);
   }
+});
+
+Deno.test("a plain flow's worker, started by hand, belongs to the function the generator writes", async () => {
+  const manifest = JSON.parse(
+    await Deno.readTextFile(
+      new URL("../../supabase/functions/sluice.manifest.json", import.meta.url),
+    ),
+  ) as { functions: { function_name: string; flow_slug: string }[] };
+  const generated = manifest.functions.find((entry) => entry.flow_slug === greetUser.slug);
+  assert.equal(resolveWorkerTarget(greetUser).functionName, "greet-user");
+  assert.equal(resolveWorkerTarget(greetUser).functionName, generated?.function_name);
 });

@@ -217,7 +217,7 @@ Deno.test("on Edge, beforeunload dispatched on globalThis ends the isolate", asy
   await Promise.allSettled(edge.pending);
 
   assert.equal(functionUrl.requests.length, 1);
-  assert.deepEqual(await workerCounts(db, "global_end"), { started: 1, live: 0 });
+  assert.deepEqual(await workerCounts(db, "global-end"), { started: 1, live: 0 });
 });
 
 Deno.test("the wall-clock budget ends the isolate before the platform does", async () => {

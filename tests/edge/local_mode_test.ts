@@ -28,7 +28,7 @@ Deno.test("as a plain process the entrypoint starts at once and stops gracefully
       return answer.body.status === "running" ? answer : null;
     }, "the worker to run");
     assert.equal(status.status, 200);
-    assert.deepEqual(await workerCounts(db, "local_dev"), { started: 1, live: 1 });
+    assert.deepEqual(await workerCounts(db, "local-dev"), { started: 1, live: 1 });
 
     child.kill("SIGTERM");
     const output: string[] = [];
@@ -38,7 +38,7 @@ Deno.test("as a plain process the entrypoint starts at once and stops gracefully
     const { code } = await child.status;
     assert.equal(code, 0, output.join("\n"));
     assert.ok(output.some((line) => line.includes('"message":"worker stopped"')));
-    assert.deepEqual(await workerCounts(db, "local_dev"), { started: 1, live: 0 });
+    assert.deepEqual(await workerCounts(db, "local-dev"), { started: 1, live: 0 });
   } finally {
     try {
       child.kill("SIGKILL");
@@ -80,7 +80,7 @@ Deno.test("without EdgeRuntime, beforeunload is not the platform's: the worker k
     await served.finished;
     assert.equal(served.handler.status.status, "stopped");
     assert.equal(functionUrl.requests.length, 0, "stopping a local process requests no successor");
-    assert.deepEqual(await workerCounts(db, "local_inproc"), { started: 1, live: 0 });
+    assert.deepEqual(await workerCounts(db, "local-inproc"), { started: 1, live: 0 });
     assert.equal(logs.find("info", "listening").length, 1);
   } finally {
     await served.shutdown();

@@ -12,18 +12,37 @@ export interface OpsIo {
 
 /** The parsed arguments of one command invocation. */
 export interface CommandArgs {
-  /** Positional arguments, as many as the command declares. */
+  /** Positional arguments, as many as the command declares (or more, for a variadic one). */
   readonly positional: readonly string[];
   /** Whether `--json` was given (only for commands that accept it). */
   readonly json: boolean;
+  /**
+   * The options given, by name without dashes: the value of an option that takes one, `true`
+   * for a flag.
+   */
+  readonly options: Readonly<Record<string, string | true>>;
+}
+
+/** An option a command accepts besides `--json`. */
+export interface OptionSpec {
+  /** The name without dashes, e.g. `manifest` for `--manifest`. */
+  readonly name: string;
+  /** What the value is, e.g. `FILE`; absent for a flag that takes no value. */
+  readonly value?: string;
+  /** One line for `--help`. */
+  readonly summary: string;
 }
 
 /** One `deno task ops` command. */
 export interface OpsCommand {
-  /** The name typed after `deno task ops`. */
+  /** The name typed after `deno task ops`: one word, or a group and a verb (`fence drain`). */
   readonly name: string;
   /** The names of its positional arguments, e.g. `["function_name"]`. */
   readonly positional: readonly string[];
+  /** Whether the last positional argument takes one or more values (`NAME...`). */
+  readonly variadic?: boolean;
+  /** The options it accepts besides `--json`. */
+  readonly options?: readonly OptionSpec[];
   /** Whether it accepts `--json`. */
   readonly json: boolean;
   /** One line for the command list. */
@@ -72,7 +91,7 @@ export interface Listing<Row> {
  * `empty` line when there are none. Returns whether it printed a table (a command may add a
  * summary under it).
  */
-export function printListing<Row extends Record<string, unknown>>(
+export function printListing<Row extends object>(
   io: OpsIo,
   args: CommandArgs,
   rows: readonly Row[],
@@ -93,11 +112,63 @@ export function printListing<Row extends Record<string, unknown>>(
 }
 
 /** Prints rows as pretty JSON (`--json`): timestamps as ISO strings. */
-export function printJson(io: OpsIo, rows: readonly Record<string, unknown>[]): void {
+export function printJson(io: OpsIo, rows: readonly object[]): void {
   io.out(JSON.stringify(rows, null, 2));
 }
 
 /** A timestamp for a table cell: ISO 8601 to the second, `-` when absent. */
 export function formatTime(value: Date | null): string {
   return value === null ? "-" : value.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** A value and a unit of {@linkcode parseDuration}. */
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
+
+/**
+ * Reads a duration option such as `90`, `90s`, `5m`, `1h` or `500ms` as milliseconds.
+ *
+ * @throws {RangeError} When the value is not such a duration; the message names it.
+ */
+export function parseDuration(option: string, value: string): number {
+  const match = DURATION.exec(value);
+  if (match === null) {
+    throw new RangeError(
+      `--${option} must be a duration such as 90s, 5m or 1h, got ${JSON.stringify(value)}`,
+    );
+  }
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] ?? "s"] ?? 1000;
+  return Number(match[1]) * unit;
+}
+
+/** The value of a string option, or `fallback` when absent. */
+export function optionString(args: CommandArgs, name: string, fallback: string): string;
+/** The value of a string option, or `undefined` when absent. */
+export function optionString(args: CommandArgs, name: string): string | undefined;
+export function optionString(
+  args: CommandArgs,
+  name: string,
+  fallback?: string,
+): string | undefined {
+  const value = args.options[name];
+  return typeof value === "string" ? value : fallback;
+}
+
+/** Resolves after `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The time from `start` to `end` for a table cell (`1.25s`, `3m 4s`); `-` without a start. */
+export function formatDuration(start: Date | null, end: Date | null): string {
+  if (start === null) return "-";
+  const ms = (end ?? new Date()).getTime() - start.getTime();
+  const text = ms < 60_000
+    ? `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)}s`
+    : `${Math.floor(ms / 60_000)}m ${Math.round((ms % 60_000) / 1000)}s`;
+  return end === null ? `${text}+` : text;
+}
+
+/** A message's first line, for a table cell: a handler's error carries its stack trace below. */
+export function firstLine(text: string): string {
+  return text.split("\n", 1)[0];
 }

@@ -7,17 +7,45 @@
 import type { OpsCommand } from "./_command.ts";
 import { clearPauseCommand } from "./clear_pause.ts";
 import { coverageCommand } from "./coverage.ts";
+import { fenceConfirmCommand } from "./fence_confirm.ts";
+import { fenceDiffCommand } from "./fence_diff.ts";
+import { fenceDisableCommand } from "./fence_disable.ts";
+import { fenceDrainCommand } from "./fence_drain.ts";
+import { fenceRecordCommand } from "./fence_record.ts";
+import { fenceRestoreCommand } from "./fence_restore.ts";
+import {
+  functionsDeprecateCommand,
+  functionsDisableCommand,
+  functionsEnableCommand,
+} from "./function_switches.ts";
 import { functionsCommand } from "./functions.ts";
+import { functionsPruneCommand } from "./functions_prune.ts";
 import { pruneCommand } from "./prune.ts";
+import { queuesArchiveCommand } from "./queues_archive.ts";
 import { queuesCommand } from "./queues.ts";
+import { runCommand } from "./run.ts";
+import { runsCommand } from "./runs.ts";
 
-export type { CommandArgs, OpsCommand, OpsIo } from "./_command.ts";
+export type { CommandArgs, OpsCommand, OpsIo, OptionSpec } from "./_command.ts";
 
 /** Every ops command. */
 export const COMMANDS: readonly OpsCommand[] = [
   coverageCommand,
   queuesCommand,
+  queuesArchiveCommand,
   functionsCommand,
+  functionsEnableCommand,
+  functionsDisableCommand,
+  functionsDeprecateCommand,
+  functionsPruneCommand,
   clearPauseCommand,
+  runsCommand,
+  runCommand,
+  fenceDiffCommand,
+  fenceRecordCommand,
+  fenceDisableCommand,
+  fenceDrainCommand,
+  fenceRestoreCommand,
+  fenceConfirmCommand,
   pruneCommand,
 ];

@@ -1,0 +1,85 @@
+// What the `fence` commands share: their options, the affected set, the drain view.
+
+import type { Sql } from "postgres";
+import { DEFAULT_STATE_FILE, readFenceState } from "../_fence_state.ts";
+import { type CommandArgs, type OptionSpec, optionString, parseDuration } from "./_command.ts";
+
+/** Where `deno task gen:functions` writes the manifest in this layout. */
+export const DEFAULT_MANIFEST = "supabase/functions/sluice.manifest.json";
+
+/** `--manifest FILE`: the new deploy's manifest. */
+export const MANIFEST_OPTION: OptionSpec = {
+  name: "manifest",
+  value: "FILE",
+  summary: `the new deploy's manifest (default ${DEFAULT_MANIFEST})`,
+};
+
+/** `--state FILE`: the fence's state file. */
+export const STATE_OPTION: OptionSpec = {
+  name: "state",
+  value: "FILE",
+  summary: `the fence state file fence record writes (default ${DEFAULT_STATE_FILE})`,
+};
+
+/** `--functions A,B`: worker function names. */
+export const FUNCTIONS_OPTION: OptionSpec = {
+  name: "functions",
+  value: "NAME,...",
+  summary: "comma-separated worker function names",
+};
+
+/** `--timeout DURATION` of a command that waits, with its default. */
+export function timeoutOption(fallback: string): OptionSpec {
+  return {
+    name: "timeout",
+    value: "DURATION",
+    summary: `give up after this long (90s, 5m, 1h; default ${fallback}) and exit 1`,
+  };
+}
+
+/** The `--timeout` in milliseconds. */
+export function timeoutMs(args: CommandArgs, fallback: string): number {
+  return parseDuration("timeout", optionString(args, "timeout", fallback));
+}
+
+/** The names of `--functions`, or `undefined` when not given; rejects an empty name. */
+export function functionsOption(args: CommandArgs): string[] | undefined {
+  const value = optionString(args, "functions");
+  if (value === undefined) return undefined;
+  const names = value.split(",").map((name) => name.trim());
+  if (names.some((name) => name === "")) {
+    throw new RangeError(`--functions needs comma-separated names, got ${JSON.stringify(value)}`);
+  }
+  return [...new Set(names)].sort();
+}
+
+/** The functions a fence command acts on: `--functions` if given, else the state file's set. */
+export async function fencedNames(args: CommandArgs): Promise<string[]> {
+  const names = functionsOption(args);
+  if (names !== undefined) return names;
+  const state = await readFenceState(optionString(args, "state", DEFAULT_STATE_FILE));
+  return state.functions.map((entry) => entry.function_name);
+}
+
+/** One row of `sluice.worker_function_drain`. */
+export interface DrainRow extends Record<string, unknown> {
+  function_name: string;
+  enabled: boolean;
+  live_workers: number;
+  serving_workers: number;
+  last_heartbeat_at: Date | null;
+  started_tasks: number;
+  queued_tasks: number;
+  drained: boolean;
+}
+
+/** The drain state of the named functions (a name without a row is absent). */
+export async function readDrain(sql: Sql, names: readonly string[]): Promise<DrainRow[]> {
+  return await sql<DrainRow[]>`
+    select function_name, enabled, live_workers, serving_workers, last_heartbeat_at,
+      started_tasks, queued_tasks, drained
+    from sluice.worker_function_drain
+    where function_name = any (${names as string[]}::text[])
+    order by function_name collate "C"
+  `;
+}

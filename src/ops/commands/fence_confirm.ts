@@ -1,0 +1,84 @@
+/**
+ * `deno task ops fence confirm`: route coverage for the new manifest — every route one of its
+ * functions serves has a live worker that is not deprecated.
+ *
+ * @module
+ */
+
+import { readManifest } from "../_manifest.ts";
+import { type OpsCommand, optionString, printListing } from "./_command.ts";
+import { DEFAULT_MANIFEST, MANIFEST_OPTION } from "./_fence.ts";
+
+/** One route of a manifest function with its serving workers. */
+interface ConfirmRow extends Record<string, unknown> {
+  function_name: string;
+  flow_slug: string;
+  step_slug: string | null;
+  queue_name: string;
+  live_workers: number;
+  compiled: boolean;
+}
+
+/**
+ * The `fence confirm` command. Exits 0 when every route has a worker, 1 otherwise (also when a
+ * function's flow is not compiled: no worker of it ever started).
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { fenceConfirmCommand } from "./fence_confirm.ts";
+ *
+ * await fenceConfirmCommand.run(sql, { positional: [], json: false, options: {} }, io);
+ * ```
+ */
+export const fenceConfirmCommand: OpsCommand = {
+  name: "fence confirm",
+  positional: [],
+  options: [MANIFEST_OPTION],
+  json: true,
+  summary: "check that every route of the new manifest has a live worker; exit 1 if not",
+  description:
+    "For each function of the manifest, each route it serves (every step of a plain flow,\n" +
+    "one step of a step function) with the live workers on it that are not deprecated. A\n" +
+    "route without one is MISSING (its flow not even compiled: NOT COMPILED): exit 1.",
+  async run(sql, args, io) {
+    const manifest = await readManifest(optionString(args, "manifest", DEFAULT_MANIFEST));
+    const rows = await sql<ConfirmRow[]>`
+      select m.function_name, m.flow_slug, coalesce(s.step_slug, m.step_slug) as step_slug,
+        m.queue_name, s.flow_slug is not null as compiled,
+        (
+          select count(*)::integer from sluice.live_workers w
+          where w.deprecated_at is null and w.queue_name = s.queue_name
+            and w.flow_slug = s.flow_slug and (w.step_slug is null or w.step_slug = s.step_slug)
+        ) as live_workers
+      from jsonb_to_recordset(${sql.json(manifest as never)}::jsonb)
+        as m(function_name text, flow_slug text, step_slug text, queue_name text)
+      left join sluice.steps s on s.flow_slug = m.flow_slug
+        and (m.step_slug is null or s.step_slug = m.step_slug)
+      order by m.function_name collate "C", s.step_index
+    `;
+    printListing(io, args, rows, {
+      empty: "The manifest lists no worker functions.",
+      headers: ["FUNCTION", "FLOW", "STEP", "QUEUE", "WORKERS", "STATUS"],
+      cells: (row) => [
+        row.function_name,
+        row.flow_slug,
+        row.step_slug ?? "*",
+        row.queue_name,
+        String(row.live_workers),
+        !row.compiled ? "NOT COMPILED" : row.live_workers === 0 ? "MISSING" : "ok",
+      ],
+      align: ["left", "left", "left", "left", "right", "left"],
+    });
+    const missing = rows.filter((row) => row.live_workers === 0);
+    if (missing.length === 0) {
+      if (!args.json) io.out(`\nAll ${rows.length} routes of the manifest have a live worker.`);
+      return 0;
+    }
+    io.err(
+      `${missing.length} of ${rows.length} routes of the manifest have no live worker: ${
+        missing.map((row) => `${row.flow_slug}.${row.step_slug ?? "*"}`).join(", ")
+      }`,
+    );
+    return 1;
+  },
+};

@@ -1,0 +1,160 @@
+/**
+ * `deno task ops run <run_id> [--watch]`: one run's steps as a tree in dependency order with
+ * their state, tasks done/total, attempts and timings, and the last error of every task that
+ * failed an attempt; `--watch` refreshes until the run is completed or failed.
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+import { getRun, type RunState, type StepState } from "../../client/get_run.ts";
+import { getRunTasks, type TaskState } from "../../client/get_run_tasks.ts";
+import {
+  firstLine,
+  formatDuration,
+  formatTable,
+  formatTime,
+  type OpsCommand,
+  sleep,
+} from "./_command.ts";
+
+/** How often `--watch` reads the run again. */
+const WATCH_MS = 1000;
+
+/** A run with, per step, its dependencies and tasks. */
+interface RunDetail {
+  readonly run: RunState;
+  readonly steps: readonly (StepState & {
+    readonly dependsOn: readonly string[];
+    readonly tasks: readonly TaskState[];
+  })[];
+}
+
+async function readRun(sql: Sql, runId: string): Promise<RunDetail | null> {
+  const run = await getRun(sql, runId);
+  if (run === null) return null;
+  const tasks = await getRunTasks(sql, runId);
+  const deps = await sql<{ step_slug: string; dep_slug: string }[]>`
+    select step_slug, dep_slug from sluice.deps where flow_slug = ${run.flowSlug}
+    order by dep_slug collate "C"
+  `;
+  return {
+    run,
+    steps: run.steps.map((step) => ({
+      ...step,
+      dependsOn: deps.filter((dep) => dep.step_slug === step.stepSlug).map((dep) => dep.dep_slug),
+      tasks: tasks.filter((task) => task.stepSlug === step.stepSlug),
+    })),
+  };
+}
+
+/** The human view: a header, the step tree, the failed attempts. */
+function render({ run, steps }: RunDetail): string[] {
+  const finished = run.completedAt ?? run.failedAt;
+  const lines = [
+    `Run ${run.runId} of flow ${run.flowSlug}: ${run.status}`,
+    `started ${formatTime(run.startedAt)}, ${
+      finished === null ? "running for" : `finished ${formatTime(finished)} after`
+    } ${formatDuration(run.startedAt, finished)}`,
+  ];
+  if (run.errorMessage !== null) lines.push(`error: ${firstLine(run.errorMessage)}`);
+  // Steps come in definition order, where every dependency precedes its dependents.
+  const depth = new Map<string, number>();
+  for (const step of steps) {
+    depth.set(step.stepSlug, Math.max(-1, ...step.dependsOn.map((dep) => depth.get(dep)!)) + 1);
+  }
+  lines.push("");
+  lines.push(...formatTable(
+    ["STEP", "STATUS", "TASKS", "ATTEMPTS", "STARTED", "DURATION", "AFTER"],
+    steps.map((step) => {
+      const level = depth.get(step.stepSlug)!;
+      const done = step.tasks.filter((task) => task.status === "completed").length;
+      return [
+        `${"  ".repeat(Math.max(0, level - 1))}${level > 0 ? "└ " : ""}${step.stepSlug}`,
+        step.status,
+        step.initialTasks === null ? "-" : `${done}/${step.tasks.length}`,
+        String(step.tasks.reduce((sum, task) => sum + task.attempts, 0)),
+        formatTime(step.startedAt),
+        formatDuration(
+          step.startedAt,
+          step.completedAt ?? step.failedAt ?? step.skippedAt ?? step.cancelledAt,
+        ),
+        step.dependsOn.length === 0 ? "-" : step.dependsOn.join(", "),
+      ];
+    }),
+    ["left", "left", "right", "right", "left", "right", "left"],
+  ));
+  const failed = steps.flatMap((step) => step.tasks).filter((task) => task.lastError !== null);
+  if (failed.length > 0) {
+    lines.push("", "Failed attempts (last error per task; the full text with --json):");
+    for (const task of failed) {
+      lines.push(
+        `  ${task.stepSlug}[${task.taskIndex}] ${task.status} after ${task.attempts} attempts: ` +
+          firstLine(task.lastError!),
+      );
+    }
+  }
+  for (const step of steps) {
+    if (step.skipReason !== null) lines.push(`${step.stepSlug} skipped: ${step.skipReason}`);
+  }
+  return lines;
+}
+
+/** `--json`: the run (camelCase, as `getRun` returns it) with each step's `dependsOn` and `tasks`. */
+function toJson({ run, steps }: RunDetail): Record<string, unknown> {
+  return { ...run, steps };
+}
+
+/**
+ * The `run` command. Exits 1 when no run has the id. With `--watch` it exits when the run is
+ * terminal: 0 completed, 1 failed.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { runCommand } from "./run.ts";
+ *
+ * await runCommand.run(sql, { positional: [runId], json: false, options: { watch: true } }, io);
+ * ```
+ */
+export const runCommand: OpsCommand = {
+  name: "run",
+  positional: ["run_id"],
+  options: [{ name: "watch", summary: "refresh until the run completes or fails" }],
+  json: true,
+  summary: "one run: steps in dependency order, tasks, attempts, errors, timings",
+  description:
+    "Shows the run's steps as a tree (a step under the dependencies it waits for) with\n" +
+    "state, tasks done/total, attempts, when it started and how long it took, then the last\n" +
+    "error of every task that failed an attempt. --watch prints the view again whenever it\n" +
+    "changes until the run is terminal (with --json: once, then), and exits 0 when it\n" +
+    "completed, 1 when it failed.",
+  async run(sql, args, io) {
+    const [runId] = args.positional;
+    const watch = args.options.watch === true;
+    let printed = "";
+    for (;;) {
+      const detail = await readRun(sql, runId);
+      if (detail === null) {
+        io.err(`Cannot show run ${JSON.stringify(runId)}: no run has that id (see ops runs)`);
+        return 1;
+      }
+      const terminal = detail.run.status !== "started";
+      if (args.json) {
+        if (!watch || terminal) io.out(JSON.stringify(toJson(detail), null, 2));
+      } else {
+        // Durations of unfinished steps grow every second; compare without them.
+        const lines = render(detail);
+        const text = lines.join("\n");
+        const key = text.replace(/\d+(\.\d+)?s\+|\d+m \d+s\+/g, "");
+        if (key !== printed) {
+          if (printed !== "") io.out("");
+          for (const line of lines) io.out(line);
+          printed = key;
+        }
+      }
+      if (!watch) return 0;
+      if (terminal) return detail.run.status === "completed" ? 0 : 1;
+      await sleep(WATCH_MS);
+    }
+  },
+};
