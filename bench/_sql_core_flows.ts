@@ -115,6 +115,14 @@ export const LINEAR3: Workload = workload(
   () => SMALL_OUTPUT,
 );
 
+/** `probe`: one single step; a run is one task on its own queue. */
+export const PROBE: Workload = workload(
+  "probe",
+  [{ step_slug: "a", step_type: "single", deps: [], map_source: null }],
+  1,
+  () => SMALL_OUTPUT,
+);
+
 /**
  * `fan` returns `width` numbers, `each` maps over them (returning its input), `sum` depends on
  * `each`: `width + 2` tasks per run.

@@ -31,7 +31,7 @@ import {
   type RepetitionResult,
   runRepetition,
 } from "./_sql_core_driver.ts";
-import { BACKLOG, LINEAR3, MAP100, mapWorkload, type Workload } from "./_sql_core_flows.ts";
+import { BACKLOG, LINEAR3, MAP100, mapWorkload, PROBE, type Workload } from "./_sql_core_flows.ts";
 import { duration, markdownTable, median, quantile, whole } from "./_stats.ts";
 
 /** Sizes and run counts: full and `--quick`. */
@@ -177,6 +177,19 @@ async function throughput(
   return results;
 }
 
+/**
+ * `VACUUM (ANALYZE)` after bulk writes: what autovacuum does over the months a real history takes
+ * to build up. Without it autovacuum would first visit the freshly built tables while the next
+ * point is measured.
+ */
+async function settle(admin: Sql): Promise<number> {
+  const start = performance.now();
+  await admin`vacuum (analyze)`;
+  const ms = performance.now() - start;
+  log(`  vacuum (analyze): ${duration(ms)}`);
+  return ms;
+}
+
 async function historyCurve(
   db: BenchDatabase,
   admin: Sql,
@@ -189,7 +202,7 @@ async function historyCurve(
     log(`history: building ${whole(target - retained)} more completed runs`);
     await buildHistory(admin, LINEAR3.shape, target - retained, HISTORY_AGE_DAYS, log);
     retained = target;
-    await admin`analyze`;
+    await settle(admin);
     const linear3 = await throughput(db, admin, LINEAR3, size.runs.linear3, size.repetitions);
     const map100 = await throughput(db, admin, MAP100, size.runs.map100, size.repetitions);
     const startFlow = await startFlowLatencies(db.url, 100);
@@ -228,6 +241,8 @@ interface RetentionResult {
   during: number[];
   before: Sizes;
   after: Sizes;
+  vacuumMs: number;
+  afterVacuum: Sizes;
   load: string;
 }
 
@@ -238,11 +253,11 @@ async function retention(db: BenchDatabase, admin: Sql, probes: number): Promise
   `;
   const before = await historySizes(admin);
   const probeSql = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
-  await using probe = await openConnections(db.url, 1, FAST, db.local);
+  await using probe = await openConnections(db.url, 1, PROBE, db.local);
   try {
     // Warm the probe's plans, then measure it idle.
-    await probeClaims(probeSql, probe, FAST, 5, {});
-    const idle = await probeClaims(probeSql, probe, FAST, probes, {});
+    await probeClaims(probeSql, probe, PROBE, 5, {});
+    const idle = await probeClaims(probeSql, probe, PROBE, probes, {});
     log(`retention: pruning ${whole(old)} runs; probing claims meanwhile`);
     const lines: string[] = [];
     const io = { out: (line: string) => lines.push(line), err: (line: string) => log(line) };
@@ -251,7 +266,7 @@ async function retention(db: BenchDatabase, admin: Sql, probes: number): Promise
     const pruning = pruneCommand.run(admin, { positional: [RETENTION], json: false }, io)
       .finally(() => done = true);
     const during: number[] = [];
-    while (!done) during.push(...await probeClaims(probeSql, probe, FAST, 1, {}));
+    while (!done) during.push(...await probeClaims(probeSql, probe, PROBE, 1, {}));
     if ((await pruning) !== 0) throw new Error(`prune failed: ${lines.join("\n")}`);
     const pruneMs = performance.now() - startedAt;
     log(`retention: ${lines.join(" ")} in ${duration(pruneMs)}; ${during.length} claims meanwhile`);
@@ -260,14 +275,19 @@ async function retention(db: BenchDatabase, admin: Sql, probes: number): Promise
       where status <> 'started' and completed_at < now() - ${RETENTION}::interval
     `;
     if (left !== 0) throw new Error(`prune left ${left} old runs`);
+    const load = await load1();
+    const afterPrune = await historySizes(admin);
+    const vacuumMs = await settle(admin);
     return {
       pruned: old,
       pruneMs,
       idle,
       during,
       before,
-      after: await historySizes(admin),
-      load: await load1(),
+      after: afterPrune,
+      vacuumMs,
+      afterVacuum: await historySizes(admin),
+      load,
     };
   } finally {
     await probeSql.end();
@@ -299,7 +319,7 @@ async function backlogCurve(
     const wanted = target + size.drained + WARM_UP_TASKS + CONNECTIONS * BATCH * 2 - queued;
     log(`backlog: building ${whole(wanted)} queued tasks (${whole(target)} behind the drained)`);
     if (wanted > 0) await buildBacklog(admin, BACKLOG.shape, wanted, log);
-    await admin`analyze`;
+    await settle(admin);
     await using conns = await openConnections(db.url, CONNECTIONS, SLOW, db.local);
     await using probe = await openConnections(db.url, 1, FAST, db.local);
     const probeSql = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
@@ -461,6 +481,7 @@ function retentionTable(r: RetentionResult): string {
       "claims during",
       "tables / indexes before",
       "after",
+      "vacuum after / sizes then",
       "load (1 min)",
     ],
     [[
@@ -472,6 +493,7 @@ function retentionTable(r: RetentionResult): string {
       String(r.during.length),
       size(r.before),
       size(r.after),
+      `${duration(r.vacuumMs)} / ${size(r.afterVacuum)}`,
       r.load,
     ]],
   );
@@ -566,7 +588,7 @@ async function main(args: string[]): Promise<void> {
   const admin = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
   const sections: string[] = [];
   try {
-    for (const workload of [LINEAR3, MAP100, BACKLOG]) await compile(admin, workload);
+    for (const workload of [LINEAR3, MAP100, BACKLOG, PROBE]) await compile(admin, workload);
     await compile(admin, mapWorkload(FANOUT_SLUG, 1));
     if (curves.has("history")) {
       const points = await historyCurve(db, admin, historyPoints, size);
