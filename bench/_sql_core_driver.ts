@@ -111,6 +111,17 @@ export async function openConnections(
   return { list, [Symbol.asyncDispose]: dispose };
 }
 
+/** Compiles the workload's flow (`sluice.ensure_flow_compiled`, environment `production`). */
+export async function compileWorkload(sql: Sql, workload: Workload): Promise<void> {
+  const definition = sql.json(workload.definition);
+  const [{ result }] = await sql<{ result: { outcome: string } }[]>`
+    select sluice.ensure_flow_compiled(${definition}::jsonb, 'production') as result
+  `;
+  if (result.outcome !== "compiled" && result.outcome !== "verified") {
+    throw new Error(`Cannot compile ${workload.shape}: ${JSON.stringify(result)}`);
+  }
+}
+
 /** State shared by the connection loops of one repetition. */
 interface Progress {
   nextRun: number;

@@ -25,6 +25,7 @@ import { loadAverage } from "./_machine.ts";
 import { usePromptSetImmediate } from "./_prompt_set_immediate.ts";
 import { buildBacklog, buildHistory } from "./_scale_data.ts";
 import {
+  compileWorkload,
   type Connections,
   drainTasks,
   openConnections,
@@ -76,16 +77,6 @@ function log(message: string): void {
 
 function sizes(value: string): number[] {
   return value.split(",").filter((s) => s.trim() !== "").map((s) => Number(s.replaceAll("_", "")));
-}
-
-async function compile(sql: Sql, workload: Workload): Promise<void> {
-  const definition = sql.json(workload.definition);
-  const [{ result }] = await sql<{ result: { outcome: string } }[]>`
-    select sluice.ensure_flow_compiled(${definition}::jsonb, 'production') as result
-  `;
-  if (result.outcome !== "compiled" && result.outcome !== "verified") {
-    throw new Error(`Cannot compile ${workload.shape}: ${JSON.stringify(result)}`);
-  }
 }
 
 /** Load average (1 minute) now, for the row being measured. */
@@ -588,8 +579,10 @@ async function main(args: string[]): Promise<void> {
   const admin = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
   const sections: string[] = [];
   try {
-    for (const workload of [LINEAR3, MAP100, BACKLOG, PROBE]) await compile(admin, workload);
-    await compile(admin, mapWorkload(FANOUT_SLUG, 1));
+    for (const workload of [LINEAR3, MAP100, BACKLOG, PROBE]) {
+      await compileWorkload(admin, workload);
+    }
+    await compileWorkload(admin, mapWorkload(FANOUT_SLUG, 1));
     if (curves.has("history")) {
       const points = await historyCurve(db, admin, historyPoints, size);
       sections.push(
