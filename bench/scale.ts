@@ -41,7 +41,7 @@ const SIZES = {
     history: "0,100000,1000000",
     backlog: "0,10000,100000,1000000",
     fanout: "100,10000,100000",
-    runs: { linear3: 500, map100: 20 },
+    runs: { linear3: 500, map100: 50 },
     repetitions: 3,
     drained: 4_000,
     probes: 100,
