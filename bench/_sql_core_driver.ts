@@ -107,7 +107,7 @@ export async function openConnections(
       await sql`select sluice.track_worker_function('bench')`;
       await sql`
         select sluice.register_worker(
-          ${workerId}::uuid, 'bench', ${workload.shape}, ${workload.shape}, null
+          ${workerId}::uuid, 'bench', ${workload.queue}, ${workload.shape}, null
         )
       `;
     }
@@ -118,6 +118,17 @@ export async function openConnections(
   return { list, [Symbol.asyncDispose]: dispose };
 }
 
+/** Compiles the workload's flow (`sluice.ensure_flow_compiled`, environment `production`). */
+export async function compileWorkload(sql: Sql, workload: Workload): Promise<void> {
+  const definition = sql.json(workload.definition);
+  const [{ result }] = await sql<{ result: { outcome: string } }[]>`
+    select sluice.ensure_flow_compiled(${definition}::jsonb, 'production') as result
+  `;
+  if (result.outcome !== "compiled" && result.outcome !== "verified") {
+    throw new Error(`Cannot compile ${workload.shape}: ${JSON.stringify(result)}`);
+  }
+}
+
 /** State shared by the connection loops of one repetition. */
 interface Progress {
   nextRun: number;
@@ -125,6 +136,53 @@ interface Progress {
   leafDone: number;
   finishedAt: number;
   calls: Record<CallType, CallTime>;
+  onComplete: CompletionListener | undefined;
+}
+
+/** Called after each completion call with the results it reported and its duration. */
+export type CompletionListener = (results: { step_slug: string }[], ms: number) => void;
+
+/** What {@linkcode drainTasks} measured: a repetition without runs of its own. */
+export type DrainResult = Omit<RepetitionResult, "latenciesMs">;
+
+function newProgress(onComplete?: CompletionListener): Progress {
+  return {
+    nextRun: 0,
+    runIds: [],
+    leafDone: 0,
+    finishedAt: 0,
+    calls: {
+      start_flow: { calls: 0, ms: 0 },
+      read: { calls: 0, ms: 0 },
+      start_tasks: { calls: 0, ms: 0 },
+      complete: { calls: 0, ms: 0 },
+    },
+    onComplete,
+  };
+}
+
+/** Runs `body` on every connection at once; measures wall time to `finishedAt` and CPU time. */
+async function measured(
+  connections: Connections,
+  progress: Progress,
+  body: (connection: Connection) => Promise<void>,
+): Promise<DrainResult & { tasks: 0 }> {
+  const pids = connections.list.flatMap((c) => c.backendPid ?? []);
+  const serverCpuBefore = pids.length > 0 ? await processCpuMs(pids) : undefined;
+  const clientCpuBefore = await processCpuMs(["self"]);
+  const startedAt = performance.now();
+  await Promise.all(connections.list.map(body));
+  const serverCpuAfter = pids.length > 0 ? await processCpuMs(pids) : undefined;
+  const clientCpuAfter = await processCpuMs(["self"]);
+  return {
+    wallMs: progress.finishedAt - startedAt,
+    tasks: 0,
+    calls: progress.calls,
+    serverCpuMs: serverCpuAfter === undefined || serverCpuBefore === undefined
+      ? undefined
+      : serverCpuAfter - serverCpuBefore,
+    clientCpuMs: (clientCpuAfter ?? 0) - (clientCpuBefore ?? 0),
+  };
 }
 
 /**
@@ -139,41 +197,36 @@ export async function runRepetition(
   runs: number,
   batchSize: number,
 ): Promise<RepetitionResult> {
-  const progress: Progress = {
-    nextRun: 0,
-    runIds: [],
-    leafDone: 0,
-    finishedAt: 0,
-    calls: {
-      start_flow: { calls: 0, ms: 0 },
-      read: { calls: 0, ms: 0 },
-      start_tasks: { calls: 0, ms: 0 },
-      complete: { calls: 0, ms: 0 },
-    },
-  };
-  const pids = connections.list.flatMap((c) => c.backendPid ?? []);
-  const serverCpuBefore = pids.length > 0 ? await processCpuMs(pids) : undefined;
-  const clientCpuBefore = await processCpuMs(["self"]);
-  const startedAt = performance.now();
-  await Promise.all(
-    connections.list.map(async (connection) => {
-      await produce(connection, workload, runs, progress);
-      await work(connection, workload, mode, runs, batchSize, progress);
-    }),
-  );
-  const serverCpuAfter = pids.length > 0 ? await processCpuMs(pids) : undefined;
-  const clientCpuAfter = await processCpuMs(["self"]);
+  const progress = newProgress();
+  const result = await measured(connections, progress, async (connection) => {
+    await produce(connection, workload, runs, progress);
+    await work(connection, workload, mode, runs, batchSize, progress);
+  });
   const latenciesMs = await runLatencies(connections.list[0].sql, progress.runIds);
-  return {
-    wallMs: progress.finishedAt - startedAt,
-    tasks: runs * workload.tasksPerRun,
-    latenciesMs,
-    calls: progress.calls,
-    serverCpuMs: serverCpuAfter === undefined || serverCpuBefore === undefined
-      ? undefined
-      : serverCpuAfter - serverCpuBefore,
-    clientCpuMs: (clientCpuAfter ?? 0) - (clientCpuBefore ?? 0),
-  };
+  return { ...result, tasks: runs * workload.tasksPerRun, latenciesMs };
+}
+
+/**
+ * Works off tasks already queued for the workload, with every connection, until `leafTasks` tasks
+ * of its leaf step have completed; `tasks` of the result is `tasks` as given (what the caller
+ * knows was completed in all). `onComplete` sees every completion call.
+ */
+export async function drainTasks(
+  connections: Connections,
+  workload: Workload,
+  mode: CompletionMode,
+  leafTasks: number,
+  tasks: number,
+  batchSize: number,
+  onComplete?: CompletionListener,
+): Promise<DrainResult> {
+  const progress = newProgress(onComplete);
+  const result = await measured(
+    connections,
+    progress,
+    (connection) => work(connection, workload, mode, leafTasks, batchSize, progress),
+  );
+  return { ...result, tasks };
 }
 
 async function timed<T>(progress: Progress, type: CallType, call: () => Promise<T>): Promise<T> {
@@ -208,13 +261,13 @@ async function work(
   { sql, workerId }: Connection,
   workload: Workload,
   mode: CompletionMode,
-  runs: number,
+  leafTasks: number,
   batchSize: number,
   progress: Progress,
 ): Promise<void> {
-  const queue = workload.shape;
+  const queue = workload.queue;
   const supported = sql.json(workload.supported);
-  while (progress.leafDone < runs) {
+  while (progress.leafDone < leafTasks) {
     const messages = await timed(
       progress,
       "read",
@@ -251,6 +304,7 @@ async function work(
       worker_id: task.worker_id,
       output: workload.output(task.step_slug, task.input),
     }));
+    const completeStart = performance.now();
     if (mode === "single") {
       for (const r of results) {
         const output = sql.json(r.output);
@@ -283,8 +337,9 @@ async function work(
         throw new Error(`complete_tasks applied ${outcome.completed} of ${results.length} results`);
       }
     }
+    progress.onComplete?.(results, performance.now() - completeStart);
     progress.leafDone += results.filter((r) => r.step_slug === workload.leafStep).length;
-    if (progress.leafDone >= runs && progress.finishedAt === 0) {
+    if (progress.leafDone >= leafTasks && progress.finishedAt === 0) {
       progress.finishedAt = performance.now();
     }
   }

@@ -23,7 +23,7 @@ type StepDefinition = {
 /** A flow definition as `sluice.ensure_flow_compiled` takes it. */
 export type FlowDefinition = {
   flow_slug: string;
-  queue_mode: "flow";
+  queue_mode: "flow" | "step";
   options: { max_attempts: number; base_delay: number; timeout: number };
   steps: StepDefinition[];
   routes: { step_slug: string; queue_name: string }[];
@@ -31,8 +31,10 @@ export type FlowDefinition = {
 
 /** A benchmarked shape: its definition and what one run of it amounts to. */
 export interface Workload {
-  /** Name in the results table; also the flow slug and (lowercase) queue name. */
+  /** Name in the results table; also the flow slug. */
   shape: string;
+  /** The queue the benchmark drains: the flow's queue, or the first step's in a step-queued flow. */
+  queue: string;
   /** The definition compiled before the first run. */
   definition: FlowDefinition;
   /** Tasks one run creates and completes. */
@@ -47,10 +49,14 @@ export interface Workload {
 
 type StepSketch = Pick<StepDefinition, "step_slug" | "step_type" | "deps" | "map_source">;
 
-function definition(flowSlug: string, sketches: StepSketch[]): FlowDefinition {
+function definition(
+  flowSlug: string,
+  sketches: StepSketch[],
+  queueMode: FlowDefinition["queue_mode"],
+): FlowDefinition {
   return {
     flow_slug: flowSlug,
-    queue_mode: "flow",
+    queue_mode: queueMode,
     options: { max_attempts: 3, base_delay: 1, timeout: 60 },
     steps: sketches.map((sketch, index) => ({
       ...sketch,
@@ -61,9 +67,16 @@ function definition(flowSlug: string, sketches: StepSketch[]): FlowDefinition {
       when_exhausted: "fail",
       options: { max_attempts: null, base_delay: null, timeout: null, start_delay: null },
     })),
-    // Plain flows route every step to the queue named after the flow.
-    routes: sketches.map((s) => ({ step_slug: s.step_slug, queue_name: flowSlug.toLowerCase() })),
+    routes: sketches.map((s) => ({ step_slug: s.step_slug, queue_name: queueOf(s, queueMode) })),
   };
+
+  function queueOf(step: StepSketch, mode: FlowDefinition["queue_mode"]): string {
+    // Plain flows route every step to the queue named after the flow, step-queued flows each step
+    // to its own (the readable name sluice.step_queue_name derives for short slugs).
+    return mode === "flow"
+      ? flowSlug.toLowerCase()
+      : `${flowSlug}__${step.step_slug}`.toLowerCase();
+  }
 }
 
 function workload(
@@ -71,10 +84,13 @@ function workload(
   sketches: StepSketch[],
   tasksPerRun: number,
   output: Workload["output"],
+  queueMode: FlowDefinition["queue_mode"] = "flow",
 ): Workload {
+  const flow = definition(shape, sketches, queueMode);
   return {
     shape,
-    definition: definition(shape, sketches),
+    queue: flow.routes[0].queue_name,
+    definition: flow,
     tasksPerRun,
     leafStep: sketches[sketches.length - 1].step_slug,
     supported: sketches.map((s) => ({ flow_slug: shape, step_slug: s.step_slug })),
@@ -86,8 +102,6 @@ const SMALL_OUTPUT = { ok: true };
 
 /** Width of the `map100` fan-out. */
 export const FAN_OUT = 100;
-
-const FAN_OUTPUT = Array.from({ length: FAN_OUT }, (_, i) => i);
 
 /** `a -> b -> c`, three single steps: three tasks per run. */
 export const LINEAR3: Workload = workload(
@@ -101,21 +115,50 @@ export const LINEAR3: Workload = workload(
   () => SMALL_OUTPUT,
 );
 
+/** `probe`: one single step; a run is one task on its own queue. */
+export const PROBE: Workload = workload(
+  "probe",
+  [{ step_slug: "a", step_type: "single", deps: [], map_source: null }],
+  1,
+  () => SMALL_OUTPUT,
+);
+
 /**
- * `fan` returns 100 numbers, `each` maps over them (returning its input), `sum` depends on `each`:
- * 102 tasks per run.
+ * `fan` returns `width` numbers, `each` maps over them (returning its input), `sum` depends on
+ * `each`: `width + 2` tasks per run.
  */
-export const MAP100: Workload = workload(
-  "map100",
+export function mapWorkload(shape: string, width: number): Workload {
+  const fanOutput = Array.from({ length: width }, (_, i) => i);
+  return workload(
+    shape,
+    [
+      { step_slug: "fan", step_type: "single", deps: [], map_source: null },
+      { step_slug: "each", step_type: "map", deps: ["fan"], map_source: "fan" },
+      { step_slug: "sum", step_type: "single", deps: ["each"], map_source: null },
+    ],
+    width + 2,
+    (stepSlug, input) => {
+      if (stepSlug === "fan") return fanOutput;
+      if (stepSlug === "each") return input;
+      return SMALL_OUTPUT;
+    },
+  );
+}
+
+/** `map100`: a map over 100 items, 102 tasks per run. */
+export const MAP100: Workload = mapWorkload("map100", FAN_OUT);
+
+/**
+ * Two independent root steps on a queue each (a step-queued flow): `slow`, whose queue the
+ * benchmark drains, and `fast`, whose claim wait it probes. One `slow` task per run.
+ */
+export const BACKLOG: Workload = workload(
+  "backlog",
   [
-    { step_slug: "fan", step_type: "single", deps: [], map_source: null },
-    { step_slug: "each", step_type: "map", deps: ["fan"], map_source: "fan" },
-    { step_slug: "sum", step_type: "single", deps: ["each"], map_source: null },
+    { step_slug: "slow", step_type: "single", deps: [], map_source: null },
+    { step_slug: "fast", step_type: "single", deps: [], map_source: null },
   ],
-  FAN_OUT + 2,
-  (stepSlug, input) => {
-    if (stepSlug === "fan") return FAN_OUTPUT;
-    if (stepSlug === "each") return input;
-    return SMALL_OUTPUT;
-  },
+  1,
+  () => SMALL_OUTPUT,
+  "step",
 );

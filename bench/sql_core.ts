@@ -28,6 +28,7 @@ import { PROFILE_SETTINGS, profileReport, resetProfile } from "./_pg_profile.ts"
 import { usePromptSetImmediate } from "./_prompt_set_immediate.ts";
 import {
   type CallType,
+  compileWorkload,
   type CompletionMode,
   type Connections,
   openConnections,
@@ -64,16 +65,6 @@ function log(message: string): void {
 
 function list(value: string): string[] {
   return value.split(",").map((item) => item.trim()).filter((item) => item !== "");
-}
-
-async function compile(sql: Sql, workload: Workload): Promise<void> {
-  const definition = sql.json(workload.definition);
-  const [{ result }] = await sql<{ result: { outcome: string; differences: string[] } }[]>`
-    select sluice.ensure_flow_compiled(${definition}::jsonb, 'production') as result
-  `;
-  if (result.outcome !== "compiled" && result.outcome !== "verified") {
-    throw new Error(`Cannot compile ${workload.shape}: ${JSON.stringify(result)}`);
-  }
 }
 
 async function measure(
@@ -185,7 +176,7 @@ async function main(args: string[]): Promise<void> {
   const admin = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
   const measured: Measured[] = [];
   try {
-    for (const shape of shapes) await compile(admin, WORKLOADS[shape]);
+    for (const shape of shapes) await compileWorkload(admin, WORKLOADS[shape]);
     for (const shape of shapes) {
       for (const mode of modes) {
         for (const connections of connectionCounts) {

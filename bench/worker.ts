@@ -26,7 +26,12 @@ import postgres, { type Sql } from "postgres";
 import { type BenchDatabase, benchDatabase } from "./_bench_database.ts";
 import { PROFILE_SETTINGS, profileReport, resetProfile } from "./_pg_profile.ts";
 import { usePromptSetImmediate } from "./_prompt_set_immediate.ts";
-import { openConnections, type RepetitionResult, runRepetition } from "./_sql_core_driver.ts";
+import {
+  compileWorkload,
+  openConnections,
+  type RepetitionResult,
+  runRepetition,
+} from "./_sql_core_driver.ts";
 import { LINEAR3, MAP100, type Workload } from "./_sql_core_flows.ts";
 import { duration, markdownTable, median, quantile, whole } from "./_stats.ts";
 import {
@@ -279,12 +284,7 @@ async function main(args: string[]): Promise<void> {
       const runs = RUNS[shape][values.quick ? "quick" : "full"];
       if (referenceConnections.length > 0) {
         const workload = SQL_CORE[shape];
-        const [{ result }] = await admin<{ result: { outcome: string } }[]>`
-          select sluice.ensure_flow_compiled(${admin.json(workload.definition)}::jsonb,
-            'production') as result`;
-        if (result.outcome !== "compiled" && result.outcome !== "verified") {
-          throw new Error(`Cannot compile ${shape}: ${JSON.stringify(result)}`);
-        }
+        await compileWorkload(admin, workload);
         for (const connections of referenceConnections) {
           const reference = await measureReference(
             db,

@@ -307,18 +307,23 @@ begin
       for update;
       continue when v_state.status <> 'started';
 
-      with done as (
+      -- The batch's task indexes also go in as an array, so that the index scan probes the whole
+      -- key: planned from statistics in which a step has a few tasks, a join on task_index alone
+      -- read every task of a wide map's step per call, a cost that grew with the map.
+      with x as (
+        select distinct on (r.task_index) r.task_index, r.attempt, r.worker_id, r.output
+        from jsonb_to_recordset(complete_tasks.results)
+          as r(run_id uuid, step_slug text, task_index integer, attempt integer,
+            worker_id uuid, output jsonb)
+        where r.run_id = v_run and r.step_slug = v_step
+        order by r.task_index
+      ), done as (
         update sluice.step_tasks t
         set status = 'completed', completed_at = clock_timestamp(), output = x.output
-        from (
-          select distinct on (r.task_index) r.task_index, r.attempt, r.worker_id, r.output
-          from jsonb_to_recordset(complete_tasks.results)
-            as r(run_id uuid, step_slug text, task_index integer, attempt integer,
-              worker_id uuid, output jsonb)
-          where r.run_id = v_run and r.step_slug = v_step
-          order by r.task_index
-        ) x
-        where t.run_id = v_run and t.step_slug = v_step and t.task_index = x.task_index
+        from x
+        where t.run_id = v_run and t.step_slug = v_step
+          and t.task_index = any (array(select x.task_index from x))
+          and t.task_index = x.task_index
           and t.status = 'started' and t.attempts_count = x.attempt
           and t.last_worker_id = x.worker_id
         returning t.queue_name, t.message_id,
@@ -965,16 +970,16 @@ CREATE FUNCTION sluice.notify_queue(queue_name text) RETURNS void
     AS $$ select pg_notify('sluice_queue_ready', notify_queue.queue_name) $$;
 
 --
--- Name: prune_data_older_than(interval); Type: FUNCTION; Schema: sluice; Owner: -
+-- Name: prune_data_older_than(interval, integer, jsonb); Type: PROCEDURE; Schema: sluice; Owner: -
 --
 
-CREATE FUNCTION sluice.prune_data_older_than(retention interval) RETURNS jsonb
+CREATE PROCEDURE sluice.prune_data_older_than(IN retention interval, IN batch_size integer DEFAULT 1000, INOUT result jsonb DEFAULT NULL::jsonb)
     LANGUAGE plpgsql
     AS $$
 declare
-  v_queues text[];
-  v_ids bigint[];
-  v_runs integer;
+  v_cutoff timestamptz;
+  v_runs bigint := 0;
+  v_batch integer;
   v_workers integer;
 begin
   if retention is null or retention < interval '0' then
@@ -982,28 +987,63 @@ begin
       coalesce(retention::text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
+  if batch_size is null or batch_size < 1 then
+    raise exception 'Cannot prune: batch_size must be a positive integer, got %',
+      coalesce(batch_size::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  -- Fixed once: now() moves with every batch's transaction.
+  v_cutoff := now() - retention;
 
-  select array_agg(t.queue_name), array_agg(t.message_id) into v_queues, v_ids
-  from sluice.runs r
-  join sluice.step_tasks t on t.run_id = r.run_id
-  where r.status <> 'started'
-    and coalesce(r.completed_at, r.failed_at) < now() - retention
-    and t.message_id is not null;
-  perform sluice.delete_archived_messages(v_queues, v_ids);
+  loop
+    v_batch := sluice.prune_runs_batch(v_cutoff, batch_size);
+    v_runs := v_runs + v_batch;
+    commit;
+    exit when v_batch < batch_size;
+  end loop;
 
   with pruned as (
-    delete from sluice.runs r
-    where r.status <> 'started' and coalesce(r.completed_at, r.failed_at) < now() - retention
-    returning 1
-  )
-  select count(*) into v_runs from pruned;
-
-  with pruned as (
-    delete from sluice.workers w where w.stopped_at < now() - retention returning 1
+    delete from sluice.workers w where w.stopped_at < v_cutoff returning 1
   )
   select count(*) into v_workers from pruned;
 
-  return jsonb_build_object('runs', v_runs, 'workers', v_workers);
+  result := jsonb_build_object('runs', v_runs, 'workers', v_workers);
+end;
+$$;
+
+--
+-- Name: prune_runs_batch(timestamp with time zone, integer); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.prune_runs_batch(cutoff timestamp with time zone, batch_size integer) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_runs uuid[];
+  v_queues text[];
+  v_ids bigint[];
+begin
+  -- runs_finished_idx answers this in order, reading no more than the batch.
+  select array_agg(b.run_id) into v_runs
+  from (
+    select r.run_id
+    from sluice.runs r
+    where r.status <> 'started' and coalesce(r.completed_at, r.failed_at) < prune_runs_batch.cutoff
+    order by coalesce(r.completed_at, r.failed_at)
+    limit prune_runs_batch.batch_size
+    for update skip locked
+  ) b;
+  if v_runs is null then
+    return 0;
+  end if;
+
+  select array_agg(t.queue_name), array_agg(t.message_id) into v_queues, v_ids
+  from sluice.step_tasks t
+  where t.run_id = any (v_runs) and t.message_id is not null;
+  perform sluice.delete_archived_messages(v_queues, v_ids);
+
+  delete from sluice.runs r where r.run_id = any (v_runs);
+  return cardinality(v_runs);
 end;
 $$;
 
@@ -1514,10 +1554,17 @@ begin
       v_delay
     ) with ordinality as sent(id, ord);
 
-    insert into sluice.step_tasks (run_id, step_slug, task_index, flow_slug, queue_name, message_id)
+    -- A map task gets its element now, in one pass over the array: a claim that read it from the
+    -- array would detoast the whole array for every task, a cost that grows with the map's width.
+    insert into sluice.step_tasks (
+      run_id, step_slug, task_index, flow_slug, queue_name, message_id, input
+    )
     select start_ready_steps.run_id, v_step.step_slug, (m.ord - 1)::integer, v_step.flow_slug,
-      v_step.queue_name, m.id
-    from unnest(v_ids) with ordinality as m(id, ord);
+      v_step.queue_name, m.id, e.value
+    from unnest(v_ids) with ordinality as m(id, ord)
+    left join jsonb_array_elements(
+      case when v_step.step_type = 'map' then v_source end
+    ) with ordinality as e(value, ord) on e.ord = m.ord;
 
     update sluice.step_states ss
     set status = 'started', started_at = now(), initial_tasks = v_count, remaining_tasks = v_count
@@ -1696,8 +1743,7 @@ begin
       'worker_id', c.last_worker_id,
       'timeout_seconds', coalesce(s.opt_timeout, f.opt_timeout),
       'input', case
-        when s.step_type = 'map' and s.map_source is null then r.input -> c.task_index
-        when s.step_type = 'map' then src.output -> c.task_index
+        when s.step_type = 'map' then c.input
         when s.deps_count = 0 then r.input
         else (
           select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb)
@@ -1713,8 +1759,7 @@ begin
   from claimed c
   join sluice.runs r on r.run_id = c.run_id
   join sluice.steps s on s.flow_slug = c.flow_slug and s.step_slug = c.step_slug
-  join sluice.flows f on f.flow_slug = c.flow_slug
-  left join sluice.step_states src on src.run_id = c.run_id and src.step_slug = s.map_source;
+  join sluice.flows f on f.flow_slug = c.flow_slug;
 
   if v_claimed <> v_claim_count then
     raise exception 'Cannot claim on queue "%": % of % queued tasks changed state during the claim',
@@ -2275,6 +2320,7 @@ CREATE TABLE sluice.step_tasks (
     flow_slug text NOT NULL,
     queue_name text NOT NULL,
     message_id bigint,
+    input jsonb,
     status text DEFAULT 'queued'::text NOT NULL,
     attempts_count integer DEFAULT 0 NOT NULL,
     requeued_count integer DEFAULT 0 NOT NULL,

@@ -97,7 +97,7 @@ export async function pruneDataOlderThan(
   interval: string,
 ): Promise<{ runs: number; workers: number }> {
   const [{ result }] = await sql<{ result: { runs: number; workers: number } }[]>`
-    select sluice.prune_data_older_than(${interval}::interval) as result
+    call sluice.prune_data_older_than(${interval}::interval)
   `;
   return result;
 }

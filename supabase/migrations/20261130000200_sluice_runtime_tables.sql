@@ -71,6 +71,10 @@ create table sluice.step_tasks (
   -- this task uses it, never flow_slug
   queue_name text not null,
   message_id bigint,
+  -- a map task's element of the array it maps over, stored when the map starts so that a claim
+  -- reads its own element and never the whole array (null for single steps, whose input is their
+  -- dependencies' outputs, read at claim time)
+  input jsonb,
   status text not null default 'queued'
     check (status in ('queued', 'started', 'completed', 'failed', 'skipped', 'cancelled')),
   attempts_count integer not null default 0 check (attempts_count >= 0),

@@ -343,10 +343,17 @@ begin
       v_delay
     ) with ordinality as sent(id, ord);
 
-    insert into sluice.step_tasks (run_id, step_slug, task_index, flow_slug, queue_name, message_id)
+    -- A map task gets its element now, in one pass over the array: a claim that read it from the
+    -- array would detoast the whole array for every task, a cost that grows with the map's width.
+    insert into sluice.step_tasks (
+      run_id, step_slug, task_index, flow_slug, queue_name, message_id, input
+    )
     select start_ready_steps.run_id, v_step.step_slug, (m.ord - 1)::integer, v_step.flow_slug,
-      v_step.queue_name, m.id
-    from unnest(v_ids) with ordinality as m(id, ord);
+      v_step.queue_name, m.id, e.value
+    from unnest(v_ids) with ordinality as m(id, ord)
+    left join jsonb_array_elements(
+      case when v_step.step_type = 'map' then v_source end
+    ) with ordinality as e(value, ord) on e.ord = m.ord;
 
     update sluice.step_states ss
     set status = 'started', started_at = now(), initial_tasks = v_count, remaining_tasks = v_count

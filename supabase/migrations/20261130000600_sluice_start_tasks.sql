@@ -195,8 +195,7 @@ begin
       'worker_id', c.last_worker_id,
       'timeout_seconds', coalesce(s.opt_timeout, f.opt_timeout),
       'input', case
-        when s.step_type = 'map' and s.map_source is null then r.input -> c.task_index
-        when s.step_type = 'map' then src.output -> c.task_index
+        when s.step_type = 'map' then c.input
         when s.deps_count = 0 then r.input
         else (
           select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb)
@@ -212,8 +211,7 @@ begin
   from claimed c
   join sluice.runs r on r.run_id = c.run_id
   join sluice.steps s on s.flow_slug = c.flow_slug and s.step_slug = c.step_slug
-  join sluice.flows f on f.flow_slug = c.flow_slug
-  left join sluice.step_states src on src.run_id = c.run_id and src.step_slug = s.map_source;
+  join sluice.flows f on f.flow_slug = c.flow_slug;
 
   if v_claimed <> v_claim_count then
     raise exception 'Cannot claim on queue "%": % of % queued tasks changed state during the claim',

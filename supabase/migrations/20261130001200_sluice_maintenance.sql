@@ -69,16 +69,66 @@ begin
 end;
 $$;
 
--- Deletes runs that finished (completed or failed) more than `retention` ago, with their step
--- states, tasks and archived messages, and workers that stopped that long ago.
-create function sluice.prune_data_older_than(retention interval)
-returns jsonb
+-- Deletes one batch of old runs: at most batch_size runs that finished (completed or failed)
+-- before `cutoff`, oldest first, with their step states, tasks (by cascade) and archived messages.
+-- Returns how many runs it deleted.
+--
+-- Lock order: the batch's run rows (for update skip locked: a run some other session holds is
+-- left for the next batch) -> their step states and tasks (cascade) -> archived message rows.
+-- A finished run has no queued or started task and no live message (run transitions' invariant),
+-- so nothing here touches rows a claim or a completion works on.
+create function sluice.prune_runs_batch(cutoff timestamptz, batch_size integer)
+returns integer
 language plpgsql
 as $$
 declare
+  v_runs uuid[];
   v_queues text[];
   v_ids bigint[];
-  v_runs integer;
+begin
+  -- runs_finished_idx answers this in order, reading no more than the batch.
+  select array_agg(b.run_id) into v_runs
+  from (
+    select r.run_id
+    from sluice.runs r
+    where r.status <> 'started' and coalesce(r.completed_at, r.failed_at) < prune_runs_batch.cutoff
+    order by coalesce(r.completed_at, r.failed_at)
+    limit prune_runs_batch.batch_size
+    for update skip locked
+  ) b;
+  if v_runs is null then
+    return 0;
+  end if;
+
+  select array_agg(t.queue_name), array_agg(t.message_id) into v_queues, v_ids
+  from sluice.step_tasks t
+  where t.run_id = any (v_runs) and t.message_id is not null;
+  perform sluice.delete_archived_messages(v_queues, v_ids);
+
+  delete from sluice.runs r where r.run_id = any (v_runs);
+  return cardinality(v_runs);
+end;
+$$;
+
+-- Deletes runs that finished (completed or failed) more than `retention` ago, with their step
+-- states, tasks and archived messages, and workers that stopped that long ago.
+--
+-- A procedure, so that every batch of batch_size runs is its own transaction: each commits before
+-- the next begins, so no transaction holds back vacuum, grows an unbounded array or writes the
+-- whole prune's WAL at once, and claims and completions keep running throughout. It must be
+-- CALLed outside an explicit transaction block (COMMIT is impossible inside one). `result`
+-- returns {runs, workers}: the counts deleted.
+create procedure sluice.prune_data_older_than(
+  retention interval,
+  batch_size integer default 1000,
+  inout result jsonb default null
+)
+language plpgsql
+as $$
+declare
+  v_cutoff timestamptz;
+  v_runs bigint := 0;
+  v_batch integer;
   v_workers integer;
 begin
   if retention is null or retention < interval '0' then
@@ -86,27 +136,26 @@ begin
       coalesce(retention::text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
+  if batch_size is null or batch_size < 1 then
+    raise exception 'Cannot prune: batch_size must be a positive integer, got %',
+      coalesce(batch_size::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  -- Fixed once: now() moves with every batch's transaction.
+  v_cutoff := now() - retention;
 
-  select array_agg(t.queue_name), array_agg(t.message_id) into v_queues, v_ids
-  from sluice.runs r
-  join sluice.step_tasks t on t.run_id = r.run_id
-  where r.status <> 'started'
-    and coalesce(r.completed_at, r.failed_at) < now() - retention
-    and t.message_id is not null;
-  perform sluice.delete_archived_messages(v_queues, v_ids);
+  loop
+    v_batch := sluice.prune_runs_batch(v_cutoff, batch_size);
+    v_runs := v_runs + v_batch;
+    commit;
+    exit when v_batch < batch_size;
+  end loop;
 
   with pruned as (
-    delete from sluice.runs r
-    where r.status <> 'started' and coalesce(r.completed_at, r.failed_at) < now() - retention
-    returning 1
-  )
-  select count(*) into v_runs from pruned;
-
-  with pruned as (
-    delete from sluice.workers w where w.stopped_at < now() - retention returning 1
+    delete from sluice.workers w where w.stopped_at < v_cutoff returning 1
   )
   select count(*) into v_workers from pruned;
 
-  return jsonb_build_object('runs', v_runs, 'workers', v_workers);
+  result := jsonb_build_object('runs', v_runs, 'workers', v_workers);
 end;
 $$;

@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { freshDatabase } from "../_db.ts";
-import { compileFlow, read, startFlow, stepStatuses, taskStatuses } from "./_fixtures.ts";
+import {
+  compileFlow,
+  completeTask,
+  read,
+  readAndClaim,
+  registerWorker,
+  startFlow,
+  stepStatuses,
+  taskStatuses,
+} from "./_fixtures.ts";
 
 Deno.test("start_flow() creates the run, its step states and the root tasks with messages", async () => {
   await using db = await freshDatabase();
@@ -89,4 +98,37 @@ Deno.test("start_flow() delays root messages by the step's start delay", async (
   const [row] = await db
     .sql`select vt > clock_timestamp() + interval '55 seconds' as delayed from pgmq.q_later`;
   assert.equal(row.delayed, true);
+});
+
+Deno.test("a map's tasks hold their own element from the start, and the claim hands it over", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, {
+    slug: "wide",
+    steps: [
+      { slug: "items", type: "map" },
+      { slug: "list", deps: [] },
+      { slug: "each", type: "map", deps: ["list"], mapSource: "list" },
+    ],
+  });
+  const elements = [{ a: 1 }, "x", [2], null, 5];
+  const runId = await startFlow(db.sql, "wide", elements);
+  const workerId = await registerWorker(db.sql, "wide", "wide");
+  const stored = async (step: string) =>
+    (await db.sql`
+      select input from sluice.step_tasks
+      where run_id = ${runId} and step_slug = ${step} order by task_index
+    `).map((row) => row.input);
+
+  assert.deepEqual(await stored("items"), elements, "a root map's elements, in order");
+  assert.deepEqual(await stored("list"), [null], "a single step stores no input");
+  const claimed = await readAndClaim(db.sql, "wide", workerId, "wide");
+  const list = claimed.find((t) => t.step_slug === "list")!;
+  assert.deepEqual(
+    claimed.filter((t) => t.step_slug === "items").map((t) => [t.task_index, t.input]),
+    elements.map((e, i) => [i, e]),
+  );
+  assert.equal(await completeTask(db.sql, list, ["p", { q: 1 }]), true);
+  assert.deepEqual(await stored("each"), ["p", { q: 1 }], "a dependent map's, when it starts");
+  const each = await readAndClaim(db.sql, "wide", workerId, "wide");
+  assert.deepEqual(each.map((t) => t.input), ["p", { q: 1 }]);
 });

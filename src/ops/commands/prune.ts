@@ -1,7 +1,8 @@
 /**
  * `deno task ops prune <interval>`: deletes runs finished longer ago than the interval (with
  * their archived messages) and workers stopped that long ago, through
- * `sluice.prune_data_older_than`.
+ * `sluice.prune_data_older_than`, which deletes in batches of 1,000 runs, each its own
+ * transaction, so that claims and completions keep running while it works.
  *
  * @module
  */
@@ -25,7 +26,9 @@ export const pruneCommand: OpsCommand = {
   positional: ["interval"],
   json: false,
   summary: "delete finished runs and stopped workers older than an interval, e.g. '30 days'",
-  description: "Calls sluice.prune_data_older_than. Runs still in progress are never pruned.\n" +
+  description:
+    "Calls sluice.prune_data_older_than, which deletes in batches of 1,000 runs, each\n" +
+    "committed before the next. Runs still in progress are never pruned.\n" +
     "The interval is a PostgreSQL interval: '30 days', '12 hours', '1 week'.",
   async run(sql, args, io) {
     const [interval] = args.positional;
