@@ -1,0 +1,268 @@
+/**
+ * `deno task bench:chaos [--runs N] [--seconds S] [--smoke]`: runs of a fan-out flow with random
+ * handler failures, worked by 4 worker processes while the benchmark SIGKILLs one every 2–5 s,
+ * freezes one past the stall window and restarts PostgreSQL in immediate mode; then audits the
+ * engine's tables against the handlers' own execution log. Exits 1 when a defect counter is not
+ * zero. See bench/README.md for what each counter means.
+ *
+ * Options:
+ *   --runs 1000     runs, started evenly over the chaos phase
+ *   --seconds 300   deadline: the runs not terminal by then are counted as such
+ *   --smoke         short run for CI: --runs 50 --seconds 60 (under 2 minutes in all)
+ *
+ * Always starts a throwaway cluster of its own (it restarts it), also with DATABASE_URL set.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import postgres from "postgres";
+import { compileFlow } from "../src/client/compile_flow.ts";
+import { startFlow } from "../src/client/start_flow.ts";
+import { benchDatabase } from "./_bench_database.ts";
+import {
+  audit,
+  deadlocks,
+  executionsInFlight,
+  firstCompletionSinceStart,
+  reclaimedAndRunning,
+  RECOVERY_SLACK_SECONDS,
+  runCounts,
+  stuckTasks,
+} from "./_chaos_audit.ts";
+import {
+  CHAOS_SCHEMA,
+  chaosFlow,
+  FAN_OUT,
+  MAX_ATTEMPTS,
+  STALL_WINDOW_SECONDS,
+} from "./_chaos_flow.ts";
+import { WorkerFleet, type WorkerProcess } from "./_chaos_fleet.ts";
+import { restartImmediate } from "./_chaos_restart.ts";
+import { loadAverage } from "./_machine.ts";
+import { duration, markdownTable, whole } from "./_stats.ts";
+
+const WORKERS = 4;
+const KILL_EVERY_SECONDS = [2, 5];
+/**
+ * Longest time a frozen worker stays stopped beyond the stall window; it is woken earlier once
+ * another worker runs one of its stranded tasks.
+ */
+const FREEZE_PAST_WINDOW_SECONDS = 10;
+/**
+ * The chaos phase (runs started, workers killed) ends this long before the deadline: long enough
+ * for the tasks of the last killed worker to be recovered and finished.
+ */
+const TAIL_SECONDS = STALL_WINDOW_SECONDS + RECOVERY_SLACK_SECONDS + 5;
+const MIN_CHAOS_SECONDS = 10;
+const TICK_MS = 200;
+/** Defects described on stderr, at most. */
+const EXAMPLES = 10;
+const STUCK_SAMPLE_MS = 5000;
+
+function log(message: string): void {
+  console.error(`bench: ${message}`);
+}
+
+function options(args: string[]): { runs: number; seconds: number } {
+  const { values } = parseArgs({
+    args,
+    options: {
+      runs: { type: "string" },
+      seconds: { type: "string" },
+      smoke: { type: "boolean", default: false },
+    },
+  });
+  const runs = Number(values.runs ?? (values.smoke ? 50 : 1000));
+  const seconds = Number(values.seconds ?? (values.smoke ? 60 : 300));
+  if (!Number.isInteger(runs) || runs < 1) {
+    throw new Error(`Cannot run bench:chaos: --runs must be an integer >= 1, got ${values.runs}`);
+  }
+  const least = TAIL_SECONDS + MIN_CHAOS_SECONDS;
+  if (!Number.isFinite(seconds) || seconds < least) {
+    throw new Error(
+      `Cannot run bench:chaos: --seconds must be >= ${least} (${MIN_CHAOS_SECONDS} s of chaos, ` +
+        `then ${TAIL_SECONDS} s for recovery past the ${STALL_WINDOW_SECONDS} s stall window), ` +
+        `got ${values.seconds}`,
+    );
+  }
+  return { runs, seconds };
+}
+
+function pick<T>(items: T[]): T | undefined {
+  return items[Math.floor(Math.random() * items.length)];
+}
+
+function killDelayMs(): number {
+  const [low, high] = KILL_EVERY_SECONDS;
+  return (low + Math.random() * (high - low)) * 1000;
+}
+
+/** Resolves once `sql` answers again (after the restart). */
+async function reachable(sql: postgres.Sql): Promise<void> {
+  for (;;) {
+    try {
+      await sql`select 1`;
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+async function main(): Promise<number> {
+  const { runs, seconds } = options(Deno.args);
+  const chaosSeconds = seconds - TAIL_SECONDS;
+  await using db = await benchDatabase({ throwaway: true });
+  const sql = postgres(db.url, { max: 2, prepare: false, onnotice: () => {} });
+  await sql.unsafe(CHAOS_SCHEMA);
+  await compileFlow(sql, chaosFlow(sql, "bench"));
+  const logPath = await Deno.makeTempFile({ prefix: "sluice-chaos-", suffix: ".log" });
+  const loadBefore = await loadAverage();
+  log(`${runs} runs, deadline ${seconds} s, chaos for ${chaosSeconds} s; worker logs: ${logPath}`);
+
+  await using fleet = new WorkerFleet(db.url, logPath);
+  fleet.start(WORKERS);
+  const began = Date.now();
+  const elapsed = () => (Date.now() - began) / 1000;
+  const input = Array.from({ length: FAN_OUT }, (_, i) => i);
+  const stuck = new Set<string>();
+  let started = 0;
+  let kills = 0;
+  let nextKill = killDelayMs() / 1000;
+  let nextSample = 0;
+  let frozen: { worker: WorkerProcess; at: Date; until: number; thawedAt?: Date } | undefined;
+  let restart:
+    | { at: Date; tookMs: number; deadlocksBefore: number; deadlocksAfter: number }
+    | undefined;
+  let terminal = false;
+
+  while (elapsed() < seconds && !(terminal && frozen?.thawedAt !== undefined)) {
+    const t = elapsed();
+    for (const due = Math.ceil(runs * Math.min(1, t / chaosSeconds)); started < due; started++) {
+      await startFlow(sql, "chaos", input);
+    }
+    if (t < chaosSeconds && t >= nextKill) {
+      const victim = pick(fleet.running());
+      if (victim !== undefined) {
+        fleet.kill(victim);
+        kills++;
+      }
+      nextKill = t + killDelayMs() / 1000;
+    }
+    if (frozen === undefined && t >= 1) {
+      // Freeze a worker while one of its handlers runs, so that the freeze strands work.
+      const [busy] = await sql<{ worker: string }[]>`
+        select worker from chaos.executions
+        where ended_at is null and started_at > now() - interval '1 second'
+        order by id desc limit 1`;
+      const worker = fleet.running().find((w) => w.name === busy?.worker);
+      if (worker !== undefined) {
+        fleet.freeze(worker);
+        frozen = {
+          worker,
+          at: new Date(),
+          until: t + STALL_WINDOW_SECONDS + FREEZE_PAST_WINDOW_SECONDS,
+        };
+        log(`froze ${worker.name} at ${t.toFixed(1)} s`);
+      }
+    }
+    if (
+      frozen !== undefined && frozen.thawedAt === undefined &&
+      (t >= frozen.until ||
+        await reclaimedAndRunning(sql, frozen.worker.name, frozen.at).catch(() => false))
+    ) {
+      fleet.thaw(frozen.worker);
+      frozen.thawedAt = new Date();
+      log(`thawed ${frozen.worker.name} at ${t.toFixed(1)} s`);
+    }
+    if (restart === undefined && t >= chaosSeconds / 2) {
+      const deadlocksBefore = await deadlocks(sql);
+      const at = new Date();
+      await restartImmediate(db.cluster!);
+      const tookMs = Date.now() - at.getTime();
+      await reachable(sql);
+      restart = { at, tookMs, deadlocksBefore, deadlocksAfter: await deadlocks(sql) };
+      log(`restarted PostgreSQL at ${t.toFixed(1)} s (pg_ctl took ${duration(tookMs)})`);
+    }
+    try {
+      if (Date.now() - began >= nextSample) {
+        nextSample += STUCK_SAMPLE_MS;
+        for (const key of await stuckTasks(sql)) stuck.add(key);
+      }
+      terminal = started === runs && (await runCounts(sql)).started === 0;
+    } catch (error) {
+      log(`monitoring query failed (${error instanceof Error ? error.message : error})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, TICK_MS));
+  }
+
+  const wallMs = Date.now() - began;
+  await fleet.stop();
+  const loadAfter = await loadAverage();
+  for (const key of await stuckTasks(sql)) stuck.add(key);
+  await fleet.record(sql);
+  const counts = await runCounts(sql);
+  const found = await audit(sql);
+  const firstAfterRestart = restart && await firstCompletionSinceStart(sql);
+  const totalDeadlocks = (restart?.deadlocksBefore ?? 0) + (await deadlocks(sql)) -
+    (restart?.deadlocksAfter ?? 0);
+  const frozenWork = frozen && await executionsInFlight(sql, frozen.worker.name, frozen.at);
+  await sql.end();
+
+  const defects: [string, number][] = [
+    ["runs not terminal at the deadline", counts.started],
+    ["tasks lost", found.lost],
+    [
+      `tasks stuck \`started\` past their recovery window (${
+        STALL_WINDOW_SECONDS + RECOVERY_SLACK_SECONDS
+      } s)`,
+      stuck.size,
+    ],
+    ["completions not backed by a recorded successful execution", found.notBacked.length],
+    ["overlapping executions of one task (pairs)", found.overlapping.length],
+    [`tasks with attempts above maxAttempts (${MAX_ATTEMPTS})`, found.aboveMaxAttempts],
+    ["deadlocks (pg_stat_database)", totalDeadlocks],
+  ];
+  const rows = [
+    [
+      "runs completed / failed / not terminal at the deadline",
+      `${whole(counts.completed)} / ${whole(counts.failed)} / ${whole(counts.started)}`,
+    ],
+    ...defects.slice(1).map(([label, value]) => [label, whole(value)]),
+    [
+      "time from the restart to the first completion",
+      firstAfterRestart === undefined
+        ? "no completion"
+        : duration(firstAfterRestart.getTime() - restart!.at.getTime()),
+    ],
+    ["executions recorded", whole(found.executions)],
+    ["workers SIGKILLed / exited on their own", `${kills} / ${fleet.unexpectedExits}`],
+    [
+      "freeze (SIGSTOP → SIGCONT), executions in flight",
+      frozen?.thawedAt === undefined
+        ? "none"
+        : `${duration(frozen.thawedAt.getTime() - frozen.at.getTime())}, ${frozenWork}`,
+    ],
+    [
+      "`pg_ctl restart -m immediate` took",
+      restart === undefined ? "not reached" : duration(restart.tookMs),
+    ],
+    ["wall time", duration(wallMs)],
+  ];
+  console.log(
+    `\`deno task bench:chaos --runs ${runs} --seconds ${seconds}\` — ${db.server}, PGMQ ${db.pgmq}; ` +
+      `${WORKERS} worker processes × 10; ${FAN_OUT + 1} tasks per run, ${MAX_ATTEMPTS} attempts, ` +
+      `stall window ${STALL_WINDOW_SECONDS} s; load average before ${loadBefore}, after ${loadAfter}.\n`,
+  );
+  console.log(markdownTable(["measure", "value"], rows));
+  for (const line of [...found.notBacked, ...found.overlapping].slice(0, EXAMPLES)) {
+    log(`defect: ${line}`);
+  }
+  const failing = defects.filter(([, value]) => value > 0);
+  if (failing.length > 0) {
+    console.log(`\nDefects: ${failing.map(([label, value]) => `${label}: ${value}`).join("; ")}`);
+  }
+  return failing.length > 0 ? 1 : 0;
+}
+
+if (import.meta.main) Deno.exit(await main());
