@@ -75,16 +75,18 @@ export async function benchDatabase(options: BenchDatabaseOptions = {}): Promise
     const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
     let pgmq: string;
     let version: string;
+    let durability: string;
     try {
       ({ pgmq } = await migrate(sql, { directory: options.migrations }));
-      [{ version }] = await sql<
-        { version: string }[]
-      >`select current_setting('server_version') as version`;
+      [{ version, durability }] = await sql<{ version: string; durability: string }[]>`
+        select current_setting('server_version') as version,
+          format('fsync %s, synchronous_commit %s', current_setting('fsync'),
+            current_setting('synchronous_commit')) as durability`;
     } finally {
       await sql.end();
     }
     const server = cluster !== undefined
-      ? `throwaway PostgreSQL ${version} (fsync off, synchronous_commit off)`
+      ? `throwaway PostgreSQL ${version} (${durability})`
       : `DATABASE_URL (PostgreSQL ${version})`;
     const dispose = async () => {
       await admin.unsafe(`drop database if exists ${name} with (force)`);

@@ -37,6 +37,10 @@ const MAX_FIRST_ATTEMPT_MS = 100;
  */
 const MAX_RETRY_MS = 4000;
 
+/** How often, and how far apart, a failed execution's end is retried (30 s in all). */
+const END_RECORD_RETRIES = 120;
+const END_RECORD_RETRY_MS = 250;
+
 /**
  * The side tables: one row per execution (inserted when the handler starts, finished before it
  * returns) and one per worker process (written by the benchmark at the end).
@@ -98,18 +102,66 @@ async function recordedExecution(
   ctx: StepContext,
 ): Promise<ExecutionOutput> {
   const startedAt = new Date();
+  // The worker gives up on an execution when its signal aborts: that is where the execution ends.
+  let abortedAt: Date | undefined;
+  ctx.signal.addEventListener("abort", () => abortedAt ??= new Date(), { once: true });
   const [{ id }] = await log<{ id: number }[]>`
     insert into chaos.executions (run_id, step_slug, task_index, attempt, worker, started_at)
     values (${ctx.runId}, ${ctx.stepSlug}, ${ctx.taskIndex}, ${ctx.attempt}, ${worker},
       ${startedAt})
     returning id`;
-  const maxMs = ctx.attempt === 1 ? MAX_FIRST_ATTEMPT_MS : MAX_RETRY_MS;
-  await new Promise((resolve) => setTimeout(resolve, Math.random() * maxMs));
-  const failed = Math.random() < FAILURE_RATE;
-  await log`
-    update chaos.executions
-    set ended_at = ${new Date()}, outcome = ${failed ? "failed" : "succeeded"}
-    where id = ${id}`;
-  if (failed) throw new Error(`chaos: random failure of execution ${id}`);
-  return { execution: id };
+  let failed = Math.random() < FAILURE_RATE;
+  try {
+    await sleep(
+      Math.random() * (ctx.attempt === 1 ? MAX_FIRST_ATTEMPT_MS : MAX_RETRY_MS),
+      ctx.signal,
+    );
+  } catch {
+    failed = true;
+  }
+  const endedAt = abortedAt ?? new Date();
+  if (!failed) {
+    try {
+      await recordEnd(log, id, endedAt, "succeeded");
+      return { execution: id };
+    } catch (error) {
+      // Not recorded, so not a success: the attempt fails, its end is recorded once possible.
+      keepRecordingEnd(log, id, endedAt);
+      throw error;
+    }
+  }
+  keepRecordingEnd(log, id, endedAt);
+  throw ctx.signal.aborted
+    ? ctx.signal.reason
+    : new Error(`chaos: random failure of execution ${id}`);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }, { once: true });
+  });
+}
+
+async function recordEnd(log: Sql, id: number, endedAt: Date, outcome: string): Promise<void> {
+  await log`update chaos.executions set ended_at = ${endedAt}, outcome = ${outcome} where id = ${id}`;
+}
+
+/**
+ * Records a failed execution's end in the background, retrying while the database is away (a
+ * restart): without its end, the audit would think it ran until its worker was killed.
+ */
+function keepRecordingEnd(log: Sql, id: number, endedAt: Date): void {
+  (async () => {
+    for (let retry = 0; retry < END_RECORD_RETRIES; retry++) {
+      try {
+        return await recordEnd(log, id, endedAt, "failed");
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, END_RECORD_RETRY_MS));
+      }
+    }
+  })();
 }

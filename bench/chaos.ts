@@ -112,7 +112,9 @@ async function reachable(sql: postgres.Sql): Promise<void> {
 async function main(): Promise<number> {
   const { runs, seconds } = options(Deno.args);
   const chaosSeconds = seconds - TAIL_SECONDS;
-  await using db = await benchDatabase({ throwaway: true });
+  // Commits must survive the immediate restart: asynchronous commit would lose the last ones,
+  // engine state and execution log alike. fsync stays off: the machine itself does not crash.
+  await using db = await benchDatabase({ throwaway: true, settings: { synchronous_commit: "on" } });
   const sql = postgres(db.url, { max: 2, prepare: false, onnotice: () => {} });
   await sql.unsafe(CHAOS_SCHEMA);
   await compileFlow(sql, chaosFlow(sql, "bench"));
