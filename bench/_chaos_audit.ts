@@ -102,7 +102,7 @@ export async function audit(sql: Sql): Promise<Audit> {
       coalesce(format('attempt %s on %s, %s', e.attempt, e.worker, e.outcome), 'not recorded')
     ) as line
     from sluice.step_tasks t
-    left join chaos.executions e on e.id = (t.output ->> 'execution')::int
+    left join chaos.executions e on e.id = (t.output ->> 'execution')::uuid
       and (e.run_id, e.step_slug, e.task_index) = (t.run_id, t.step_slug, t.task_index)
     where t.flow_slug = 'chaos' and t.status = 'completed'
       and (e.id is null or e.outcome <> 'succeeded' or e.attempt <> t.attempts_count)

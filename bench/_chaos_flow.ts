@@ -48,7 +48,7 @@ const END_RECORD_RETRY_MS = 250;
 export const CHAOS_SCHEMA = `
 create schema chaos;
 create table chaos.executions (
-  id integer generated always as identity primary key,
+  id uuid primary key,
   run_id uuid not null,
   step_slug text not null,
   task_index integer not null,
@@ -70,7 +70,7 @@ create table chaos.workers (
 /** What every handler returns: the execution that produced the output, for the audit. */
 export interface ExecutionOutput {
   /** `chaos.executions.id`. */
-  execution: number;
+  execution: string;
 }
 
 /**
@@ -105,11 +105,18 @@ async function recordedExecution(
   // The worker gives up on an execution when its signal aborts: that is where the execution ends.
   let abortedAt: Date | undefined;
   ctx.signal.addEventListener("abort", () => abortedAt ??= new Date(), { once: true });
-  const [{ id }] = await log<{ id: number }[]>`
-    insert into chaos.executions (run_id, step_slug, task_index, attempt, worker, started_at)
-    values (${ctx.runId}, ${ctx.stepSlug}, ${ctx.taskIndex}, ${ctx.attempt}, ${worker},
-      ${startedAt})
-    returning id`;
+  // An id of our own: when the insert's answer is lost in a restart, it may still have
+  // committed, and its end must then be recorded all the same.
+  const id = crypto.randomUUID();
+  try {
+    await log`
+      insert into chaos.executions (id, run_id, step_slug, task_index, attempt, worker, started_at)
+      values (${id}, ${ctx.runId}, ${ctx.stepSlug}, ${ctx.taskIndex}, ${ctx.attempt}, ${worker},
+        ${startedAt})`;
+  } catch (error) {
+    keepRecordingEnd(log, id, abortedAt ?? new Date());
+    throw error;
+  }
   let failed = Math.random() < FAILURE_RATE;
   try {
     await sleep(
@@ -146,7 +153,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-async function recordEnd(log: Sql, id: number, endedAt: Date, outcome: string): Promise<void> {
+async function recordEnd(log: Sql, id: string, endedAt: Date, outcome: string): Promise<void> {
   await log`update chaos.executions set ended_at = ${endedAt}, outcome = ${outcome} where id = ${id}`;
 }
 
@@ -154,7 +161,7 @@ async function recordEnd(log: Sql, id: number, endedAt: Date, outcome: string): 
  * Records a failed execution's end in the background, retrying while the database is away (a
  * restart): without its end, the audit would think it ran until its worker was killed.
  */
-function keepRecordingEnd(log: Sql, id: number, endedAt: Date): void {
+function keepRecordingEnd(log: Sql, id: string, endedAt: Date): void {
   (async () => {
     for (let retry = 0; retry < END_RECORD_RETRIES; retry++) {
       try {

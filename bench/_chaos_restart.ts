@@ -4,22 +4,23 @@
  *
  * @module
  */
-import { findPostgresBinaries, type TempPostgres } from "../src/ops/temp_postgres.ts";
+import { findPostgresBinaries } from "../src/ops/temp_postgres.ts";
 
 /**
- * Restarts `cluster` in immediate mode and waits until it accepts connections again.
+ * Restarts the throwaway cluster in `dataDir` (`TempPostgres.dataDir`) in immediate mode and
+ * waits until it accepts connections again.
  *
  * @example
  * ```ts ignore
  * import { restartImmediate } from "./_chaos_restart.ts";
- * await restartImmediate(cluster);
+ * await restartImmediate(cluster.dataDir);
  * ```
  */
-export async function restartImmediate(cluster: TempPostgres): Promise<void> {
+export async function restartImmediate(dataDir: string): Promise<void> {
   const { pgCtl } = await findPostgresBinaries();
-  const log = `${cluster.dataDir.slice(0, cluster.dataDir.lastIndexOf("/"))}/server.log`;
+  const log = `${dataDir.slice(0, dataDir.lastIndexOf("/"))}/server.log`;
   // postmaster.opts keeps the port; the log must be a file, or the server would hold our pipe.
-  const command = [pgCtl, "restart", "--pgdata", cluster.dataDir, "--mode", "immediate"];
+  const command = [pgCtl, "restart", "--pgdata", dataDir, "--mode", "immediate"];
   command.push("--wait", "--timeout=60", "--log", log);
   // As root, the cluster runs as the OS user postgres (see temp_postgres.ts).
   const argv = Deno.uid() === 0 ? ["runuser", "-u", "postgres", "--", ...command] : command;

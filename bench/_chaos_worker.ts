@@ -10,7 +10,9 @@ import { startWorker } from "../src/worker/mod.ts";
 import { chaosFlow } from "./_chaos_flow.ts";
 
 const [url, name] = Deno.args;
-const log = postgres(url, { max: 4, prepare: false, onnotice: () => {} });
+// Reconnect at a steady 100 ms after the restart (postgres.js backs off up to 20 s by default),
+// so that the executions' ends are recorded while their worker still lives.
+const log = postgres(url, { max: 4, prepare: false, backoff: 0.1, onnotice: () => {} });
 await startWorker(chaosFlow(log, name), {
   connectionString: url,
   maxConcurrent: 10,

@@ -54,6 +54,11 @@ const FREEZE_PAST_WINDOW_SECONDS = 10;
  */
 const TAIL_SECONDS = STALL_WINDOW_SECONDS + RECOVERY_SLACK_SECONDS + 5;
 const MIN_CHAOS_SECONDS = 10;
+/**
+ * No kill this soon after the restart: handlers record the ends of executions that the restart
+ * interrupted within about a second, and a worker killed before that would leave them open.
+ */
+const CALM_AFTER_RESTART_SECONDS = 3;
 const TICK_MS = 200;
 /** Defects described on stderr, at most. */
 const EXAMPLES = 10;
@@ -109,6 +114,58 @@ async function reachable(sql: postgres.Sql): Promise<void> {
   }
 }
 
+interface Freeze {
+  worker: WorkerProcess;
+  at: Date;
+  /** Seconds into the benchmark when it is thawed at the latest. */
+  until: number;
+  thawedAt?: Date;
+}
+
+interface Restart {
+  /** When `pg_ctl restart` was called. */
+  at: Date;
+  tookMs: number;
+  /** Seconds into the benchmark before which no worker is killed. */
+  calmUntil: number;
+  /** `pg_stat_database.deadlocks` before and right after: crash recovery resets it. */
+  deadlocksBefore: number;
+  deadlocksAfter: number;
+}
+
+/** Freezes a worker while one of its handlers runs, so that the freeze strands work. */
+async function freezeBusyWorker(
+  sql: postgres.Sql,
+  fleet: WorkerFleet,
+  t: number,
+): Promise<Freeze | undefined> {
+  const [busy] = await sql<{ worker: string }[]>`
+    select worker from chaos.executions
+    where ended_at is null and started_at > now() - interval '1 second'
+    order by started_at desc limit 1`;
+  const worker = fleet.running().find((w) => w.name === busy?.worker);
+  if (worker === undefined) return undefined;
+  fleet.freeze(worker);
+  log(`froze ${worker.name} at ${t.toFixed(1)} s`);
+  const until = t + STALL_WINDOW_SECONDS + FREEZE_PAST_WINDOW_SECONDS;
+  return { worker, at: new Date(), until };
+}
+
+async function restartServer(
+  sql: postgres.Sql,
+  cluster: TempPostgres,
+  t: number,
+): Promise<Restart> {
+  const deadlocksBefore = await deadlocks(sql);
+  const at = new Date();
+  await restartImmediate(dataDir);
+  const tookMs = Date.now() - at.getTime();
+  await reachable(sql);
+  log(`restarted PostgreSQL at ${t.toFixed(1)} s (pg_ctl took ${duration(tookMs)})`);
+  const calmUntil = t + tookMs / 1000 + CALM_AFTER_RESTART_SECONDS;
+  return { at, tookMs, calmUntil, deadlocksBefore, deadlocksAfter: await deadlocks(sql) };
+}
+
 async function main(): Promise<number> {
   const { runs, seconds } = options(Deno.args);
   const chaosSeconds = seconds - TAIL_SECONDS;
@@ -132,10 +189,8 @@ async function main(): Promise<number> {
   let kills = 0;
   let nextKill = killDelayMs() / 1000;
   let nextSample = 0;
-  let frozen: { worker: WorkerProcess; at: Date; until: number; thawedAt?: Date } | undefined;
-  let restart:
-    | { at: Date; tookMs: number; deadlocksBefore: number; deadlocksAfter: number }
-    | undefined;
+  let frozen: Freeze | undefined;
+  let restart: Restart | undefined;
   let terminal = false;
 
   while (elapsed() < seconds && !(terminal && frozen?.thawedAt !== undefined)) {
@@ -143,7 +198,7 @@ async function main(): Promise<number> {
     for (const due = Math.ceil(runs * Math.min(1, t / chaosSeconds)); started < due; started++) {
       await startFlow(sql, "chaos", input);
     }
-    if (t < chaosSeconds && t >= nextKill) {
+    if (t < chaosSeconds && t >= nextKill && t >= (restart?.calmUntil ?? 0)) {
       const victim = pick(fleet.running());
       if (victim !== undefined) {
         fleet.kill(victim);
@@ -151,53 +206,25 @@ async function main(): Promise<number> {
       }
       nextKill = t + killDelayMs() / 1000;
     }
-    if (frozen === undefined && t >= 1) {
-      // Freeze a worker while one of its handlers runs, so that the freeze strands work.
-      const [busy] = await sql<{ worker: string }[]>`
-        select worker from chaos.executions
-        where ended_at is null and started_at > now() - interval '1 second'
-        order by id desc limit 1`;
-      const worker = fleet.running().find((w) => w.name === busy?.worker);
-      if (worker !== undefined) {
-        fleet.freeze(worker);
-        frozen = {
-          worker,
-          at: new Date(),
-          until: t + STALL_WINDOW_SECONDS + FREEZE_PAST_WINDOW_SECONDS,
-        };
-        log(`froze ${worker.name} at ${t.toFixed(1)} s`);
-      }
-    }
+    if (frozen === undefined && t >= 1) frozen = await freezeBusyWorker(sql, fleet, t);
     if (
       frozen !== undefined && frozen.thawedAt === undefined &&
-      (t >= frozen.until ||
-        await reclaimedAndRunning(sql, frozen.worker.name, frozen.at).catch(() => false))
+      (t >= frozen.until || await reclaimedAndRunning(sql, frozen.worker.name, frozen.at))
     ) {
       fleet.thaw(frozen.worker);
       frozen.thawedAt = new Date();
       log(`thawed ${frozen.worker.name} at ${t.toFixed(1)} s`);
     }
     if (restart === undefined && t >= chaosSeconds / 2) {
-      const deadlocksBefore = await deadlocks(sql);
-      const at = new Date();
-      await restartImmediate(db.cluster!);
-      const tookMs = Date.now() - at.getTime();
-      await reachable(sql);
-      restart = { at, tookMs, deadlocksBefore, deadlocksAfter: await deadlocks(sql) };
-      log(`restarted PostgreSQL at ${t.toFixed(1)} s (pg_ctl took ${duration(tookMs)})`);
+      restart = await restartServer(sql, db.cluster!.dataDir, t);
     }
-    try {
-      if (Date.now() - began >= nextSample) {
-        nextSample += STUCK_SAMPLE_MS;
-        for (const key of await stuckTasks(sql)) stuck.add(key);
-      }
-      terminal = started === runs && (await runCounts(sql)).started === 0;
-    } catch (error) {
-      log(`monitoring query failed (${error instanceof Error ? error.message : error})`);
+    if (Date.now() - began >= nextSample) {
+      nextSample += STUCK_SAMPLE_MS;
+      for (const key of await stuckTasks(sql)) stuck.add(key);
     }
+    terminal = started === runs && (await runCounts(sql)).started === 0;
     await new Promise((resolve) => setTimeout(resolve, TICK_MS));
   }
-
   const wallMs = Date.now() - began;
   await fleet.stop();
   const loadAfter = await loadAverage();
