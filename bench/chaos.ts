@@ -153,7 +153,7 @@ async function freezeBusyWorker(
 
 async function restartServer(
   sql: postgres.Sql,
-  cluster: TempPostgres,
+  dataDir: string,
   t: number,
 ): Promise<Restart> {
   const deadlocksBefore = await deadlocks(sql);
