@@ -10,9 +10,16 @@ import { startWorker } from "../src/worker/mod.ts";
 import { chaosFlow } from "./_chaos_flow.ts";
 
 const [url, name] = Deno.args;
-// Reconnect at a steady 100 ms after the restart (postgres.js backs off up to 20 s by default),
-// so that the executions' ends are recorded while their worker still lives.
-const log = postgres(url, { max: 4, prepare: false, backoff: 0.1, onnotice: () => {} });
+// After the restart, reconnect every 100 ms (postgres.js backs off up to 20 s by default) and give
+// up on a connection attempt after 2 s (one begun while the server restarts can otherwise hang
+// for the default 30 s), so that executions' ends are recorded while their worker still lives.
+const log = postgres(url, {
+  max: 4,
+  prepare: false,
+  backoff: 0.1,
+  connect_timeout: 2,
+  onnotice: () => {},
+});
 await startWorker(chaosFlow(log, name), {
   connectionString: url,
   maxConcurrent: 10,

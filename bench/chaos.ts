@@ -172,7 +172,8 @@ async function main(): Promise<number> {
   // Commits must survive the immediate restart: asynchronous commit would lose the last ones,
   // engine state and execution log alike. fsync stays off: the machine itself does not crash.
   await using db = await benchDatabase({ throwaway: true, settings: { synchronous_commit: "on" } });
-  const sql = postgres(db.url, { max: 2, prepare: false, onnotice: () => {} });
+  // One connection: once it answers after the restart, every query of the benchmark does.
+  const sql = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
   await sql.unsafe(CHAOS_SCHEMA);
   await compileFlow(sql, chaosFlow(sql, "bench"));
   const logPath = await Deno.makeTempFile({ prefix: "sluice-chaos-", suffix: ".log" });
