@@ -155,3 +155,16 @@ export async function reclaimedAndRunning(sql: Sql, worker: string, at: Date): P
     ) as found`;
   return found;
 }
+
+/** Why runs failed: their error messages with ids and numbers blanked out, most frequent first. */
+export async function failureCauses(sql: Sql): Promise<string[]> {
+  const rows = await sql<{ line: string }[]>`
+    select format('%s × %s', count(*), cause) as line
+    from (
+      select left(regexp_replace(split_part(error_message, E'\n', 1),
+        '[0-9a-f]{8}-[0-9a-f-]{27}|[0-9]+', '#', 'g'), 160) as cause
+      from sluice.runs where flow_slug = 'chaos' and status = 'failed'
+    ) r
+    group by cause order by count(*) desc`;
+  return rows.map((row) => row.line);
+}

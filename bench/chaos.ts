@@ -23,6 +23,7 @@ import {
   audit,
   deadlocks,
   executionsInFlight,
+  failureCauses,
   firstCompletionSinceStart,
   reclaimedAndRunning,
   RECOVERY_SLACK_SECONDS,
@@ -236,6 +237,7 @@ async function main(): Promise<number> {
   const firstAfterRestart = restart && await firstCompletionSinceStart(sql);
   const totalDeadlocks = (restart?.deadlocksBefore ?? 0) + (await deadlocks(sql)) -
     (restart?.deadlocksAfter ?? 0);
+  for (const cause of await failureCauses(sql)) log(`failed runs: ${cause}`);
   const frozenWork = frozen && await executionsInFlight(sql, frozen.worker.name, frozen.at);
   await sql.end();
 
