@@ -1,11 +1,16 @@
 /**
  * The chaos benchmark's worker processes: real `deno run` subprocesses of `_chaos_worker.ts`,
- * kept at a fixed count. Any process that exits, killed or not, is replaced; the fleet remembers
- * when each one lived so that executions cut short by a kill get an end.
+ * kept at a fixed count. Any process that exits, killed or not, is replaced. The fleet remembers
+ * when each one lived, so that executions cut short by a kill get an end, and keeps their logs and
+ * execution-end files in one directory.
  *
  * @module
  */
 import type { Sql } from "postgres";
+import type { ExecutionEnd } from "./_chaos_flow.ts";
+
+/** Execution ends written per statement. */
+const END_BATCH = 5000;
 
 /** Pause before replacing a worker that exited on its own. */
 const RESPAWN_DELAY_MS = 500;
@@ -31,17 +36,18 @@ export class WorkerFleet implements AsyncDisposable {
   /** Processes that exited without being killed by the fleet (e.g. on a lost database). */
   unexpectedExits = 0;
   #url: string;
+  #dir: string;
   #log: Deno.FsFile[] = [];
-  #logPath: string;
   #stopping = false;
 
   /**
    * @param url The database the workers connect to.
-   * @param logPath File that receives every worker's stdout and stderr.
+   * @param dir Directory for `workers.log` (every worker's stdout and stderr) and each worker's
+   *   `<name>.ends` file (see `ExecutionLog.endsPath`).
    */
-  constructor(url: string, logPath: string) {
+  constructor(url: string, dir: string) {
     this.#url = url;
-    this.#logPath = logPath;
+    this.#dir = dir;
   }
 
   /** Starts `count` workers. */
@@ -90,27 +96,59 @@ export class WorkerFleet implements AsyncDisposable {
     return this.stop();
   }
 
-  /** Writes the lifetimes into `chaos.workers` (call after `stop()`). */
+  /**
+   * Writes the lifetimes into `chaos.workers` and, from the ends files, the ends of executions
+   * whose handlers could not record them (call after `stop()`). Only a success the handler itself
+   * committed counts as one.
+   */
   async record(sql: Sql): Promise<void> {
-    const rows = this.processes.map((worker) => ({
+    const workers = this.processes.map((worker) => ({
       name: worker.name,
       pid: worker.child.pid,
       spawned_at: worker.spawnedAt,
       stopped_at: worker.stoppedAt!,
     }));
-    await sql`insert into chaos.workers ${sql(rows)}`;
+    await sql`insert into chaos.workers ${sql(workers)}`;
+    const ends = new Map<string, string>();
+    for (const worker of this.processes) {
+      const text = await Deno.readTextFile(this.#endsPath(worker.name)).catch(() => "");
+      // A line cut short by a kill is the last one and is skipped.
+      for (const line of text.split("\n").filter((line) => line.endsWith("}"))) {
+        const end: ExecutionEnd = JSON.parse(line);
+        ends.set(end.id, end.ended_at);
+      }
+    }
+    const rows = [...ends].map(([id, endedAt]) => ({ id, ended_at: endedAt }));
+    for (let i = 0; i < rows.length; i += END_BATCH) {
+      await sql`
+        update chaos.executions e set ended_at = f.ended_at::timestamptz, outcome = 'failed'
+        from jsonb_to_recordset(${sql.json(rows.slice(i, i + END_BATCH))})
+          as f(id uuid, ended_at text)
+        where e.id = f.id and e.ended_at is null`;
+    }
+  }
+
+  #endsPath(name: string): string {
+    return `${this.#dir}/${name}.ends`;
   }
 
   #spawn(): void {
     const name = `w${this.processes.length + 1}`;
     const child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", new URL("./_chaos_worker.ts", import.meta.url).pathname, this.#url, name],
+      args: [
+        "run",
+        "-A",
+        new URL("./_chaos_worker.ts", import.meta.url).pathname,
+        this.#url,
+        name,
+        this.#endsPath(name),
+      ],
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
     }).spawn();
     for (const stream of [child.stdout, child.stderr]) {
-      const file = Deno.openSync(this.#logPath, { append: true, create: true });
+      const file = Deno.openSync(`${this.#dir}/workers.log`, { append: true, create: true });
       this.#log.push(file);
       stream.pipeTo(file.writable, { preventClose: true }).catch(() => {});
     }

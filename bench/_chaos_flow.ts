@@ -1,7 +1,8 @@
 /**
  * The chaos benchmark's flow and its execution log: a map fan-out whose handlers fail at random
  * and record every execution in `chaos.executions`, committed through a connection of their own
- * before they return, so that the log outlives any crash that follows.
+ * before they return, so that the log outlives any crash that follows. Ends are also written to a
+ * local file first, which the database restart cannot interrupt.
  *
  * @module
  */
@@ -27,6 +28,9 @@ export const STALL_WINDOW_SECONDS = TIMEOUT_SECONDS + 30;
 /** Share of executions that fail on purpose. */
 export const FAILURE_RATE = 0.1;
 
+/** Tasks one worker process runs at once. */
+export const MAX_CONCURRENT = 10;
+
 /** Longest time a first attempt sleeps (uniformly from 0), so that tasks are in flight when hit. */
 const MAX_FIRST_ATTEMPT_MS = 100;
 
@@ -36,10 +40,6 @@ const MAX_FIRST_ATTEMPT_MS = 100;
  * execution while the second still runs.
  */
 const MAX_RETRY_MS = 4000;
-
-/** How often, and how far apart, a failed execution's end is retried (30 s in all). */
-const END_RECORD_RETRIES = 120;
-const END_RECORD_RETRY_MS = 250;
 
 /**
  * The side tables: one row per execution (inserted when the handler starts, finished before it
@@ -73,74 +73,89 @@ export interface ExecutionOutput {
   execution: string;
 }
 
+/** Where a worker process's handlers record their executions. */
+export interface ExecutionLog {
+  /** The pool for `chaos.executions` (not the worker's). */
+  sql: Sql;
+  /** The worker's name in `chaos.executions.worker`. */
+  worker: string;
+  /**
+   * A file of this worker alone that receives every execution's end as a JSON line
+   * ({@linkcode ExecutionEnd}) before the handler returns or throws: a local write that cannot
+   * fail while the database restarts, read by the benchmark at the end.
+   */
+  endsPath: string;
+}
+
+/** One line of an {@linkcode ExecutionLog.endsPath} file. */
+export interface ExecutionEnd {
+  id: string;
+  ended_at: string;
+  outcome: "succeeded" | "failed";
+}
+
 /**
  * The flow `chaos`: a root map over the run's input (`FAN_OUT` numbers), then `total`, which
- * depends on it. Every handler logs its execution through `log` under the worker name `worker`.
+ * depends on it. Every handler records its execution in `log`.
  *
  * @example
  * ```ts ignore
  * import postgres from "postgres";
  * import { chaosFlow } from "./_chaos_flow.ts";
- * const flow = chaosFlow(postgres(Deno.env.get("DATABASE_URL")!), "w1");
+ * const sql = postgres(Deno.env.get("DATABASE_URL")!);
+ * const flow = chaosFlow({ sql, worker: "w1", endsPath: "/tmp/w1.ends" });
  * ```
  */
-export function chaosFlow(log: Sql, worker: string) {
-  const execute = (ctx: StepContext) => recordedExecution(log, worker, ctx);
+export function chaosFlow(log: ExecutionLog) {
   return new Flow<number[]>({
     slug: "chaos",
     maxAttempts: MAX_ATTEMPTS,
     baseDelay: 1,
     timeout: TIMEOUT_SECONDS,
   })
-    .map({ slug: "each" }, (_element, ctx) => execute(ctx))
-    .step({ slug: "total", dependsOn: ["each"] }, (_deps, ctx) => execute(ctx));
+    .map({ slug: "each" }, (_element, ctx) => recordedExecution(log, ctx))
+    .step({ slug: "total", dependsOn: ["each"] }, (_deps, ctx) => recordedExecution(log, ctx));
 }
 
-async function recordedExecution(
-  log: Sql,
-  worker: string,
-  ctx: StepContext,
-): Promise<ExecutionOutput> {
+async function recordedExecution(log: ExecutionLog, ctx: StepContext): Promise<ExecutionOutput> {
   const startedAt = new Date();
   // The worker gives up on an execution when its signal aborts: that is where the execution ends.
   let abortedAt: Date | undefined;
   ctx.signal.addEventListener("abort", () => abortedAt ??= new Date(), { once: true });
-  // An id of our own: when the insert's answer is lost in a restart, it may still have
-  // committed, and its end must then be recorded all the same.
+  // An id of our own: when the insert's answer is lost in the restart, it may still have
+  // committed, and the execution's end must then be known all the same.
   const id = crypto.randomUUID();
+  const end = (outcome: ExecutionEnd["outcome"]): ExecutionEnd => {
+    const line = { id, ended_at: (abortedAt ?? new Date()).toISOString(), outcome };
+    Deno.writeTextFileSync(log.endsPath, `${JSON.stringify(line)}\n`, { append: true });
+    return line;
+  };
   try {
-    await log`
+    await log.sql`
       insert into chaos.executions (id, run_id, step_slug, task_index, attempt, worker, started_at)
-      values (${id}, ${ctx.runId}, ${ctx.stepSlug}, ${ctx.taskIndex}, ${ctx.attempt}, ${worker},
-        ${startedAt})`;
+      values (${id}, ${ctx.runId}, ${ctx.stepSlug}, ${ctx.taskIndex}, ${ctx.attempt},
+        ${log.worker}, ${startedAt})`;
+    const maxMs = ctx.attempt === 1 ? MAX_FIRST_ATTEMPT_MS : MAX_RETRY_MS;
+    await sleep(Math.random() * maxMs, ctx.signal);
   } catch (error) {
-    keepRecordingEnd(log, id, abortedAt ?? new Date());
+    end("failed");
     throw error;
   }
-  let failed = Math.random() < FAILURE_RATE;
+  if (Math.random() < FAILURE_RATE) {
+    end("failed");
+    throw new Error(`chaos: random failure of execution ${id}`);
+  }
+  const succeeded = end("succeeded");
   try {
-    await sleep(
-      Math.random() * (ctx.attempt === 1 ? MAX_FIRST_ATTEMPT_MS : MAX_RETRY_MS),
-      ctx.signal,
-    );
-  } catch {
-    failed = true;
+    // Committed before returning: a completion is backed by a recorded success or by nothing.
+    await log.sql`
+      update chaos.executions set ended_at = ${succeeded.ended_at}, outcome = 'succeeded'
+      where id = ${id}`;
+  } catch (error) {
+    end("failed");
+    throw error;
   }
-  const endedAt = abortedAt ?? new Date();
-  if (!failed) {
-    try {
-      await recordEnd(log, id, endedAt, "succeeded");
-      return { execution: id };
-    } catch (error) {
-      // Not recorded, so not a success: the attempt fails, its end is recorded once possible.
-      keepRecordingEnd(log, id, endedAt);
-      throw error;
-    }
-  }
-  keepRecordingEnd(log, id, endedAt);
-  throw ctx.signal.aborted
-    ? ctx.signal.reason
-    : new Error(`chaos: random failure of execution ${id}`);
+  return { execution: id };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -151,24 +166,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       reject(signal.reason);
     }, { once: true });
   });
-}
-
-async function recordEnd(log: Sql, id: string, endedAt: Date, outcome: string): Promise<void> {
-  await log`update chaos.executions set ended_at = ${endedAt}, outcome = ${outcome} where id = ${id}`;
-}
-
-/**
- * Records a failed execution's end in the background, retrying while the database is away (a
- * restart): without its end, the audit would think it ran until its worker was killed.
- */
-function keepRecordingEnd(log: Sql, id: string, endedAt: Date): void {
-  (async () => {
-    for (let retry = 0; retry < END_RECORD_RETRIES; retry++) {
-      try {
-        return await recordEnd(log, id, endedAt, "failed");
-      } catch {
-        await new Promise((resolve) => setTimeout(resolve, END_RECORD_RETRY_MS));
-      }
-    }
-  })();
 }

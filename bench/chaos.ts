@@ -35,6 +35,7 @@ import {
   chaosFlow,
   FAN_OUT,
   MAX_ATTEMPTS,
+  MAX_CONCURRENT,
   STALL_WINDOW_SECONDS,
 } from "./_chaos_flow.ts";
 import { WorkerFleet, type WorkerProcess } from "./_chaos_fleet.ts";
@@ -176,12 +177,14 @@ async function main(): Promise<number> {
   // One connection: once it answers after the restart, every query of the benchmark does.
   const sql = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
   await sql.unsafe(CHAOS_SCHEMA);
-  await compileFlow(sql, chaosFlow(sql, "bench"));
-  const logPath = await Deno.makeTempFile({ prefix: "sluice-chaos-", suffix: ".log" });
+  await compileFlow(sql, chaosFlow({ sql, worker: "", endsPath: "" }));
+  const dir = await Deno.makeTempDir({ prefix: "sluice-chaos-" });
   const loadBefore = await loadAverage();
-  log(`${runs} runs, deadline ${seconds} s, chaos for ${chaosSeconds} s; worker logs: ${logPath}`);
+  log(
+    `${runs} runs, deadline ${seconds} s, chaos for ${chaosSeconds} s; worker logs: ${dir}/workers.log`,
+  );
 
-  await using fleet = new WorkerFleet(db.url, logPath);
+  await using fleet = new WorkerFleet(db.url, dir);
   fleet.start(WORKERS);
   const began = Date.now();
   const elapsed = () => (Date.now() - began) / 1000;
@@ -232,15 +235,13 @@ async function main(): Promise<number> {
   const loadAfter = await loadAverage();
   for (const key of await stuckTasks(sql)) stuck.add(key);
   await fleet.record(sql);
-  const counts = await runCounts(sql);
   const found = await audit(sql);
-  const firstAfterRestart = restart && await firstCompletionSinceStart(sql);
-  const totalDeadlocks = (restart?.deadlocksBefore ?? 0) + (await deadlocks(sql)) -
-    (restart?.deadlocksAfter ?? 0);
+  for (const line of [...found.notBacked, ...found.overlapping].slice(0, EXAMPLES)) {
+    log(`defect: ${line}`);
+  }
   for (const cause of await failureCauses(sql)) log(`failed runs: ${cause}`);
-  const frozenWork = frozen && await executionsInFlight(sql, frozen.worker.name, frozen.at);
-  await sql.end();
-
+  const firstAfterRestart = restart && await firstCompletionSinceStart(sql);
+  const counts = await runCounts(sql);
   const defects: [string, number][] = [
     ["runs not terminal at the deadline", counts.started],
     ["tasks lost", found.lost],
@@ -253,14 +254,12 @@ async function main(): Promise<number> {
     ["completions not backed by a recorded successful execution", found.notBacked.length],
     ["overlapping executions of one task (pairs)", found.overlapping.length],
     [`tasks with attempts above maxAttempts (${MAX_ATTEMPTS})`, found.aboveMaxAttempts],
-    ["deadlocks (pg_stat_database)", totalDeadlocks],
-  ];
-  const rows = [
     [
-      "runs completed / failed / not terminal at the deadline",
-      `${whole(counts.completed)} / ${whole(counts.failed)} / ${whole(counts.started)}`,
+      "deadlocks (pg_stat_database)",
+      (restart?.deadlocksBefore ?? 0) + (await deadlocks(sql)) - (restart?.deadlocksAfter ?? 0),
     ],
-    ...defects.slice(1).map(([label, value]) => [label, whole(value)]),
+  ];
+  const info = [
     [
       "time from the restart to the first completion",
       firstAfterRestart === undefined
@@ -273,7 +272,11 @@ async function main(): Promise<number> {
       "freeze (SIGSTOP → SIGCONT), executions in flight",
       frozen?.thawedAt === undefined
         ? "none"
-        : `${duration(frozen.thawedAt.getTime() - frozen.at.getTime())}, ${frozenWork}`,
+        : `${duration(frozen.thawedAt.getTime() - frozen.at.getTime())}, ${await executionsInFlight(
+          sql,
+          frozen.worker.name,
+          frozen.at,
+        )}`,
     ],
     [
       "`pg_ctl restart -m immediate` took",
@@ -281,15 +284,22 @@ async function main(): Promise<number> {
     ],
     ["wall time", duration(wallMs)],
   ];
+  await sql.end();
+
   console.log(
     `\`deno task bench:chaos --runs ${runs} --seconds ${seconds}\` — ${db.server}, PGMQ ${db.pgmq}; ` +
-      `${WORKERS} worker processes × 10; ${FAN_OUT + 1} tasks per run, ${MAX_ATTEMPTS} attempts, ` +
-      `stall window ${STALL_WINDOW_SECONDS} s; load average before ${loadBefore}, after ${loadAfter}.\n`,
+      `${WORKERS} worker processes × ${MAX_CONCURRENT}; ${FAN_OUT + 1} tasks per run, ` +
+      `${MAX_ATTEMPTS} attempts, stall window ${STALL_WINDOW_SECONDS} s; ` +
+      `load average before ${loadBefore}, after ${loadAfter}.\n`,
   );
-  console.log(markdownTable(["measure", "value"], rows));
-  for (const line of [...found.notBacked, ...found.overlapping].slice(0, EXAMPLES)) {
-    log(`defect: ${line}`);
-  }
+  const completed = `${whole(counts.completed)} / ${whole(counts.failed)} / ${
+    whole(counts.started)
+  }`;
+  console.log(markdownTable(["measure", "value"], [
+    ["runs completed / failed / not terminal at the deadline", completed],
+    ...defects.slice(1).map(([label, value]) => [label, whole(value)]),
+    ...info,
+  ]));
   const failing = defects.filter(([, value]) => value > 0);
   if (failing.length > 0) {
     console.log(`\nDefects: ${failing.map(([label, value]) => `${label}: ${value}`).join("; ")}`);
