@@ -142,8 +142,9 @@ export async function executionsInFlight(sql: Sql, worker: string, at: Date): Pr
 }
 
 /**
- * Whether a task that `worker` had in flight at `at` is now running again as a later attempt on
- * another worker: the moment to wake a frozen worker, so that its late reports meet a live attempt.
+ * Whether a task that `worker` had in flight at `at` runs again, as a later attempt that began
+ * once the first one had outlived its stall window (so recovery handed it out): the moment to wake
+ * a frozen worker, so that its late reports meet a live attempt.
  */
 export async function reclaimedAndRunning(sql: Sql, worker: string, at: Date): Promise<boolean> {
   const [{ found }] = await sql<{ found: boolean }[]>`
@@ -152,6 +153,7 @@ export async function reclaimedAndRunning(sql: Sql, worker: string, at: Date): P
       join chaos.executions b using (run_id, step_slug, task_index)
       where a.worker = ${worker} and a.started_at < ${at} and a.ended_at is null
         and b.attempt > a.attempt and b.ended_at is null
+        and b.started_at >= a.started_at + make_interval(secs => ${LIVE_SECONDS})
     ) as found`;
   return found;
 }

@@ -130,6 +130,14 @@ async function recordedExecution(log: ExecutionLog, ctx: StepContext): Promise<E
     Deno.writeTextFileSync(log.endsPath, `${JSON.stringify(line)}\n`, { append: true });
     return line;
   };
+  const fail = async (error: unknown): Promise<never> => {
+    const { ended_at } = end("failed");
+    // Best effort: the ends file holds it already.
+    await log.sql`
+      update chaos.executions set ended_at = ${ended_at}, outcome = 'failed' where id = ${id}`
+      .catch(() => {});
+    throw error;
+  };
   try {
     await log.sql`
       insert into chaos.executions (id, run_id, step_slug, task_index, attempt, worker, started_at)
@@ -138,22 +146,18 @@ async function recordedExecution(log: ExecutionLog, ctx: StepContext): Promise<E
     const maxMs = ctx.attempt === 1 ? MAX_FIRST_ATTEMPT_MS : MAX_RETRY_MS;
     await sleep(Math.random() * maxMs, ctx.signal);
   } catch (error) {
-    end("failed");
-    throw error;
+    return fail(error);
   }
   if (Math.random() < FAILURE_RATE) {
-    end("failed");
-    throw new Error(`chaos: random failure of execution ${id}`);
+    return fail(new Error(`chaos: random failure of execution ${id}`));
   }
-  const succeeded = end("succeeded");
+  const { ended_at } = end("succeeded");
   try {
     // Committed before returning: a completion is backed by a recorded success or by nothing.
     await log.sql`
-      update chaos.executions set ended_at = ${succeeded.ended_at}, outcome = 'succeeded'
-      where id = ${id}`;
+      update chaos.executions set ended_at = ${ended_at}, outcome = 'succeeded' where id = ${id}`;
   } catch (error) {
-    end("failed");
-    throw error;
+    return fail(error);
   }
   return { execution: id };
 }
