@@ -56,11 +56,6 @@ const FREEZE_PAST_WINDOW_SECONDS = 10;
  */
 const TAIL_SECONDS = STALL_WINDOW_SECONDS + RECOVERY_SLACK_SECONDS + 5;
 const MIN_CHAOS_SECONDS = 10;
-/**
- * No kill this soon after the restart: handlers record the ends of executions that the restart
- * interrupted within about a second, and a worker killed before that would leave them open.
- */
-const CALM_AFTER_RESTART_SECONDS = 3;
 const TICK_MS = 200;
 /** Defects described on stderr, at most. */
 const EXAMPLES = 10;
@@ -128,8 +123,6 @@ interface Restart {
   /** When `pg_ctl restart` was called. */
   at: Date;
   tookMs: number;
-  /** Seconds into the benchmark before which no worker is killed. */
-  calmUntil: number;
   /** `pg_stat_database.deadlocks` before and right after: crash recovery resets it. */
   deadlocksBefore: number;
   deadlocksAfter: number;
@@ -164,8 +157,7 @@ async function restartServer(
   const tookMs = Date.now() - at.getTime();
   await reachable(sql);
   log(`restarted PostgreSQL at ${t.toFixed(1)} s (pg_ctl took ${duration(tookMs)})`);
-  const calmUntil = t + tookMs / 1000 + CALM_AFTER_RESTART_SECONDS;
-  return { at, tookMs, calmUntil, deadlocksBefore, deadlocksAfter: await deadlocks(sql) };
+  return { at, tookMs, deadlocksBefore, deadlocksAfter: await deadlocks(sql) };
 }
 
 async function main(): Promise<number> {
@@ -203,7 +195,7 @@ async function main(): Promise<number> {
     for (const due = Math.ceil(runs * Math.min(1, t / chaosSeconds)); started < due; started++) {
       await startFlow(sql, "chaos", input);
     }
-    if (t < chaosSeconds && t >= nextKill && t >= (restart?.calmUntil ?? 0)) {
+    if (t < chaosSeconds && t >= nextKill) {
       const victim = pick(fleet.running());
       if (victim !== undefined) {
         fleet.kill(victim);
