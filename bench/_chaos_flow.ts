@@ -119,17 +119,21 @@ export function chaosFlow(log: ExecutionLog) {
 
 async function recordedExecution(log: ExecutionLog, ctx: StepContext): Promise<ExecutionOutput> {
   const startedAt = new Date();
-  // The worker gives up on an execution when its signal aborts: that is where the execution ends.
-  let abortedAt: Date | undefined;
-  ctx.signal.addEventListener("abort", () => abortedAt ??= new Date(), { once: true });
   // An id of our own: when the insert's answer is lost in the restart, it may still have
   // committed, and the execution's end must then be known all the same.
   const id = crypto.randomUUID();
+  // The worker gives up on an execution when its signal aborts: that is where the execution ends,
+  // written at once, even if the handler hangs in a query that never returns.
+  let abortedAt: Date | undefined;
   const end = (outcome: ExecutionEnd["outcome"]): ExecutionEnd => {
     const line = { id, ended_at: (abortedAt ?? new Date()).toISOString(), outcome };
     Deno.writeTextFileSync(log.endsPath, `${JSON.stringify(line)}\n`, { append: true });
     return line;
   };
+  ctx.signal.addEventListener("abort", () => {
+    abortedAt = new Date();
+    end("failed");
+  }, { once: true });
   const fail = async (error: unknown): Promise<never> => {
     const { ended_at } = end("failed");
     // Best effort: the ends file holds it already.
