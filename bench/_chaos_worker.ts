@@ -12,13 +12,13 @@ import { chaosFlow, MAX_CONCURRENT } from "./_chaos_flow.ts";
 
 const [url, worker, endsPath] = Deno.args;
 // After the restart, reconnect every 100 ms (postgres.js backs off up to 20 s by default) and give
-// up on a connection attempt after 5 s (one begun while the server restarts can otherwise hang for
+// up on a connection attempt after 2 s (one begun while the server restarts can otherwise hang for
 // the default 30 s), so that handlers fail fast rather than time out while it is away.
 const sql = postgres(url, {
   max: 4,
   prepare: false,
   backoff: () => 0.1,
-  connect_timeout: 5,
+  connect_timeout: 2,
   onnotice: () => {},
 });
 await startWorker(chaosFlow({ sql, worker, endsPath }), {
