@@ -1,6 +1,6 @@
 /**
- * A migrated database for a benchmark: on the server at `DATABASE_URL` when set, else on a
- * throwaway cluster of its own. Disposing it drops the database (and stops the cluster).
+ * A migrated database for a benchmark: on the server at `DATABASE_URL` when set, else (or when
+ * asked to) on a throwaway cluster of its own. Disposing it drops the database (and stops the cluster).
  *
  * @module
  */
@@ -23,6 +23,13 @@ export interface BenchDatabaseOptions {
    * @default {the shipped migrations}
    */
   migrations?: string;
+  /**
+   * Always start a throwaway cluster, even with `DATABASE_URL` set: for a benchmark that
+   * restarts the server.
+   *
+   * @default {false}
+   */
+  throwaway?: boolean;
 }
 
 /** A migrated benchmark database. */
@@ -35,6 +42,8 @@ export interface BenchDatabase extends AsyncDisposable {
   pgmq: string;
   /** The server is the throwaway cluster, so its processes run on this machine. */
   local: boolean;
+  /** The throwaway cluster, or `undefined` on the server at `DATABASE_URL`. */
+  cluster: TempPostgres | undefined;
 }
 
 /**
@@ -48,7 +57,7 @@ export interface BenchDatabase extends AsyncDisposable {
  * ```
  */
 export async function benchDatabase(options: BenchDatabaseOptions = {}): Promise<BenchDatabase> {
-  const given = Deno.env.get("DATABASE_URL") ?? "";
+  const given = options.throwaway ? "" : Deno.env.get("DATABASE_URL") ?? "";
   let cluster: TempPostgres | undefined;
   const adminUrl = given !== "" ? given : (cluster = await startTempPostgres({
     settings: options.settings,
@@ -66,23 +75,26 @@ export async function benchDatabase(options: BenchDatabaseOptions = {}): Promise
     const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
     let pgmq: string;
     let version: string;
+    let durability: string;
     try {
       ({ pgmq } = await migrate(sql, { directory: options.migrations }));
-      [{ version }] = await sql<
-        { version: string }[]
-      >`select current_setting('server_version') as version`;
+      [{ version, durability }] = await sql<{ version: string; durability: string }[]>`
+        select current_setting('server_version') as version,
+          format('fsync %s, synchronous_commit %s', current_setting('fsync'),
+            current_setting('synchronous_commit')) as durability`;
     } finally {
       await sql.end();
     }
     const server = cluster !== undefined
-      ? `throwaway PostgreSQL ${version} (fsync off, synchronous_commit off)`
+      ? `throwaway PostgreSQL ${version} (${durability})`
       : `DATABASE_URL (PostgreSQL ${version})`;
     const dispose = async () => {
       await admin.unsafe(`drop database if exists ${name} with (force)`);
       await admin.end();
       await cluster?.stop();
     };
-    return { url, server, pgmq, local: cluster !== undefined, [Symbol.asyncDispose]: dispose };
+    const local = cluster !== undefined;
+    return { url, server, pgmq, local, cluster, [Symbol.asyncDispose]: dispose };
   } catch (error) {
     if (created) await admin.unsafe(`drop database if exists ${name} with (force)`).catch(() => {});
     await admin.end();
