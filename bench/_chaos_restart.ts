@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { findPostgresBinaries } from "../src/ops/temp_postgres.ts";
+import { findPostgresBinaries } from "../dev/temp_postgres.ts";
 
 /**
  * Restarts the throwaway cluster in `dataDir` (`TempPostgres.dataDir`) in immediate mode and
