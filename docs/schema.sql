@@ -244,13 +244,15 @@ declare
   v_missing record;
   v_run uuid;
   v_step text;
+  v_run_ids uuid[];
+  v_step_slugs text[];
+  v_released uuid[] := '{}';
   v_state sluice.step_states;
   v_step_type text;
   v_n integer;
   v_queues text[];
   v_ids bigint[];
   v_applied integer := 0;
-  v_step_completed boolean;
   v_archive_queues text[] := '{}';
   v_archive_ids bigint[] := '{}';
   v_done_keys text[] := '{}';
@@ -287,88 +289,77 @@ begin
       using errcode = 'no_data_found';
   end if;
 
-  for v_run in
-    select distinct x.run_id
-    from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid)
-    order by x.run_id
-  loop
-    perform 1 from sluice.runs r where r.run_id = v_run and r.status = 'started' for update;
-    continue when not found;
-    v_step_completed := false;
+  select array_agg(x.run_id), array_agg(x.step_slug) into v_run_ids, v_step_slugs
+  from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text);
 
-    for v_step in
-      select distinct x.step_slug
-      from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text)
-      where x.run_id = v_run
-      order by x.step_slug
-    loop
-      select * into v_state from sluice.step_states ss
-      where ss.run_id = v_run and ss.step_slug = v_step
-      for update;
-      continue when v_state.status <> 'started';
+  for v_state in select * from sluice.lock_run_steps(v_run_ids, v_step_slugs, false) loop
+    continue when v_state.status <> 'started';
+    v_run := v_state.run_id;
+    v_step := v_state.step_slug;
 
-      -- The batch's task indexes also go in as an array, so that the index scan probes the whole
-      -- key: planned from statistics in which a step has a few tasks, a join on task_index alone
-      -- read every task of a wide map's step per call, a cost that grew with the map.
-      with x as (
-        select distinct on (r.task_index) r.task_index, r.attempt, r.worker_id, r.output
-        from jsonb_to_recordset(complete_tasks.results)
-          as r(run_id uuid, step_slug text, task_index integer, attempt integer,
-            worker_id uuid, output jsonb)
-        where r.run_id = v_run and r.step_slug = v_step
-        order by r.task_index
-      ), done as (
-        update sluice.step_tasks t
-        set status = 'completed', completed_at = clock_timestamp(), output = x.output
-        from x
-        where t.run_id = v_run and t.step_slug = v_step
-          and t.task_index = any (array(select x.task_index from x))
-          and t.task_index = x.task_index
-          and t.status = 'started' and t.attempts_count = x.attempt
-          and t.last_worker_id = x.worker_id
-        returning t.queue_name, t.message_id,
-          concat_ws('/', t.run_id, t.step_slug, t.task_index, t.attempts_count, t.last_worker_id)
-            as fence
-      )
-      select count(*), array_agg(d.queue_name), array_agg(d.message_id), array_agg(d.fence)
-      into v_n, v_queues, v_ids, v_keys
-      from done d;
+    -- The batch's task indexes also go in as an array, so that the index scan probes the whole
+    -- key: planned from statistics in which a step has a few tasks, a join on task_index alone
+    -- read every task of a wide map's step per call, a cost that grew with the map.
+    with x as (
+      select distinct on (r.task_index) r.task_index, r.attempt, r.worker_id, r.output
+      from jsonb_to_recordset(complete_tasks.results)
+        as r(run_id uuid, step_slug text, task_index integer, attempt integer,
+          worker_id uuid, output jsonb)
+      where r.run_id = v_run and r.step_slug = v_step
+      order by r.task_index
+    ), done as (
+      update sluice.step_tasks t
+      set status = 'completed', completed_at = clock_timestamp(), output = x.output
+      from x
+      where t.run_id = v_run and t.step_slug = v_step
+        and t.task_index = any (array(select x.task_index from x))
+        and t.task_index = x.task_index
+        and t.status = 'started' and t.attempts_count = x.attempt
+        and t.last_worker_id = x.worker_id
+      returning t.queue_name, t.message_id,
+        concat_ws('/', t.run_id, t.step_slug, t.task_index, t.attempts_count, t.last_worker_id)
+          as fence
+    )
+    select count(*), array_agg(d.queue_name), array_agg(d.message_id), array_agg(d.fence)
+    into v_n, v_queues, v_ids, v_keys
+    from done d;
 
-      continue when v_n = 0;
-      v_applied := v_applied + v_n;
-      v_done_keys := v_done_keys || v_keys;
-      v_archive_queues := v_archive_queues || v_queues;
-      v_archive_ids := v_archive_ids || v_ids;
+    continue when v_n = 0;
+    v_applied := v_applied + v_n;
+    v_done_keys := v_done_keys || v_keys;
+    v_archive_queues := v_archive_queues || v_queues;
+    v_archive_ids := v_archive_ids || v_ids;
 
-      -- v_state is locked, so its remaining_tasks is current. A completing step is updated once,
-      -- by complete_step (which zeroes remaining_tasks); only a step that goes on needs the
-      -- decrement.
-      if v_state.remaining_tasks > v_n then
-        update sluice.step_states ss set remaining_tasks = ss.remaining_tasks - v_n
-        where ss.run_id = v_run and ss.step_slug = v_step;
-      else
-        select s.step_type into v_step_type
-        from sluice.steps s where s.flow_slug = v_state.flow_slug and s.step_slug = v_step;
-        perform sluice.complete_step(
-          v_run, v_state.flow_slug, v_step,
-          (
-            select case
-              when v_step_type = 'map' then jsonb_agg(t.output order by t.task_index)
-              else (array_agg(t.output))[1]
-            end
-            from sluice.step_tasks t
-            where t.run_id = v_run and t.step_slug = v_step
-          )
-        );
-        v_step_completed := true;
+    -- v_state is locked, so its remaining_tasks is current. A completing step is updated once,
+    -- by complete_step (which zeroes remaining_tasks); only a step that goes on needs the
+    -- decrement.
+    if v_state.remaining_tasks > v_n then
+      update sluice.step_states ss set remaining_tasks = ss.remaining_tasks - v_n
+      where ss.run_id = v_run and ss.step_slug = v_step;
+    else
+      select s.step_type into v_step_type
+      from sluice.steps s where s.flow_slug = v_state.flow_slug and s.step_slug = v_step;
+      perform sluice.complete_step(
+        v_run, v_state.flow_slug, v_step,
+        (
+          select case
+            when v_step_type = 'map' then jsonb_agg(t.output order by t.task_index)
+            else (array_agg(t.output))[1]
+          end
+          from sluice.step_tasks t
+          where t.run_id = v_run and t.step_slug = v_step
+        )
+      );
+      if not (v_run = any (v_released)) then
+        v_released := v_released || v_run;
       end if;
-    end loop;
-
-    -- Only a completed step releases dependents or finishes the run; a map task that leaves
-    -- siblings running changes neither.
-    if v_step_completed then
-      perform sluice.start_ready_steps(v_run);
     end if;
+  end loop;
+
+  -- Only a completed step releases dependents or finishes the run; a map task that leaves
+  -- siblings running changes neither. Each such run once, after all of its steps.
+  foreach v_run in array v_released loop
+    perform sluice.start_ready_steps(v_run);
   end loop;
 
   -- One archive call for the whole batch (per queue), not one per step: each call runs dynamic
@@ -543,6 +534,26 @@ end;
 $$;
 
 --
+-- Name: dependency_outputs(uuid, text, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.dependency_outputs(run_id uuid, flow_slug text, step_slug text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  return (
+    select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb)
+    from sluice.deps d
+    join sluice.step_states ds
+      on ds.run_id = dependency_outputs.run_id and ds.step_slug = d.dep_slug
+    where d.flow_slug = dependency_outputs.flow_slug
+      and d.step_slug = dependency_outputs.step_slug
+      and ds.status = 'completed'
+  );
+end;
+$$;
+
+--
 -- Name: deprecate_function_workers(text[]); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -650,9 +661,9 @@ begin
   -- Development: old workers must stop before their flow disappears under them.
   with deprecated as (
     update sluice.workers w set deprecated_at = coalesce(w.deprecated_at, now())
-    where w.flow_slug = v_flow
-      and w.stopped_at is null
-      and w.last_heartbeat_at > now() - sluice.worker_heartbeat_ttl()
+    where w.worker_id in (
+      select lw.worker_id from sluice.live_workers lw where lw.flow_slug = v_flow
+    )
     returning 1
   )
   select count(*) into v_live from deprecated;
@@ -777,15 +788,10 @@ begin
       using errcode = 'no_data_found';
   end if;
 
-  perform 1 from sluice.runs r where r.run_id = fail_task.run_id and r.status = 'started'
-  for update;
+  perform 1 from sluice.lock_run_steps(array[fail_task.run_id], array[fail_task.step_slug], false);
   if not found then
     return 'stale';
   end if;
-
-  perform 1 from sluice.step_states ss
-  where ss.run_id = fail_task.run_id and ss.step_slug = fail_task.step_slug
-  for update;
 
   select * into v_task from sluice.step_tasks t
   where t.run_id = fail_task.run_id and t.step_slug = fail_task.step_slug
@@ -875,7 +881,7 @@ begin
   end if;
   execute format('grant usage on schema sluice, pgmq to %s', role_name);
   execute format('grant create on schema pgmq to %s', role_name);
-  execute format('grant execute on all functions in schema sluice to %s', role_name);
+  execute format('grant execute on all routines in schema sluice to %s', role_name);
   execute format(
     'grant select, insert, update, delete on all tables in schema sluice, pgmq to %s', role_name);
   execute format('grant usage, select, update on all sequences in schema sluice, pgmq to %s',
@@ -942,6 +948,80 @@ begin
   loop
     perform pg_advisory_xact_lock(hashtextextended('sluice.queue:' || v_queue, 0));
   end loop;
+end;
+$$;
+
+--
+-- Name: step_states; Type: TABLE; Schema: sluice; Owner: -
+--
+
+CREATE TABLE sluice.step_states (
+    run_id uuid NOT NULL,
+    step_slug text NOT NULL,
+    flow_slug text NOT NULL,
+    status text DEFAULT 'created'::text NOT NULL,
+    remaining_deps integer NOT NULL,
+    initial_tasks integer,
+    remaining_tasks integer,
+    output jsonb,
+    skip_reason text,
+    error_message text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone,
+    completed_at timestamp with time zone,
+    failed_at timestamp with time zone,
+    skipped_at timestamp with time zone,
+    cancelled_at timestamp with time zone,
+    CONSTRAINT step_states_check CHECK ((num_nonnulls(completed_at, failed_at, skipped_at, cancelled_at) <= 1)),
+    CONSTRAINT step_states_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
+    CONSTRAINT step_states_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
+    CONSTRAINT step_states_check3 CHECK (((status = 'skipped'::text) = ((skipped_at IS NOT NULL) AND (skip_reason IS NOT NULL)))),
+    CONSTRAINT step_states_check4 CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL))),
+    CONSTRAINT step_states_initial_tasks_check CHECK ((initial_tasks >= 0)),
+    CONSTRAINT step_states_remaining_deps_check CHECK ((remaining_deps >= 0)),
+    CONSTRAINT step_states_remaining_tasks_check CHECK ((remaining_tasks >= 0)),
+    CONSTRAINT step_states_skip_reason_check CHECK ((skip_reason = ANY (ARRAY['condition_unmet'::text, 'retries_exhausted'::text, 'dependency_skipped'::text]))),
+    CONSTRAINT step_states_status_check CHECK ((status = ANY (ARRAY['created'::text, 'started'::text, 'completed'::text, 'failed'::text, 'skipped'::text, 'cancelled'::text])))
+);
+
+--
+-- Name: lock_run_steps(uuid[], text[], boolean); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.lock_run_steps(run_ids uuid[], step_slugs text[], skip_locked_runs boolean) RETURNS SETOF sluice.step_states
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_runs uuid[];
+begin
+  if skip_locked_runs then
+    select array_agg(r.run_id) into v_runs
+    from (
+      select r.run_id from sluice.runs r
+      where r.run_id = any (lock_run_steps.run_ids) and r.status = 'started'
+      order by r.run_id
+      for update skip locked
+    ) r;
+  else
+    select array_agg(r.run_id) into v_runs
+    from (
+      select r.run_id from sluice.runs r
+      where r.run_id = any (lock_run_steps.run_ids) and r.status = 'started'
+      order by r.run_id
+      for update
+    ) r;
+  end if;
+
+  -- Rows are locked after the sort, so in (run_id, step_slug) order.
+  return query
+    select ss.* from sluice.step_states ss
+    where ss.run_id = any (v_runs)
+      and (ss.run_id, ss.step_slug) in (
+        select k.run_id, k.step_slug
+        from unnest(lock_run_steps.run_ids, lock_run_steps.step_slugs) as k(run_id, step_slug)
+      )
+    order by ss.run_id, ss.step_slug
+    for update of ss;
 end;
 $$;
 
@@ -1174,27 +1254,31 @@ declare
   v_handled integer := 0;
 begin
   for v_candidate in
-    select t.run_id, t.step_slug, t.task_index,
-      make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30) as stall_after,
-      coalesce(s.opt_max_attempts, f.opt_max_attempts) as max_attempts
-    from sluice.step_tasks t
-    join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
-    join sluice.flows f on f.flow_slug = t.flow_slug
-    where t.status = 'started' and t.started_at is not null
-      and t.started_at < clock_timestamp()
-        - make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30)
-    order by t.started_at
-    limit 100
+    with candidates as (
+      select t.run_id, t.step_slug, t.task_index, t.started_at,
+        make_interval(secs =>
+          coalesce(s.opt_timeout, f.opt_timeout) + sluice.stall_margin_seconds()) as stall_after,
+        coalesce(s.opt_max_attempts, f.opt_max_attempts) as max_attempts
+      from sluice.step_tasks t
+      join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
+      join sluice.flows f on f.flow_slug = t.flow_slug
+      where t.status = 'started' and t.started_at is not null
+        and t.started_at < clock_timestamp() - make_interval(secs =>
+          coalesce(s.opt_timeout, f.opt_timeout) + sluice.stall_margin_seconds())
+      order by t.started_at
+      limit 100
+    )
+    select c.* from candidates c
+    where (c.run_id, c.step_slug) in (
+      select l.run_id, l.step_slug
+      from sluice.lock_run_steps(
+        array(select c2.run_id from candidates c2),
+        array(select c2.step_slug from candidates c2),
+        true
+      ) l
+    )
+    order by c.started_at
   loop
-    perform 1 from sluice.runs r
-    where r.run_id = v_candidate.run_id and r.status = 'started'
-    for update skip locked;
-    continue when not found;
-
-    perform 1 from sluice.step_states ss
-    where ss.run_id = v_candidate.run_id and ss.step_slug = v_candidate.step_slug
-    for update;
-
     select * into v_task from sluice.step_tasks t
     where t.run_id = v_candidate.run_id and t.step_slug = v_candidate.step_slug
       and t.task_index = v_candidate.task_index and t.status = 'started'
@@ -1378,6 +1462,14 @@ end;
 $$;
 
 --
+-- Name: stall_margin_seconds(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.stall_margin_seconds() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 30 $$;
+
+--
 -- Name: start_flow(text, jsonb, uuid); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1484,13 +1576,9 @@ begin
     if v_step.deps_count = 0 then
       v_input := v_run_input;
     else
-      select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb) into v_input
-      from sluice.deps d
-      join sluice.step_states ds
-        on ds.run_id = start_ready_steps.run_id and ds.step_slug = d.dep_slug
-      where d.flow_slug = v_step.flow_slug
-        and d.step_slug = v_step.step_slug
-        and ds.status = 'completed';
+      v_input := sluice.dependency_outputs(
+        start_ready_steps.run_id, v_step.flow_slug, v_step.step_slug
+      );
     end if;
 
     if (v_step.required_input_pattern is not null
@@ -1683,7 +1771,8 @@ begin
       case
         when t.status = 'queued' then coalesce(s.opt_timeout, f.opt_timeout) + 2
         when t.status = 'started' then greatest(1, ceil(extract(epoch from
-          t.started_at + make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30)
+          t.started_at + make_interval(secs =>
+            coalesce(s.opt_timeout, f.opt_timeout) + sluice.stall_margin_seconds())
           - clock_timestamp())))::integer
       end as vt_seconds
     from unnest(start_tasks.message_ids) with ordinality as i(message_id, ord)
@@ -1745,13 +1834,7 @@ begin
       'input', case
         when s.step_type = 'map' then c.input
         when s.deps_count = 0 then r.input
-        else (
-          select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb)
-          from sluice.deps d
-          join sluice.step_states ds on ds.run_id = c.run_id and ds.step_slug = d.dep_slug
-          where d.flow_slug = c.flow_slug and d.step_slug = c.step_slug
-            and ds.status = 'completed'
-        )
+        else sluice.dependency_outputs(c.run_id, c.flow_slug, c.step_slug)
       end,
       'flow_input', r.input
     ) order by array_position(start_tasks.message_ids, c.message_id)), '[]'::jsonb)
@@ -2423,39 +2506,6 @@ CREATE TABLE sluice.runs (
     CONSTRAINT runs_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
     CONSTRAINT runs_remaining_steps_check CHECK ((remaining_steps >= 0)),
     CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['started'::text, 'completed'::text, 'failed'::text])))
-);
-
---
--- Name: step_states; Type: TABLE; Schema: sluice; Owner: -
---
-
-CREATE TABLE sluice.step_states (
-    run_id uuid NOT NULL,
-    step_slug text NOT NULL,
-    flow_slug text NOT NULL,
-    status text DEFAULT 'created'::text NOT NULL,
-    remaining_deps integer NOT NULL,
-    initial_tasks integer,
-    remaining_tasks integer,
-    output jsonb,
-    skip_reason text,
-    error_message text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    started_at timestamp with time zone,
-    completed_at timestamp with time zone,
-    failed_at timestamp with time zone,
-    skipped_at timestamp with time zone,
-    cancelled_at timestamp with time zone,
-    CONSTRAINT step_states_check CHECK ((num_nonnulls(completed_at, failed_at, skipped_at, cancelled_at) <= 1)),
-    CONSTRAINT step_states_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
-    CONSTRAINT step_states_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
-    CONSTRAINT step_states_check3 CHECK (((status = 'skipped'::text) = ((skipped_at IS NOT NULL) AND (skip_reason IS NOT NULL)))),
-    CONSTRAINT step_states_check4 CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL))),
-    CONSTRAINT step_states_initial_tasks_check CHECK ((initial_tasks >= 0)),
-    CONSTRAINT step_states_remaining_deps_check CHECK ((remaining_deps >= 0)),
-    CONSTRAINT step_states_remaining_tasks_check CHECK ((remaining_tasks >= 0)),
-    CONSTRAINT step_states_skip_reason_check CHECK ((skip_reason = ANY (ARRAY['condition_unmet'::text, 'retries_exhausted'::text, 'dependency_skipped'::text]))),
-    CONSTRAINT step_states_status_check CHECK ((status = ANY (ARRAY['created'::text, 'started'::text, 'completed'::text, 'failed'::text, 'skipped'::text, 'cancelled'::text])))
 );
 
 --

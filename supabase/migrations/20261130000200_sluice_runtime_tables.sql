@@ -111,6 +111,11 @@ create unique index step_tasks_message_key on sluice.step_tasks (queue_name, mes
 create index step_tasks_started_idx on sluice.step_tasks (started_at)
   where status = 'started' and started_at is not null;
 
+-- Route coverage (docs/sql.md#monitoring-views) counts queued tasks per route; this keeps that
+-- count an index scan.
+create index step_tasks_queued_idx on sluice.step_tasks (flow_slug, step_slug)
+  where status = 'queued';
+
 -- A task's flow, queue and message never change once set. The trigger is declared on those
 -- columns only, so ordinary status updates do not fire it.
 create function sluice.reject_task_identity_change()

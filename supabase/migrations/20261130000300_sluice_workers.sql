@@ -33,6 +33,15 @@ language sql
 immutable
 as $$ select interval '30 seconds' $$;
 
+-- The one definition of a live worker: it has not stopped and its heartbeat is fresher than
+-- sluice.worker_heartbeat_ttl(). Monitoring, drains and development recompilation all count
+-- workers through this view.
+create view sluice.live_workers as
+select w.*
+from sluice.workers w
+where w.stopped_at is null
+  and w.last_heartbeat_at > now() - sluice.worker_heartbeat_ttl();
+
 create function sluice.track_worker_function(function_name text)
 returns sluice.worker_functions
 language sql

@@ -1,8 +1,8 @@
 -- Internal transitions of a run: starting ready steps, completing, skipping and failing steps,
--- finishing the run. Every function here expects its caller to hold the run row lock
--- (lock order runs -> step_states -> step_tasks -> PGMQ message rows) and maintains the
--- invariant that a completed or failed run, or a skipped step, leaves no task queued or started
--- and no live message.
+-- exhausting a task, finishing the run. Every function here that writes expects its caller to
+-- hold the run row lock (taken by sluice.lock_run_steps, lock order runs -> step_states ->
+-- step_tasks -> PGMQ message rows) and maintains the invariant that a completed or failed run,
+-- or a skipped step, leaves no task queued or started and no live message.
 
 -- Workers LISTEN on this channel; the payload is the queue name. Postgres folds identical
 -- notifications of one transaction into one, so a transaction that sends many messages to a
@@ -223,6 +223,30 @@ begin
 end;
 $$;
 
+-- The input of a step with dependencies: the outputs of its completed dependencies, keyed by
+-- their slugs (a skipped dependency is absent). Read when the step starts (its condition is
+-- tested against it) and again when each of its tasks is claimed.
+--
+-- PL/pgSQL, not SQL: the claim calls it once per claimed task, and a SQL function with a
+-- subquery is not inlined, so it would be planned again on every claim.
+create function sluice.dependency_outputs(run_id uuid, flow_slug text, step_slug text)
+returns jsonb
+language plpgsql
+stable
+as $$
+begin
+  return (
+    select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb)
+    from sluice.deps d
+    join sluice.step_states ds
+      on ds.run_id = dependency_outputs.run_id and ds.step_slug = d.dep_slug
+    where d.flow_slug = dependency_outputs.flow_slug
+      and d.step_slug = dependency_outputs.step_slug
+      and ds.status = 'completed'
+  );
+end;
+$$;
+
 -- Starts every step whose dependencies are resolved, repeating until nothing changes: a step
 -- whose condition is unmet is skipped or fails the run, an empty map completes at once with []
 -- (which may release further steps in the same transaction), any other step gets its tasks and
@@ -273,13 +297,9 @@ begin
     if v_step.deps_count = 0 then
       v_input := v_run_input;
     else
-      select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb) into v_input
-      from sluice.deps d
-      join sluice.step_states ds
-        on ds.run_id = start_ready_steps.run_id and ds.step_slug = d.dep_slug
-      where d.flow_slug = v_step.flow_slug
-        and d.step_slug = v_step.step_slug
-        and ds.status = 'completed';
+      v_input := sluice.dependency_outputs(
+        start_ready_steps.run_id, v_step.flow_slug, v_step.step_slug
+      );
     end if;
 
     if (v_step.required_input_pattern is not null
@@ -368,26 +388,6 @@ begin
 end;
 $$;
 
--- The retry delay a handler may select, and the cap on computed backoff: one day.
-create function sluice.max_retry_delay_seconds()
-returns integer
-language sql
-immutable
-as $$ select 86400 $$;
-
--- Exponential backoff: base * 2^(attempt - 1), capped. The exponent is clamped first so high
--- attempt counts cannot overflow.
-create function sluice.backoff_delay_seconds(base_delay integer, attempt integer)
-returns integer
-language sql
-immutable
-as $$
-  select least(
-    sluice.max_retry_delay_seconds()::double precision,
-    base_delay * power(2::double precision, least(greatest(attempt - 1, 0), 30))
-  )::integer
-$$;
-
 -- A task ran out of attempts (or stalled too often): it fails, its message is archived, and the
 -- step's when_exhausted decides between failing the run and skipping the step.
 create function sluice.exhaust_task(
@@ -431,17 +431,5 @@ begin
     );
     perform sluice.start_ready_steps(exhaust_task.run_id);
   end if;
-end;
-$$;
-
-create function sluice.try_uuid(value text)
-returns uuid
-language plpgsql
-immutable
-as $$
-begin
-  return value::uuid;
-exception when invalid_text_representation then
-  return null;
 end;
 $$;

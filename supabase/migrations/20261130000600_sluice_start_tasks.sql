@@ -26,6 +26,20 @@
 -- locked, so the claim never waits for a task while holding a message; a task it cannot lock
 -- is a benign duplicate. No run or step lock is taken.
 
+-- The claim's classification reads run ids out of message bodies it does not trust: a body whose
+-- run_id is not a uuid names no task, which is a class, not an error.
+create function sluice.try_uuid(value text)
+returns uuid
+language plpgsql
+immutable
+as $$
+begin
+  return value::uuid;
+exception when invalid_text_representation then
+  return null;
+end;
+$$;
+
 create function sluice.start_tasks(
   queue_name text,
   message_ids bigint[],
@@ -135,7 +149,8 @@ begin
       case
         when t.status = 'queued' then coalesce(s.opt_timeout, f.opt_timeout) + 2
         when t.status = 'started' then greatest(1, ceil(extract(epoch from
-          t.started_at + make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30)
+          t.started_at + make_interval(secs =>
+            coalesce(s.opt_timeout, f.opt_timeout) + sluice.stall_margin_seconds())
           - clock_timestamp())))::integer
       end as vt_seconds
     from unnest(start_tasks.message_ids) with ordinality as i(message_id, ord)
@@ -197,13 +212,7 @@ begin
       'input', case
         when s.step_type = 'map' then c.input
         when s.deps_count = 0 then r.input
-        else (
-          select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb)
-          from sluice.deps d
-          join sluice.step_states ds on ds.run_id = c.run_id and ds.step_slug = d.dep_slug
-          where d.flow_slug = c.flow_slug and d.step_slug = c.step_slug
-            and ds.status = 'completed'
-        )
+        else sluice.dependency_outputs(c.run_id, c.flow_slug, c.step_slug)
       end,
       'flow_input', r.input
     ) order by array_position(start_tasks.message_ids, c.message_id)), '[]'::jsonb)

@@ -7,8 +7,9 @@
 -- nor its message, and is returned so the worker can say so. A result naming no task at all is
 -- an error and nothing of the batch is written.
 --
--- Lock order: each run (runs ordered by run_id, so two batched completers cannot deadlock) ->
--- its step states (ordered by slug) -> the live tasks -> their messages; the global order of
+-- Lock order: the batch's started runs (ordered by run_id, so two batched completers cannot
+-- deadlock) -> their reported step states (ordered by run and slug), both through
+-- sluice.lock_run_steps -> the live tasks -> their messages; the global order of
 -- 20261130000200_sluice_runtime_tables.sql. Stale results lock no task.
 
 create function sluice.complete_tasks(results jsonb)
@@ -19,13 +20,15 @@ declare
   v_missing record;
   v_run uuid;
   v_step text;
+  v_run_ids uuid[];
+  v_step_slugs text[];
+  v_released uuid[] := '{}';
   v_state sluice.step_states;
   v_step_type text;
   v_n integer;
   v_queues text[];
   v_ids bigint[];
   v_applied integer := 0;
-  v_step_completed boolean;
   v_archive_queues text[] := '{}';
   v_archive_ids bigint[] := '{}';
   v_done_keys text[] := '{}';
@@ -62,88 +65,77 @@ begin
       using errcode = 'no_data_found';
   end if;
 
-  for v_run in
-    select distinct x.run_id
-    from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid)
-    order by x.run_id
-  loop
-    perform 1 from sluice.runs r where r.run_id = v_run and r.status = 'started' for update;
-    continue when not found;
-    v_step_completed := false;
+  select array_agg(x.run_id), array_agg(x.step_slug) into v_run_ids, v_step_slugs
+  from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text);
 
-    for v_step in
-      select distinct x.step_slug
-      from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text)
-      where x.run_id = v_run
-      order by x.step_slug
-    loop
-      select * into v_state from sluice.step_states ss
-      where ss.run_id = v_run and ss.step_slug = v_step
-      for update;
-      continue when v_state.status <> 'started';
+  for v_state in select * from sluice.lock_run_steps(v_run_ids, v_step_slugs, false) loop
+    continue when v_state.status <> 'started';
+    v_run := v_state.run_id;
+    v_step := v_state.step_slug;
 
-      -- The batch's task indexes also go in as an array, so that the index scan probes the whole
-      -- key: planned from statistics in which a step has a few tasks, a join on task_index alone
-      -- read every task of a wide map's step per call, a cost that grew with the map.
-      with x as (
-        select distinct on (r.task_index) r.task_index, r.attempt, r.worker_id, r.output
-        from jsonb_to_recordset(complete_tasks.results)
-          as r(run_id uuid, step_slug text, task_index integer, attempt integer,
-            worker_id uuid, output jsonb)
-        where r.run_id = v_run and r.step_slug = v_step
-        order by r.task_index
-      ), done as (
-        update sluice.step_tasks t
-        set status = 'completed', completed_at = clock_timestamp(), output = x.output
-        from x
-        where t.run_id = v_run and t.step_slug = v_step
-          and t.task_index = any (array(select x.task_index from x))
-          and t.task_index = x.task_index
-          and t.status = 'started' and t.attempts_count = x.attempt
-          and t.last_worker_id = x.worker_id
-        returning t.queue_name, t.message_id,
-          concat_ws('/', t.run_id, t.step_slug, t.task_index, t.attempts_count, t.last_worker_id)
-            as fence
-      )
-      select count(*), array_agg(d.queue_name), array_agg(d.message_id), array_agg(d.fence)
-      into v_n, v_queues, v_ids, v_keys
-      from done d;
+    -- The batch's task indexes also go in as an array, so that the index scan probes the whole
+    -- key: planned from statistics in which a step has a few tasks, a join on task_index alone
+    -- read every task of a wide map's step per call, a cost that grew with the map.
+    with x as (
+      select distinct on (r.task_index) r.task_index, r.attempt, r.worker_id, r.output
+      from jsonb_to_recordset(complete_tasks.results)
+        as r(run_id uuid, step_slug text, task_index integer, attempt integer,
+          worker_id uuid, output jsonb)
+      where r.run_id = v_run and r.step_slug = v_step
+      order by r.task_index
+    ), done as (
+      update sluice.step_tasks t
+      set status = 'completed', completed_at = clock_timestamp(), output = x.output
+      from x
+      where t.run_id = v_run and t.step_slug = v_step
+        and t.task_index = any (array(select x.task_index from x))
+        and t.task_index = x.task_index
+        and t.status = 'started' and t.attempts_count = x.attempt
+        and t.last_worker_id = x.worker_id
+      returning t.queue_name, t.message_id,
+        concat_ws('/', t.run_id, t.step_slug, t.task_index, t.attempts_count, t.last_worker_id)
+          as fence
+    )
+    select count(*), array_agg(d.queue_name), array_agg(d.message_id), array_agg(d.fence)
+    into v_n, v_queues, v_ids, v_keys
+    from done d;
 
-      continue when v_n = 0;
-      v_applied := v_applied + v_n;
-      v_done_keys := v_done_keys || v_keys;
-      v_archive_queues := v_archive_queues || v_queues;
-      v_archive_ids := v_archive_ids || v_ids;
+    continue when v_n = 0;
+    v_applied := v_applied + v_n;
+    v_done_keys := v_done_keys || v_keys;
+    v_archive_queues := v_archive_queues || v_queues;
+    v_archive_ids := v_archive_ids || v_ids;
 
-      -- v_state is locked, so its remaining_tasks is current. A completing step is updated once,
-      -- by complete_step (which zeroes remaining_tasks); only a step that goes on needs the
-      -- decrement.
-      if v_state.remaining_tasks > v_n then
-        update sluice.step_states ss set remaining_tasks = ss.remaining_tasks - v_n
-        where ss.run_id = v_run and ss.step_slug = v_step;
-      else
-        select s.step_type into v_step_type
-        from sluice.steps s where s.flow_slug = v_state.flow_slug and s.step_slug = v_step;
-        perform sluice.complete_step(
-          v_run, v_state.flow_slug, v_step,
-          (
-            select case
-              when v_step_type = 'map' then jsonb_agg(t.output order by t.task_index)
-              else (array_agg(t.output))[1]
-            end
-            from sluice.step_tasks t
-            where t.run_id = v_run and t.step_slug = v_step
-          )
-        );
-        v_step_completed := true;
+    -- v_state is locked, so its remaining_tasks is current. A completing step is updated once,
+    -- by complete_step (which zeroes remaining_tasks); only a step that goes on needs the
+    -- decrement.
+    if v_state.remaining_tasks > v_n then
+      update sluice.step_states ss set remaining_tasks = ss.remaining_tasks - v_n
+      where ss.run_id = v_run and ss.step_slug = v_step;
+    else
+      select s.step_type into v_step_type
+      from sluice.steps s where s.flow_slug = v_state.flow_slug and s.step_slug = v_step;
+      perform sluice.complete_step(
+        v_run, v_state.flow_slug, v_step,
+        (
+          select case
+            when v_step_type = 'map' then jsonb_agg(t.output order by t.task_index)
+            else (array_agg(t.output))[1]
+          end
+          from sluice.step_tasks t
+          where t.run_id = v_run and t.step_slug = v_step
+        )
+      );
+      if not (v_run = any (v_released)) then
+        v_released := v_released || v_run;
       end if;
-    end loop;
-
-    -- Only a completed step releases dependents or finishes the run; a map task that leaves
-    -- siblings running changes neither.
-    if v_step_completed then
-      perform sluice.start_ready_steps(v_run);
     end if;
+  end loop;
+
+  -- Only a completed step releases dependents or finishes the run; a map task that leaves
+  -- siblings running changes neither. Each such run once, after all of its steps.
+  foreach v_run in array v_released loop
+    perform sluice.start_ready_steps(v_run);
   end loop;
 
   -- One archive call for the whole batch (per queue), not one per step: each call runs dynamic

@@ -9,8 +9,8 @@
 -- task's own queue: by the handler-selected retry_delay_seconds when given, else by exponential
 -- backoff from the effective base delay, both capped by sluice.max_retry_delay_seconds().
 -- Without attempts left the task fails and the step's when_exhausted applies.
--- Lock order: run -> step state -> task (only the live attempt's) -> message, the global order
--- of 20261130000200_sluice_runtime_tables.sql.
+-- Lock order: run -> step state (both through sluice.lock_run_steps) -> task (only the live
+-- attempt's) -> message, the global order of 20261130000200_sluice_runtime_tables.sql.
 
 create function sluice.fail_task(
   run_id uuid,
@@ -56,15 +56,10 @@ begin
       using errcode = 'no_data_found';
   end if;
 
-  perform 1 from sluice.runs r where r.run_id = fail_task.run_id and r.status = 'started'
-  for update;
+  perform 1 from sluice.lock_run_steps(array[fail_task.run_id], array[fail_task.step_slug], false);
   if not found then
     return 'stale';
   end if;
-
-  perform 1 from sluice.step_states ss
-  where ss.run_id = fail_task.run_id and ss.step_slug = fail_task.step_slug
-  for update;
 
   select * into v_task from sluice.step_tasks t
   where t.run_id = fail_task.run_id and t.step_slug = fail_task.step_slug

@@ -1,7 +1,8 @@
 -- sluice.requeue_stalled_tasks: recovers tasks whose worker vanished.
 --
 -- A task is stalled when it has been 'started' for longer than its effective timeout
--- (coalesce(step, flow)) + 30 s: a live worker would have aborted and reported it by then.
+-- (coalesce(step, flow)) + sluice.stall_margin_seconds() (30 s): a live worker would have
+-- aborted and reported it by then.
 -- A stall uses up the attempt like a failure: with attempts left the task is requeued (visible
 -- at once; the stalled attempt's fencing token goes stale, so a late report of it changes
 -- nothing); a stalled last attempt is marked permanently_stalled_at and exhausts the task with
@@ -10,8 +11,8 @@
 --
 -- Safe to call from every worker's heartbeat at once: runs are locked with skip locked, so a
 -- run another caller (or a completion) holds is simply left for the next call. Lock order
--- run -> step state -> task -> message, the global order of
--- 20261130000200_sluice_runtime_tables.sql.
+-- runs -> step states (the candidates' all at once, through sluice.lock_run_steps) -> each task
+-- -> its message, the global order of 20261130000200_sluice_runtime_tables.sql.
 
 create function sluice.requeue_stalled_tasks()
 returns integer
@@ -24,27 +25,31 @@ declare
   v_handled integer := 0;
 begin
   for v_candidate in
-    select t.run_id, t.step_slug, t.task_index,
-      make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30) as stall_after,
-      coalesce(s.opt_max_attempts, f.opt_max_attempts) as max_attempts
-    from sluice.step_tasks t
-    join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
-    join sluice.flows f on f.flow_slug = t.flow_slug
-    where t.status = 'started' and t.started_at is not null
-      and t.started_at < clock_timestamp()
-        - make_interval(secs => coalesce(s.opt_timeout, f.opt_timeout) + 30)
-    order by t.started_at
-    limit 100
+    with candidates as (
+      select t.run_id, t.step_slug, t.task_index, t.started_at,
+        make_interval(secs =>
+          coalesce(s.opt_timeout, f.opt_timeout) + sluice.stall_margin_seconds()) as stall_after,
+        coalesce(s.opt_max_attempts, f.opt_max_attempts) as max_attempts
+      from sluice.step_tasks t
+      join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
+      join sluice.flows f on f.flow_slug = t.flow_slug
+      where t.status = 'started' and t.started_at is not null
+        and t.started_at < clock_timestamp() - make_interval(secs =>
+          coalesce(s.opt_timeout, f.opt_timeout) + sluice.stall_margin_seconds())
+      order by t.started_at
+      limit 100
+    )
+    select c.* from candidates c
+    where (c.run_id, c.step_slug) in (
+      select l.run_id, l.step_slug
+      from sluice.lock_run_steps(
+        array(select c2.run_id from candidates c2),
+        array(select c2.step_slug from candidates c2),
+        true
+      ) l
+    )
+    order by c.started_at
   loop
-    perform 1 from sluice.runs r
-    where r.run_id = v_candidate.run_id and r.status = 'started'
-    for update skip locked;
-    continue when not found;
-
-    perform 1 from sluice.step_states ss
-    where ss.run_id = v_candidate.run_id and ss.step_slug = v_candidate.step_slug
-    for update;
-
     select * into v_task from sluice.step_tasks t
     where t.run_id = v_candidate.run_id and t.step_slug = v_candidate.step_slug
       and t.task_index = v_candidate.task_index and t.status = 'started'

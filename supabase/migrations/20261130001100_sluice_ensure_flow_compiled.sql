@@ -550,9 +550,9 @@ begin
   -- Development: old workers must stop before their flow disappears under them.
   with deprecated as (
     update sluice.workers w set deprecated_at = coalesce(w.deprecated_at, now())
-    where w.flow_slug = v_flow
-      and w.stopped_at is null
-      and w.last_heartbeat_at > now() - sluice.worker_heartbeat_ttl()
+    where w.worker_id in (
+      select lw.worker_id from sluice.live_workers lw where lw.flow_slug = v_flow
+    )
     returning 1
   )
   select count(*) into v_live from deprecated;

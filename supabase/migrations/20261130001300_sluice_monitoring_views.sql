@@ -1,15 +1,6 @@
--- Monitoring views (docs/sql.md#monitoring-views). A worker is live while it has not stopped and
--- its heartbeat is fresher than sluice.worker_heartbeat_ttl().
-
--- Coverage counts queued tasks per route; this keeps that count an index scan.
-create index step_tasks_queued_idx on sluice.step_tasks (flow_slug, step_slug)
-  where status = 'queued';
-
-create view sluice.live_workers as
-select w.*
-from sluice.workers w
-where w.stopped_at is null
-  and w.last_heartbeat_at > now() - sluice.worker_heartbeat_ttl();
+-- Monitoring views (docs/sql.md#monitoring-views), built on sluice.live_workers
+-- (20261130000300_sluice_workers.sql). Queued tasks are counted through step_tasks_queued_idx
+-- (20261130000200_sluice_runtime_tables.sql).
 
 -- Every route of every flow with the live workers that serve it. A route nobody serves is
 -- flagged: its tasks stay queued, durably, until a worker for it starts.

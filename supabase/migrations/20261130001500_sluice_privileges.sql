@@ -20,7 +20,8 @@
 -- compat layer matches it): each of them works on queue tables or pgmq.meta, which PUBLIC cannot
 -- read or write, and revoking it would break other users of a shared pgmq (Supabase Queues).
 
-revoke all on all functions in schema sluice from public;
+-- Routines, not functions: "all functions" leaves procedures (prune_data_older_than) out.
+revoke all on all routines in schema sluice from public;
 revoke all on all tables in schema sluice from public;
 revoke all on all sequences in schema sluice from public;
 
@@ -40,7 +41,7 @@ begin
   end if;
   execute format('grant usage on schema sluice, pgmq to %s', role_name);
   execute format('grant create on schema pgmq to %s', role_name);
-  execute format('grant execute on all functions in schema sluice to %s', role_name);
+  execute format('grant execute on all routines in schema sluice to %s', role_name);
   execute format(
     'grant select, insert, update, delete on all tables in schema sluice, pgmq to %s', role_name);
   execute format('grant usage, select, update on all sequences in schema sluice, pgmq to %s',
