@@ -5,7 +5,7 @@
 -- Per-schema default privileges can add to PostgreSQL's built-in ones but not take PUBLIC's
 -- EXECUTE away (only a database-wide default could, and that would reach the user's own
 -- functions too). So every later migration that creates a function in schema sluice ends with
--- `revoke all on all functions in schema sluice from public;`, and the test suite fails when any
+-- `revoke all on all routines in schema sluice from public;`, and the test suite fails when any
 -- sluice function is executable by PUBLIC. Grants to named roles do follow new objects: see
 -- sluice.grant_access().
 --
@@ -20,7 +20,6 @@
 -- compat layer matches it): each of them works on queue tables or pgmq.meta, which PUBLIC cannot
 -- read or write, and revoking it would break other users of a shared pgmq (Supabase Queues).
 
--- Routines, not functions: "all functions" leaves procedures (prune_data_older_than) out.
 revoke all on all routines in schema sluice from public;
 revoke all on all tables in schema sluice from public;
 revoke all on all sequences in schema sluice from public;
