@@ -297,11 +297,14 @@ begin
     v_run := v_state.run_id;
     v_step := v_state.step_slug;
 
-    -- The batch's task indexes also go in as an array, so that the index scan probes the whole
-    -- key: planned from statistics in which a step has a few tasks, a join on task_index alone
-    -- read every task of a wide map's step per call, a cost that grew with the map.
-    with x as (
-      select distinct on (r.task_index) r.task_index, r.attempt, r.worker_id, r.output
+    -- Tasks are joined on their whole key, taken from the materialized batch: given
+    -- "t.run_id = v_run and t.step_slug = v_step" (or an equal condition the planner derives
+    -- through an inlined batch), the plan estimated from statistics in which a step has a task
+    -- or two reads every task of the step and matches the indexes afterwards, a cost that grew
+    -- with a wide map's width.
+    with x as materialized (
+      select distinct on (r.task_index) r.run_id, r.step_slug, r.task_index, r.attempt,
+        r.worker_id, r.output
       from jsonb_to_recordset(complete_tasks.results)
         as r(run_id uuid, step_slug text, task_index integer, attempt integer,
           worker_id uuid, output jsonb)
@@ -311,9 +314,7 @@ begin
       update sluice.step_tasks t
       set status = 'completed', completed_at = clock_timestamp(), output = x.output
       from x
-      where t.run_id = v_run and t.step_slug = v_step
-        and t.task_index = any (array(select x.task_index from x))
-        and t.task_index = x.task_index
+      where t.run_id = x.run_id and t.step_slug = x.step_slug and t.task_index = x.task_index
         and t.status = 'started' and t.attempts_count = x.attempt
         and t.last_worker_id = x.worker_id
       returning t.queue_name, t.message_id,
@@ -2681,7 +2682,7 @@ CREATE INDEX step_states_ready_idx ON sluice.step_states USING btree (run_id) WH
 -- Name: step_tasks_message_key; Type: INDEX; Schema: sluice; Owner: -
 --
 
-CREATE UNIQUE INDEX step_tasks_message_key ON sluice.step_tasks USING btree (queue_name, message_id) WHERE (message_id IS NOT NULL);
+CREATE UNIQUE INDEX step_tasks_message_key ON sluice.step_tasks USING btree (message_id, queue_name) WHERE (message_id IS NOT NULL);
 
 --
 -- Name: step_tasks_queued_idx; Type: INDEX; Schema: sluice; Owner: -

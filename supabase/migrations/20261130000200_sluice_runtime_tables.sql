@@ -100,8 +100,11 @@ create table sluice.step_tasks (
   check (status <> 'started' or started_at is not null)
 );
 
--- Message identity is (queue_name, message_id): the claim looks tasks up by it.
-create unique index step_tasks_message_key on sluice.step_tasks (queue_name, message_id)
+-- Message identity is (queue_name, message_id): the claim looks tasks up by it. Message id first,
+-- so that every such lookup probes the index by its ids: led by queue_name, a plan estimating
+-- few tasks per queue (statistics averaged over many queues) read every task of the queue and
+-- matched the ids afterwards, a cost that grew with the queue (a wide map's step most of all).
+create unique index step_tasks_message_key on sluice.step_tasks (message_id, queue_name)
   where message_id is not null;
 
 -- Stalled recovery scans started tasks only. The predicate names started_at as well so that only
