@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "npm:postgres@3.4.9";
 import { assertUuid } from "./_uuid.ts";
 
 /**

@@ -11,7 +11,7 @@ import { QueueNameError } from "../dsl/errors.ts";
 import { CodegenError } from "./errors.ts";
 import { type FileStatus, generateFunctions } from "./generate.ts";
 
-const USAGE = `Usage: deno task gen:functions [--check] [--config <path>]
+const USAGE = `Usage: sluice functions generate [--check] [--config <path>]
 
 Writes supabase/functions/<name>/{index.ts,deno.json} for every worker function of the flows
 module named by "sluice.flows" in deno.json, plus sluice.manifest.json and sluice.config.toml
@@ -88,17 +88,17 @@ export async function main(
     const generated = result.files.filter((file) => file.status !== "extra").length;
     const summary = `${result.functions.length} worker functions, ${generated} files`;
     if (result.upToDate) {
-      io.out(`gen:functions: up to date (${summary})`);
+      io.out(`functions generate: up to date (${summary})`);
       return 0;
     }
     if (check) {
       io.err(
-        `gen:functions: ${changed.length} generated files differ from what would be written; ` +
-          "run `deno task gen:functions`",
+        `functions generate: ${changed.length} generated files differ from what would be written; ` +
+          "run `sluice functions generate`",
       );
       return 1;
     }
-    io.out(`gen:functions: wrote ${changed.length} changes (${summary})`);
+    io.out(`functions generate: wrote ${changed.length} changes (${summary})`);
     return 0;
   } catch (error) {
     // A configuration or flows-module problem deserves one clear line, not a stack trace.

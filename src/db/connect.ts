@@ -4,7 +4,7 @@
  * @module
  */
 
-import postgres, { type Sql } from "postgres";
+import postgres, { type Sql } from "npm:postgres@3.4.9";
 
 /**
  * Options of {@linkcode connect}.

@@ -6,7 +6,7 @@
  * @module
  */
 
-import postgres, { type Sql } from "postgres";
+import postgres, { type Sql } from "npm:postgres@3.4.9";
 
 /** What the listener connection reports. */
 export interface ListenerEvents {

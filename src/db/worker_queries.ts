@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "npm:postgres@3.4.9";
 import {
   integerLiteral,
   numberLiteral,

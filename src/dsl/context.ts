@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "npm:postgres@3.4.9";
 
 /**
  * The second argument of every step handler.

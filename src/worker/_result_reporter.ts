@@ -24,7 +24,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "npm:postgres@3.4.9";
 import { MAX_TASK_ERROR_LENGTH } from "./_errors.ts";
 import { describeError, truncate } from "./describe_error.ts";
 import {

@@ -5,6 +5,7 @@ import {
   MigrationError,
   MIGRATIONS_DIRECTORY,
 } from "../../src/ops/migrate.ts";
+import { MIGRATION_FILES } from "../../src/ops/migration_files.ts";
 import { freshDatabase, installedPgmq } from "../_db.ts";
 
 // On an empty database migrate() installs PGMQ the way the server allows: the extension where it is
@@ -206,12 +207,19 @@ Deno.test("concurrent migrate() calls apply each migration exactly once", async 
   assert.deepEqual([...log], ["001", "002", "003", "004", "005"].map((file) => ({ file, n: 1 })));
 });
 
+Deno.test("MIGRATION_FILES lists exactly the files of supabase/migrations, in order", async () => {
+  assert.deepEqual([...MIGRATION_FILES], await shippedMigrations());
+});
+
 Deno.test("deno task db:migrate needs DATABASE_URL and reports what it applied", async () => {
   await using db = await freshDatabase({ empty: true });
-  const cli = new URL("../../src/ops/migrate_cli.ts", import.meta.url).pathname;
+  const cli = new URL("../../cli.ts", import.meta.url).pathname;
+  // Outside any Supabase project: no installed copies to record for Supabase's runner.
+  const cwd = await Deno.makeTempDir({ prefix: "sluice-migrate-cli-" });
   const run = async (env: Record<string, string>) => {
     const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", cli],
+      args: ["run", "-A", cli, "migrate"],
+      cwd,
       env,
       clearEnv: true,
     }).output();
@@ -242,4 +250,5 @@ Deno.test("deno task db:migrate needs DATABASE_URL and reports what it applied",
 
   const again = await run({ ...env, DATABASE_URL: db.url });
   assert.equal(again.stdout, "pgmq: already installed, left as is\nmigrations: up to date\n");
+  await Deno.remove(cwd, { recursive: true });
 });
