@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "npm:postgres@3.4.9";
+import type { Sql } from "../db/postgres.ts";
 import { assertUuid } from "./_uuid.ts";
 
 /**

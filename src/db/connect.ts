@@ -4,7 +4,7 @@
  * @module
  */
 
-import postgres, { type Sql } from "npm:postgres@3.4.9";
+import postgres, { type Sql } from "./postgres.ts";
 
 /**
  * Options of {@linkcode connect}.

@@ -6,7 +6,7 @@
  * @module
  */
 
-import postgres, { type Sql } from "npm:postgres@3.4.9";
+import postgres, { type Sql } from "./postgres.ts";
 
 /** What the listener connection reports. */
 export interface ListenerEvents {

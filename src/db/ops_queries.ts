@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "npm:postgres@3.4.9";
+import type { Sql } from "./postgres.ts";
 
 /** One row of `sluice.route_coverage`. */
 export interface CoverageRow extends Record<string, unknown> {

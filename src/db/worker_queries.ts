@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Sql } from "npm:postgres@3.4.9";
+import type { Sql } from "./postgres.ts";
 import {
   integerLiteral,
   numberLiteral,

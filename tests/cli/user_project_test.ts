@@ -45,7 +45,7 @@ function codeBlocks(markdown: string, lang: string): string[] {
     .filter((match) => match[1] === lang).map((match) => match[2]);
 }
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const { port } = listener.addr as Deno.NetAddr;
   listener.close();
@@ -237,7 +237,7 @@ Deno.test("a user's Supabase project: install, migrate both ways, generate, serv
     }
 
     // Two step functions side by side, each on its own port, started by an HTTP request.
-    const ports = [await freePort(), await freePort()];
+    const ports = [freePort(), freePort()];
     children.push(serveFunction(project, "greet-user--hello", ports[0]));
     children.push(serveFunction(project, "greet-user--shout", ports[1]));
     for (const port of ports) {

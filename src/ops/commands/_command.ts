@@ -1,6 +1,6 @@
 // What every `deno task ops` command provides, and the small helpers they share.
 
-import type { Sql } from "npm:postgres@3.4.9";
+import type { Sql } from "../../db/postgres.ts";
 
 /** Where a command prints: one line per call. */
 export interface OpsIo {
