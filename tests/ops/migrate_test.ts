@@ -52,7 +52,7 @@ Deno.test("migrate() installs PGMQ and applies every shipped migration in filena
   assert.equal(files[0], "20261130000000_pgmq_extension.sql");
 
   const result = await migrate(db.sql);
-  assert.deepEqual(result, { pgmq: INSTALLS, applied: files });
+  assert.deepEqual(result, { pgmq: INSTALLS, applied: files, appliedBySupabase: [] });
   assert.deepEqual(await recorded(db.sql), files);
 });
 
@@ -60,7 +60,7 @@ Deno.test("migrate() run again is a no-op", async () => {
   await using db = await freshDatabase({ empty: true });
   await migrate(db.sql);
   const before = await db.sql`select file, applied_at from sluice_migrations.applied order by file`;
-  assert.deepEqual(await migrate(db.sql), { pgmq: "present", applied: [] });
+  assert.deepEqual(await migrate(db.sql), { pgmq: "present", applied: [], appliedBySupabase: [] });
   const after = await db.sql`select file, applied_at from sluice_migrations.applied order by file`;
   assert.deepEqual([...after], [...before]);
 });
@@ -87,7 +87,11 @@ Deno.test("a failing migration rolls back whole, its error names the file, and a
 
   await dir.write("002_b.sql", "create table b (id int);\ninsert into b values (1);\n");
   const result = await migrate(db.sql, { directory: dir.path });
-  assert.deepEqual(result, { pgmq: "present", applied: ["002_b.sql", "003_c.sql"] });
+  assert.deepEqual(result, {
+    pgmq: "present",
+    applied: ["002_b.sql", "003_c.sql"],
+    appliedBySupabase: [],
+  });
   const [b] = await db.sql`select count(*)::int as n from b`;
   assert.equal(b.n, 1);
 });
@@ -129,6 +133,7 @@ Deno.test("migrate() records the sha256 of each applied file; CRLF line endings 
   assert.deepEqual(await migrate(db.sql, { directory: dir.path }), {
     pgmq: "present",
     applied: [],
+    appliedBySupabase: [],
   });
 });
 
