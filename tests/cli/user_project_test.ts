@@ -21,6 +21,8 @@ const SECRET = "e2e-worker-secret";
 const STAND_INS: Record<string, string> = {
   "supabase init": "creates supabase/ by hand",
   "supabase start": "uses a fresh database of the test server as DATABASE_URL",
+  'echo "SLUICE_WORKER_SECRET=$(openssl rand -hex 32)" >> supabase/functions/.env':
+    "passes the secret in each function's environment",
   "supabase functions serve":
     "runs each generated function with `deno run` and its own deno.json and PORT",
   "supabase functions deploy": "the import graph check (deno info) stands in for the upload",
@@ -78,6 +80,8 @@ class UserProject {
       env,
       clearEnv: true,
       stdin: "null",
+      // A hung command fails the test with its output instead of hanging it.
+      signal: AbortSignal.timeout(120_000),
     }).output();
     const out = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
     assert.equal(code, 0, `${line} failed:\n${out}`);
@@ -166,6 +170,36 @@ export const greetUser = withStepQueues(
     .step({ slug: "shout", dependsOn: ["hello"] }, (input) => input.hello.toUpperCase()),
 );
 `;
+
+/** The flow after a shape change: one more step. */
+const FLOWS_V2 = FLOWS.replace(
+  "input.hello.toUpperCase()),",
+  'input.hello.toUpperCase())\n    .step({ slug: "exclaim", dependsOn: ["shout"] }, (input) => `${input.shout}!`),',
+);
+
+function lineReader(stream: ReadableStream<Uint8Array>): { next(): Promise<string | null> } {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  return {
+    async next() {
+      for (;;) {
+        const newline = buffer.indexOf("\n");
+        if (newline >= 0) {
+          const line = buffer.slice(0, newline);
+          buffer = buffer.slice(newline + 1);
+          return line;
+        }
+        const { value, done } = await reader.read();
+        if (done) {
+          const rest = buffer;
+          buffer = "";
+          return rest === "" ? null : rest;
+        }
+        buffer += value;
+      }
+    },
+  };
+}
 
 /** Runs one generated function as `supabase functions serve` would: its own deno.json and PORT. */
 function serveFunction(project: UserProject, name: string, port: number): Deno.ChildProcess {
@@ -286,10 +320,47 @@ await sql.end();
     assert.match(recognized, /17 already applied by Supabase's migration runner/);
     assert.match(recognized, /migrations: up to date/);
 
-    // Development: reset the flow (its workers stopped first).
+    // Development: change the flow's shape and run it with `sluice dev`, which recompiles it
+    // (development mode) now that the served functions, its old workers, have stopped.
     for (const child of children) child.kill("SIGTERM");
     await Promise.all(children.map((child) => child.status));
     children.length = 0;
+    await project.write("supabase/functions/_shared/flows.ts", FLOWS_V2);
+    const dev = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--config", "deno.json", `${pkg.url}cli.ts`, "dev"],
+      cwd: project.dir,
+      env: project.env,
+      clearEnv: true,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    children.push(dev);
+    const devErr = new Response(dev.stderr).text();
+    project.ran.add("deno task sluice dev");
+    // Drain dev's output all along: a full pipe would block its logging, and so its workers.
+    const devLines: string[] = [];
+    const running = Promise.withResolvers<void>();
+    const devDone = (async () => {
+      const devOut = lineReader(dev.stdout);
+      for (let line = await devOut.next(); line !== null; line = await devOut.next()) {
+        devLines.push(line);
+        if (line.startsWith("sluice dev: ")) running.resolve();
+      }
+      running.reject(
+        new Error(`sluice dev ended before running:\n${devLines.join("\n")}\n${await devErr}`),
+      );
+    })();
+    await running.promise;
+    const [, changed] = (await project.sh("deno run -A producer.ts")).trim().split("\n");
+    assert.deepEqual(JSON.parse(changed), { exclaim: "HELLO, ADA!" });
+    dev.kill("SIGTERM");
+    await devDone;
+    assert.equal((await dev.status).code, 0, `${devLines.join("\n")}\n${await devErr}`);
+    children.length = 0;
+    assert.ok(devLines.some((line) => line.startsWith("[greet-user--exclaim] info ")));
+    assert.ok(devLines.some((line) => line.startsWith("[greet-user--hello] info ")));
+
     assert.match(await project.sh("deno task sluice flows reset greet_user"), /Deleted flow/);
 
     const documented = codeBlocks(
