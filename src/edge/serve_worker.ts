@@ -32,7 +32,7 @@ export interface ServeListenOptions {
    * Port to listen on (`0`: any free port; see `addr`). Several generated functions served
    * locally side by side each get their own `PORT`.
    *
-   * @default {env PORT, else 8000}
+   * @default {env PORT (the `env` option, else the process environment), else 8000}
    */
   readonly port?: number;
   /**
@@ -192,7 +192,7 @@ export function serveWorker(
     isolate_id: handler.isolateId,
   });
   const server = Deno.serve({
-    port: options.port ?? portFromEnv(handler.functionName),
+    port: options.port ?? portFromEnv(handler.functionName, options.env ?? processEnv()),
     hostname: options.hostname,
     onListen: options.onListen ??
       ((addr) => logger.info("listening", { hostname: addr.hostname, port: addr.port })),
@@ -253,9 +253,12 @@ function startImmediatelyFromEnv(env: Readonly<Record<string, string | undefined
   return value === "true" || value === "1";
 }
 
-/** `PORT` from the environment, when set (and readable). */
-function portFromEnv(functionName: string): number | undefined {
-  const value = processEnv().PORT;
+/** `PORT` from the environment (the `env` option, else the process's), when set. */
+function portFromEnv(
+  functionName: string,
+  env: Readonly<Record<string, string | undefined>>,
+): number | undefined {
+  const value = env.PORT;
   if (value === undefined || value === "") return undefined;
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
