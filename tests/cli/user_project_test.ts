@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { installPgmq } from "../../src/ops/install_pgmq.ts";
 import { freshDatabase, installedPgmq, type TestDatabase } from "../_db.ts";
-import { waitUntil } from "../_support.ts";
+import { lineReader, waitUntil } from "../_support.ts";
 import { servePackage } from "./_package_server.ts";
 
 const ROOT = new URL("../../", import.meta.url);
@@ -176,30 +176,6 @@ const FLOWS_V2 = FLOWS.replace(
   "input.hello.toUpperCase()),",
   'input.hello.toUpperCase())\n    .step({ slug: "exclaim", dependsOn: ["shout"] }, (input) => `${input.shout}!`),',
 );
-
-function lineReader(stream: ReadableStream<Uint8Array>): { next(): Promise<string | null> } {
-  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  return {
-    async next() {
-      for (;;) {
-        const newline = buffer.indexOf("\n");
-        if (newline >= 0) {
-          const line = buffer.slice(0, newline);
-          buffer = buffer.slice(newline + 1);
-          return line;
-        }
-        const { value, done } = await reader.read();
-        if (done) {
-          const rest = buffer;
-          buffer = "";
-          return rest === "" ? null : rest;
-        }
-        buffer += value;
-      }
-    },
-  };
-}
 
 /** Runs one generated function as `supabase functions serve` would: its own deno.json and PORT. */
 function serveFunction(project: UserProject, name: string, port: number): Deno.ChildProcess {

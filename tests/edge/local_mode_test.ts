@@ -6,6 +6,7 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { serveWorker } from "../../src/edge/mod.ts";
 import { freshDatabase } from "../_db.ts";
+import { lineReader } from "../_support.ts";
 import {
   call,
   countingServer,
@@ -100,30 +101,6 @@ Deno.test("without EdgeRuntime, beforeunload is not the platform's: the worker k
 });
 
 /** Reads a byte stream line by line; `next()` gives `null` at the end. */
-function lineReader(stream: ReadableStream<Uint8Array>): { next(): Promise<string | null> } {
-  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  return {
-    async next() {
-      for (;;) {
-        const newline = buffer.indexOf("\n");
-        if (newline >= 0) {
-          const line = buffer.slice(0, newline);
-          buffer = buffer.slice(newline + 1);
-          return line;
-        }
-        const { value, done } = await reader.read();
-        if (done) {
-          const rest = buffer;
-          buffer = "";
-          return rest === "" ? null : rest;
-        }
-        buffer += value;
-      }
-    },
-  };
-}
-
 Deno.test("SLUICE_ENVIRONMENT=development lets a worker function recompile a changed flow; production refuses it", async () => {
   await using db = await freshDatabase();
   const logs = new LogCapture();
