@@ -1,7 +1,8 @@
 /**
- * `deno task gen:functions [--check] [--config <deno.json>]`: writes one Supabase Edge Function per
- * worker function of the flows module named in `deno.json` (`"sluice": { "flows": ... }`), plus
- * the manifest and the function config. With `--check` it writes nothing and exits 1 when any
+ * `sluice functions generate [--check] [--config <deno.json>]` (`deno task gen:functions` in this
+ * repository): writes one Supabase Edge Function per worker function of the flows module
+ * (`"sluice": { "flows": ... }` in `deno.json`, default `supabase/functions/_shared/flows.ts`),
+ * plus the manifest and the function config. With `--check` it writes nothing and exits 1 when any
  * generated file is missing, stale or extra.
  *
  * @module
@@ -14,8 +15,9 @@ import { type FileStatus, generateFunctions } from "./generate.ts";
 const USAGE = `Usage: sluice functions generate [--check] [--config <path>]
 
 Writes supabase/functions/<name>/{index.ts,deno.json} for every worker function of the flows
-module named by "sluice.flows" in deno.json, plus sluice.manifest.json and sluice.config.toml
-(and the generated block of supabase/config.toml when that file exists).
+module ("sluice.flows" in deno.json, default ./supabase/functions/_shared/flows.ts), plus
+sluice.manifest.json and sluice.config.toml (and the generated block of supabase/config.toml when
+that file exists). Refuses a flows module or local import outside the directory holding supabase/.
 
 Options:
   --check           write nothing; exit 1 when a generated file is missing, stale or extra
