@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the pinned Deno from the npm registry into .tools/ when `deno` is not on PATH,
-# and PostgreSQL server binaries from Debian packages when none are found. Writes .tools/bin/deno,
+# Installs the pinned Deno from the npm registry into .tools/ when `deno` is not on PATH, the
+# pinned Supabase CLI from the npm registry into .tools/, and PostgreSQL server binaries from Debian packages when none are found. Writes .tools/bin/deno,
 # a launcher for that Deno: put .tools/bin first on PATH, then `deno task test` works.
 # Prints the launcher's directory on its last line.
 set -euo pipefail
@@ -46,6 +46,17 @@ if [[ -z "${DATABASE_URL:-}" ]] && ! have_pg; then
     log "no PostgreSQL server binaries found: run 'apt-get install postgresql' as root, or set DATABASE_URL"
     exit 1
   fi
+fi
+
+# The Supabase CLI, for the tests of sluice inside a user's Supabase project (its migration
+# runner against a throwaway cluster); the npm package ships the binary, no network at run time.
+SUPABASE_VERSION="2.122.1"
+if [[ "$("$TOOLS/supabase/node_modules/.bin/supabase" --version 2>/dev/null)" != "$SUPABASE_VERSION" ]]; then
+  log "installing supabase@$SUPABASE_VERSION (the Supabase CLI) from the npm registry into $TOOLS/supabase"
+  # Its own prefix: npm prunes what a prefix's package.json does not list, Deno included.
+  mkdir -p "$TOOLS/supabase"
+  npm install --prefix "$TOOLS/supabase" --no-save --no-audit --no-fund --loglevel=error \
+    "supabase@$SUPABASE_VERSION" >&2
 fi
 
 mkdir -p "$TOOLS/bin"

@@ -47,3 +47,28 @@ export function latch<T = void>(): { promise: Promise<T>; resolve: (value: T) =>
 export function uniqueSlug(prefix: string): string {
   return `${prefix}_${crypto.randomUUID().replaceAll("-", "").slice(0, 8)}`;
 }
+
+/** Reads a byte stream (a child process's stdout) line by line; `null` at its end. */
+export function lineReader(stream: ReadableStream<Uint8Array>): { next(): Promise<string | null> } {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  return {
+    async next() {
+      for (;;) {
+        const newline = buffer.indexOf("\n");
+        if (newline >= 0) {
+          const line = buffer.slice(0, newline);
+          buffer = buffer.slice(newline + 1);
+          return line;
+        }
+        const { value, done } = await reader.read();
+        if (done) {
+          const rest = buffer;
+          buffer = "";
+          return rest === "" ? null : rest;
+        }
+        buffer += value;
+      }
+    },
+  };
+}

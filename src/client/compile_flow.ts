@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "../db/postgres.ts";
 import { ensureFlowCompiled } from "../db/client_queries.ts";
 import { extractDefinition } from "../dsl/definition.ts";
 import type { DeployableFlow } from "../dsl/types.ts";

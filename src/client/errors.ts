@@ -43,9 +43,12 @@ export class FlowShapeMismatchError extends Error {
         `flow of that slug (${differences.length} ${
           differences.length === 1 ? "difference" : "differences"
         }):\n${differences.map((difference) => `  - ${difference}`).join("\n")}\n` +
-        `A compiled flow never changes shape in production. Deploy the new shape under a new ` +
+        `A compiled flow never changes shape in production: deploy the new shape under a new ` +
         `concrete slug (e.g. ${JSON.stringify(nextVersionSlug(flowSlug))}), start its workers, ` +
-        `then switch callers or the alias to it`,
+        `then switch callers to it. In development, run the workers with environment ` +
+        `"development" (SLUICE_ENVIRONMENT=development, or sluice dev), which recompiles the flow ` +
+        `once its old workers drain, or delete the flow and its data with ` +
+        `\`sluice flows reset ${flowSlug}\``,
     );
     this.flowSlug = flowSlug;
     this.differences = Object.freeze([...differences]);

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "../db/postgres.ts";
 import { readRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import { assertUuid } from "./_uuid.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "../db/postgres.ts";
 import { assertUuid } from "./_uuid.ts";
 
 /**

@@ -1,7 +1,8 @@
 /**
- * `deno task gen:functions [--check] [--config <deno.json>]`: writes one Supabase Edge Function per
- * worker function of the flows module named in `deno.json` (`"sluice": { "flows": ... }`), plus
- * the manifest and the function config. With `--check` it writes nothing and exits 1 when any
+ * `sluice functions generate [--check] [--config <deno.json>]` (`deno task gen:functions` in this
+ * repository): writes one Supabase Edge Function per worker function of the flows module
+ * (`"sluice": { "flows": ... }` in `deno.json`, default `supabase/functions/_shared/flows.ts`),
+ * plus the manifest and the function config. With `--check` it writes nothing and exits 1 when any
  * generated file is missing, stale or extra.
  *
  * @module
@@ -11,11 +12,12 @@ import { QueueNameError } from "../dsl/errors.ts";
 import { CodegenError } from "./errors.ts";
 import { type FileStatus, generateFunctions } from "./generate.ts";
 
-const USAGE = `Usage: deno task gen:functions [--check] [--config <path>]
+const USAGE = `Usage: sluice functions generate [--check] [--config <path>]
 
 Writes supabase/functions/<name>/{index.ts,deno.json} for every worker function of the flows
-module named by "sluice.flows" in deno.json, plus sluice.manifest.json and sluice.config.toml
-(and the generated block of supabase/config.toml when that file exists).
+module ("sluice.flows" in deno.json, default ./supabase/functions/_shared/flows.ts), plus
+sluice.manifest.json and sluice.config.toml (and the generated block of supabase/config.toml when
+that file exists). Refuses a flows module or local import outside the directory holding supabase/.
 
 Options:
   --check           write nothing; exit 1 when a generated file is missing, stale or extra
@@ -88,17 +90,17 @@ export async function main(
     const generated = result.files.filter((file) => file.status !== "extra").length;
     const summary = `${result.functions.length} worker functions, ${generated} files`;
     if (result.upToDate) {
-      io.out(`gen:functions: up to date (${summary})`);
+      io.out(`functions generate: up to date (${summary})`);
       return 0;
     }
     if (check) {
       io.err(
-        `gen:functions: ${changed.length} generated files differ from what would be written; ` +
-          "run `deno task gen:functions`",
+        `functions generate: ${changed.length} generated files differ from what would be written; ` +
+          "run `sluice functions generate`",
       );
       return 1;
     }
-    io.out(`gen:functions: wrote ${changed.length} changes (${summary})`);
+    io.out(`functions generate: wrote ${changed.length} changes (${summary})`);
     return 0;
   } catch (error) {
     // A configuration or flows-module problem deserves one clear line, not a stack trace.

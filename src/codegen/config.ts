@@ -11,10 +11,17 @@
 
 import { dirname, isAbsolute, resolve } from "node:path";
 import { CodegenError } from "./errors.ts";
+import { PACKAGE_NAME, registryImports } from "./sluice_package.ts";
 import { byCodePoint } from "./_util.ts";
 
 /** Where generated functions go unless `sluice.functionsDir` says otherwise. */
 export const DEFAULT_FUNCTIONS_DIR = "./supabase/functions";
+
+/**
+ * The flows module unless `sluice.flows` says otherwise: inside the functions directory, so that
+ * `supabase functions deploy` ships it with every function.
+ */
+export const DEFAULT_FLOWS_MODULE = "./supabase/functions/_shared/flows.ts";
 
 /**
  * One entry of the import map a generated function's `deno.json` carries.
@@ -75,6 +82,7 @@ function isRelative(target: string): boolean {
  * The project's `imports`, plus the project's own package when `deno.json` describes one (`name`
  * and `exports`): a function directory has its own `deno.json`, which hides the project's, so
  * the flows module would otherwise lose every bare specifier it uses, including a self-import.
+ * sluice itself comes from the registry at this version unless the project maps it.
  */
 function importMap(root: string, config: Record<string, unknown>): ImportMapEntry[] {
   const entries = new Map<string, ImportMapEntry>();
@@ -96,6 +104,13 @@ function importMap(root: string, config: Record<string, unknown>): ImportMapEntr
       if (typeof target === "string") add(specifier, target);
     }
   }
+  // A project that maps sluice nowhere gets it from the registry, pinned to this version.
+  const mapsSluice = [...entries.keys()].some((specifier) =>
+    specifier === PACKAGE_NAME || specifier.startsWith(`${PACKAGE_NAME}/`)
+  );
+  if (!mapsSluice) {
+    for (const [specifier, target] of registryImports()) add(specifier, target);
+  }
   return [...entries.values()].sort((a, b) => byCodePoint(a.specifier, b.specifier));
 }
 
@@ -104,8 +119,8 @@ function importMap(root: string, config: Record<string, unknown>): ImportMapEntr
  *
  * @param configPath The `deno.json` to read.
  * @returns The resolved settings.
- * @throws {CodegenError} When the file is not JSON, or `sluice.flows` is missing, or a setting is
- * not a string (`invalid_config`).
+ * @throws {CodegenError} When the file is not JSON, or a setting is not a path
+ * (`invalid_config`).
  *
  * @example Usage
  * ```ts ignore
@@ -129,12 +144,16 @@ export async function readCodegenConfig(configPath: string): Promise<CodegenConf
       error instanceof SyntaxError ? `not plain JSON (${error.message})` : String(error),
     );
   }
-  const settings = isRecord(config) ? config.sluice : undefined;
-  if (!isRecord(settings) || typeof settings.flows !== "string" || settings.flows === "") {
+  const settings = isRecord(config) ? config.sluice ?? {} : undefined;
+  if (!isRecord(settings)) {
     throw invalid(
-      `expected a "sluice" key like { "flows": "./flows.ts", "functionsDir": "${DEFAULT_FUNCTIONS_DIR}" } ` +
-        `("functionsDir" is optional), got ${JSON.stringify(settings ?? null)}`,
+      `expected an optional "sluice" key like { "flows": "${DEFAULT_FLOWS_MODULE}", ` +
+        `"functionsDir": "${DEFAULT_FUNCTIONS_DIR}" }, got ${JSON.stringify(settings ?? null)}`,
     );
+  }
+  const flows = settings.flows ?? DEFAULT_FLOWS_MODULE;
+  if (typeof flows !== "string" || flows === "") {
+    throw invalid(`"sluice.flows" must be a path, got ${JSON.stringify(flows)}`);
   }
   const functionsDir = settings.functionsDir ?? DEFAULT_FUNCTIONS_DIR;
   if (typeof functionsDir !== "string" || functionsDir === "") {
@@ -144,7 +163,7 @@ export async function readCodegenConfig(configPath: string): Promise<CodegenConf
   return {
     root,
     configPath: path,
-    flowsModule: resolve(root, settings.flows),
+    flowsModule: resolve(root, flows),
     functionsDir: resolve(root, functionsDir),
     imports: importMap(root, config as Record<string, unknown>),
   };

@@ -1,5 +1,5 @@
 /**
- * The error `deno task gen:functions` throws for a configuration or flows module it cannot turn
+ * The error `sluice functions generate` throws for a configuration or flows module it cannot turn
  * into worker functions.
  *
  * @module
@@ -17,6 +17,9 @@
  *   hand-written `[functions.<name>]` table for a generated function.
  * - `invalid_name`: a flow or step slug, function name or queue name of an exported flow breaks
  *   the naming rules (a flow object forged past the builders' checks); it would become a path.
+ * - `outside_deploy_root`: a generated function would import a local file outside the directory
+ *   that holds `supabase/`, which `supabase functions deploy` does not upload.
+ * - `no_flows_module`: the flows module does not exist.
  *
  * @example Usage
  * ```ts
@@ -31,7 +34,9 @@ export type CodegenErrorReason =
   | "empty_flow"
   | "duplicate_flow"
   | "config_toml_conflict"
-  | "invalid_name";
+  | "invalid_name"
+  | "outside_deploy_root"
+  | "no_flows_module";
 
 /**
  * The fields of a {@linkcode CodegenError}.

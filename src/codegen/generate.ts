@@ -1,5 +1,5 @@
 /**
- * `generateFunctions()`: the engine of `deno task gen:functions`. Imports the flows module named in
+ * `generateFunctions()`: the engine of `sluice functions generate`. Imports the flows module named in
  * `deno.json`, plans one worker function per step of every step-queued flow and one per plain
  * flow, and writes (or, in check mode, only compares) the generated files.
  *
@@ -11,6 +11,8 @@ import { pathToFileURL } from "node:url";
 import { withFunctionTables } from "./_config_toml.ts";
 import { byCodePoint, projectPath } from "./_util.ts";
 import { type CodegenConfig, readCodegenConfig } from "./config.ts";
+import { assertInsideDeployRoot } from "./deploy_root.ts";
+import { CodegenError } from "./errors.ts";
 import { planWorkerFunctions, type WorkerFunctionSpec } from "./plan.ts";
 import {
   functionTables,
@@ -163,6 +165,15 @@ async function configToml(
  */
 export async function generateFunctions(options: GenerateOptions = {}): Promise<GenerateResult> {
   const config = await readCodegenConfig(options.configPath ?? "./deno.json");
+  assertInsideDeployRoot(config);
+  if (await readText(config.flowsModule) === undefined) {
+    throw new CodegenError(
+      `Cannot generate functions: the flows module ${config.flowsModule} does not exist; write ` +
+        `your flows there (export each Flow) or name another module in "sluice.flows" of ` +
+        config.configPath,
+      { reason: "no_flows_module", path: config.flowsModule },
+    );
+  }
   const namespace = await import(pathToFileURL(config.flowsModule).href);
   const specs = planWorkerFunctions(namespace, projectPath(config.root, config.flowsModule));
   const files = renderFunctionFiles(config, specs);

@@ -1,5 +1,5 @@
 /**
- * Code generation for Supabase Edge Functions (`deno task gen:functions`): one worker function per
+ * Code generation for Supabase Edge Functions (`sluice functions generate`): one worker function per
  * step of every step-queued flow and one per plain flow, each an entrypoint calling `serveWorker`,
  * with its `deno.json`, the `[functions.<name>]` config and a manifest.
  *

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "./postgres.ts";
 import { sentAtOnce, textLiteral, uuidLiteral } from "./sql_literal.ts";
 
 /** What `sluice.ensure_flow_compiled` answered (docs/internals/contracts.md §3). */

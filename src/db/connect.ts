@@ -4,7 +4,7 @@
  * @module
  */
 
-import postgres, { type Sql } from "postgres";
+import postgres, { type Sql } from "./postgres.ts";
 
 /**
  * Options of {@linkcode connect}.

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "./postgres.ts";
 
 /** What a worker function's `sluice.worker_functions` row says about starting a worker. */
 export interface FunctionState {

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "./postgres.ts";
 
 /**
  * postgres.js fetches the server's array types as the first statement of every new connection and

@@ -6,7 +6,7 @@
  * @module
  */
 
-import postgres, { type Sql } from "postgres";
+import postgres, { type Sql } from "./postgres.ts";
 
 /** What the listener connection reports. */
 export interface ListenerEvents {

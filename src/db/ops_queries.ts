@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "./postgres.ts";
 
 /** One row of `sluice.route_coverage`. */
 export interface CoverageRow extends Record<string, unknown> {
@@ -100,4 +100,17 @@ export async function pruneDataOlderThan(
     call sluice.prune_data_older_than(${interval}::interval)
   `;
   return result;
+}
+
+/**
+ * `sluice.delete_flow_and_data`: removes a flow with its runs, tasks, messages, private queues and
+ * aliases. Returns false (nothing changed) when no flow has that slug.
+ */
+export async function deleteFlowAndData(sql: Sql, flowSlug: string): Promise<boolean> {
+  const [{ exists }] = await sql<{ exists: boolean }[]>`
+    select exists (select 1 from sluice.flows where flow_slug = ${flowSlug}) as exists
+  `;
+  if (!exists) return false;
+  await sql`select sluice.delete_flow_and_data(${flowSlug})`;
+  return true;
 }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "./postgres.ts";
 import {
   integerLiteral,
   numberLiteral,

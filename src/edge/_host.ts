@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "../db/postgres.ts";
 import { connect } from "../db/connect.ts";
 import { readFunctionState } from "../db/edge_queries.ts";
 import { eitherMode } from "../dsl/either_mode.ts";

@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { CompileEnvironment } from "../client/compile_flow.ts";
 import { eitherMode } from "../dsl/either_mode.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { type ConnectionSource, resolveWorkerConfig } from "../worker/worker_config.ts";
@@ -107,8 +108,21 @@ export function resolveHostConfig(
     secret: secret === "" ? null : secret,
     selfUrl: resolveSelfUrl(context, functionName, options.selfUrl, setting("SUPABASE_URL")),
     connection,
-    workerOptions: { ...workerOnly(options), functionName, env },
+    workerOptions: {
+      ...workerOnly(options),
+      functionName,
+      env,
+      environment: options.environment ?? environmentSetting(setting("SLUICE_ENVIRONMENT")),
+    },
   };
+}
+
+/**
+ * `SLUICE_ENVIRONMENT`, so that a generated function can run in development (the worker checks
+ * the value and names it when it is neither `production` nor `development`).
+ */
+function environmentSetting(value: string | null): CompileEnvironment | undefined {
+  return value === null ? undefined : value as CompileEnvironment;
 }
 
 /** The error of a host without a secret: names the variables to set. */

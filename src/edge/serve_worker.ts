@@ -9,6 +9,7 @@ import type { AnyFlow } from "../dsl/flow.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
 import { jsonLineSink, Logger } from "../worker/logger.ts";
+import { processEnv } from "../worker/worker_config.ts";
 import { createWorkerHandler } from "./create_worker_handler.ts";
 import type {
   StepWorkerFunctionOptions,
@@ -28,9 +29,10 @@ import type {
  */
 export interface ServeListenOptions {
   /**
-   * Port to listen on (`0`: any free port; see `addr`).
+   * Port to listen on (`0`: any free port; see `addr`). Several generated functions served
+   * locally side by side each get their own `PORT`.
    *
-   * @default {8000}
+   * @default {env PORT (the `env` option, else the process environment), else 8000}
    */
   readonly port?: number;
   /**
@@ -190,7 +192,7 @@ export function serveWorker(
     isolate_id: handler.isolateId,
   });
   const server = Deno.serve({
-    port: options.port,
+    port: options.port ?? portFromEnv(handler.functionName, options.env ?? processEnv()),
     hostname: options.hostname,
     onListen: options.onListen ??
       ((addr) => logger.info("listening", { hostname: addr.hostname, port: addr.port })),
@@ -249,4 +251,22 @@ function startImmediatelyFromEnv(env: Readonly<Record<string, string | undefined
     // No --allow-env: start on the first request.
   }
   return value === "true" || value === "1";
+}
+
+/** `PORT` from the environment (the `env` option, else the process's), when set. */
+function portFromEnv(
+  functionName: string,
+  env: Readonly<Record<string, string | undefined>>,
+): number | undefined {
+  const value = env.PORT;
+  if (value === undefined || value === "") return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(
+      `Cannot serve worker function "${functionName}": PORT must be a port number (0-65535), got ${
+        JSON.stringify(value)
+      }`,
+    );
+  }
+  return port;
 }

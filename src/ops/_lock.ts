@@ -1,4 +1,4 @@
-import type { TransactionSql } from "postgres";
+import type { TransactionSql } from "../db/postgres.ts";
 
 /**
  * Takes the transaction-level advisory lock that serializes sluice's schema changes (PGMQ layer

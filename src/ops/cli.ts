@@ -19,34 +19,34 @@ import {
   type OptionSpec,
 } from "./commands/mod.ts";
 
-function usageLine(command: OpsCommand): string {
+function usageLine(command: OpsCommand, program: string): string {
   const positional = command.positional.map((name, i) =>
     command.variadic && i === command.positional.length - 1 ? ` <${name}>...` : ` <${name}>`
   ).join("");
   const options = (command.options ?? []).map((option) =>
     ` [--${option.name}${option.value === undefined ? "" : ` ${option.value}`}]`
   ).join("");
-  return `deno task ops ${command.name}${positional}${options}${command.json ? " [--json]" : ""}`;
+  return `${program} ${command.name}${positional}${options}${command.json ? " [--json]" : ""}`;
 }
 
-function help(): string {
+function help(program: string): string {
   const width = Math.max(...COMMANDS.map((command) => command.name.length));
   return [
-    "Usage: deno task ops <command> [arguments] [options] [--json]",
+    `Usage: ${program} <command> [arguments] [options] [--json]`,
     "",
     "Commands:",
     ...COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`),
     "",
-    "Connects to the database at DATABASE_URL. `deno task ops <command> --help` describes one",
+    `Connects to the database at DATABASE_URL. \`${program} <command> --help\` describes one`,
     "command. Exit codes: 0 done, 1 failed, 2 bad usage or DATABASE_URL unset.",
   ].join("\n");
 }
 
-function commandHelp(command: OpsCommand): string {
+function commandHelp(command: OpsCommand, program: string): string {
   const options = command.options ?? [];
   const width = Math.max(0, ...options.map((option) => optionLabel(option).length));
   return [
-    `Usage: ${usageLine(command)}`,
+    `Usage: ${usageLine(command, program)}`,
     "",
     command.description,
     ...(options.length === 0 ? [] : [
@@ -75,6 +75,12 @@ export interface OpsCliOptions {
    * @default {console.log and console.error}
    */
   readonly io?: OpsIo;
+  /**
+   * How usage and help name the program.
+   *
+   * @default {"deno task ops"}
+   */
+  readonly program?: string;
 }
 
 /** Splits a command's arguments; returns an error message for anything it does not accept. */
@@ -148,9 +154,10 @@ export async function main(
   options: OpsCliOptions = {},
 ): Promise<number> {
   const io = options.io ?? { out: console.log, err: console.error };
+  const program = options.program ?? "deno task ops";
   const [name] = args;
   if (name === undefined || name === "-h" || name === "--help" || name === "help") {
-    (name === undefined ? io.err : io.out)(help());
+    (name === undefined ? io.err : io.out)(help(program));
     return name === undefined ? 2 : 0;
   }
   const command = findCommand(args);
@@ -160,21 +167,21 @@ export async function main(
       io.err(
         `Cannot run ops ${JSON.stringify(name)}: give one of ${
           group.map((candidate) => candidate.name).join(", ")
-        }\n\n${group.map(usageLine).join("\n")}`,
+        }\n\n${group.map((candidate) => usageLine(candidate, program)).join("\n")}`,
       );
       return 2;
     }
-    io.err(`Cannot run ops ${JSON.stringify(name)}: no such command\n\n${help()}`);
+    io.err(`Cannot run ops ${JSON.stringify(name)}: no such command\n\n${help(program)}`);
     return 2;
   }
   const rest = args.slice(command.name.split(" ").length);
   if (rest.includes("-h") || rest.includes("--help")) {
-    io.out(commandHelp(command));
+    io.out(commandHelp(command, program));
     return 0;
   }
   const parsed = parseArgs(command, rest);
   if (typeof parsed === "string") {
-    io.err(`Cannot run ops ${command.name}: ${parsed}\n\n${commandHelp(command)}`);
+    io.err(`Cannot run ops ${command.name}: ${parsed}\n\n${commandHelp(command, program)}`);
     return 2;
   }
   const url = options.databaseUrl ?? Deno.env.get("DATABASE_URL");

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Sql, TransactionSql } from "postgres";
+import type { Sql, TransactionSql } from "../db/postgres.ts";
 import { lockSchemaChanges } from "./_lock.ts";
 import { readText } from "./_read_text.ts";
 

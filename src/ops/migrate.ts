@@ -1,23 +1,34 @@
 /**
- * The migration runner behind `deno task db:migrate`: installs the PGMQ layer when needed, then
- * applies every not yet applied file of `supabase/migrations/` in filename order.
+ * The migration runner behind `sluice migrate` (`deno task db:migrate`): installs the PGMQ layer
+ * when needed, then applies every not yet applied migration of sluice in filename order. Its files
+ * load next to this module, from disk or from the package's remote URL alike.
  *
  * @module
  */
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Sql } from "postgres";
+import type { Sql, TransactionSql } from "../db/postgres.ts";
 import { lockSchemaChanges } from "./_lock.ts";
 import { installPgmq, type PgmqInstall } from "./install_pgmq.ts";
+import { MIGRATION_FILES } from "./migration_files.ts";
+import { readText } from "./_read_text.ts";
 
 /** Options of {@linkcode migrate}. */
 export interface MigrateOptions {
   /**
-   * Directory holding the `*.sql` migration files (a `file:` URL or a path).
-   *
-   * @default {new URL("../../supabase/migrations/", import.meta.url)}
+   * A directory on disk (a `file:` URL or a path) whose `*.sql` files to apply instead of
+   * sluice's own migrations (see {@linkcode MIGRATION_FILES}).
    */
   directory?: URL | string;
+  /**
+   * The copies `sluice install` made in a Supabase project: sluice's file name -> the copy's
+   * file name in `supabase/migrations/`. A file applied here is also recorded in Supabase's ledger
+   * (`supabase_migrations.schema_migrations`) under its copy's version, so that
+   * `supabase migration up` afterwards skips it.
+   *
+   * @default {new Map()}
+   */
+  supabaseCopies?: ReadonlyMap<string, string>;
 }
 
 /** What {@linkcode migrate} did. */
@@ -26,6 +37,11 @@ export interface MigrateResult {
   pgmq: PgmqInstall;
   /** File names applied by this call, in the order applied; empty when all were applied before. */
   applied: string[];
+  /**
+   * File names not applied because Supabase's migration runner already did
+   * (`supabase_migrations.schema_migrations` records them, as the original or as a copy).
+   */
+  appliedBySupabase: string[];
 }
 
 /** Thrown when a migration file fails; the file's transaction was rolled back. */
@@ -75,7 +91,7 @@ export class MigrationChangedError extends Error {
   }
 }
 
-/** Default location of the migrations: `supabase/migrations/` of this package. */
+/** Location of sluice's migrations: `supabase/migrations/` of this package, on disk or remote. */
 export const MIGRATIONS_DIRECTORY: URL = new URL("../../supabase/migrations/", import.meta.url);
 
 /**
@@ -83,8 +99,9 @@ export const MIGRATIONS_DIRECTORY: URL = new URL("../../supabase/migrations/", i
  * and its checksum in `sluice_migrations.applied`, so a failing file leaves no trace and a re-run
  * continues with it. Before anything is applied, every recorded file still present is compared
  * with its recorded checksum; a row recorded before the ledger had checksums adopts the file's
- * current checksum. Concurrent callers are serialized by an advisory lock and never apply a file
- * twice.
+ * current checksum. A file Supabase's migration runner recorded as applied (under its own name or
+ * as a copy made by `sluice install`) is skipped and reported in `appliedBySupabase`. Concurrent
+ * callers are serialized by an advisory lock and never apply a file twice.
  *
  * @example
  * ```ts ignore
@@ -100,13 +117,16 @@ export const MIGRATIONS_DIRECTORY: URL = new URL("../../supabase/migrations/", i
  * @throws {MigrationError} when a migration file fails.
  */
 export async function migrate(sql: Sql, options: MigrateOptions = {}): Promise<MigrateResult> {
-  const directory = directoryUrl(options.directory ?? MIGRATIONS_DIRECTORY);
-  const files = await migrationFiles(directory);
+  const files = options.directory === undefined
+    ? await readMigrations(MIGRATIONS_DIRECTORY, MIGRATION_FILES)
+    : await readMigrations(...await listDirectory(options.directory));
   const done = await verifyLedger(sql, files);
+  const bySupabase = await appliedBySupabase(sql, files);
   const pgmq = await installPgmq(sql);
   const applied: string[] = [];
+  const copies = options.supabaseCopies ?? new Map<string, string>();
   for (const { file, text, checksum } of files) {
-    if (done.has(file)) continue;
+    if (done.has(file) || bySupabase.includes(file)) continue;
     try {
       const appliedNow = await sql.begin(async (tx) => {
         await lockSchemaChanges(tx);
@@ -125,6 +145,8 @@ export async function migrate(sql: Sql, options: MigrateOptions = {}): Promise<M
         await tx`
           insert into sluice_migrations.applied (file, checksum) values (${file}, ${checksum})
         `;
+        const copy = copies.get(file);
+        if (copy !== undefined) await recordInSupabaseLedger(tx, copy, text);
         return true;
       });
       if (appliedNow) applied.push(file);
@@ -133,7 +155,7 @@ export async function migrate(sql: Sql, options: MigrateOptions = {}): Promise<M
       throw new MigrationError(file, describe(error, text), error);
     }
   }
-  return { pgmq, applied };
+  return { pgmq, applied, appliedBySupabase: bySupabase };
 }
 
 interface MigrationFile {
@@ -185,24 +207,67 @@ async function verifyLedger(sql: Sql, files: MigrationFile[]): Promise<Set<strin
   });
 }
 
-function directoryUrl(directory: URL | string): URL {
-  const url = directory instanceof URL ? directory : pathToFileURL(resolve(directory));
-  if (url.protocol !== "file:") {
-    throw new TypeError(`Cannot read migrations from "${url.href}": not a file: URL`);
-  }
-  // Resolving file names against the directory needs the trailing slash.
-  return url.pathname.endsWith("/") ? url : new URL(`${url.href}/`);
+/**
+ * The files Supabase's migration runner recorded: a row's `version_name` is the original file
+ * (`supabase migration up` on sluice's own files), its `name` alone a copy `sluice install` made
+ * (`<new version>_<sluice's file name>`).
+ */
+async function appliedBySupabase(sql: Sql, files: MigrationFile[]): Promise<string[]> {
+  const [{ exists }] = await sql<{ exists: boolean }[]>`
+    select to_regclass('supabase_migrations.schema_migrations') is not null as exists
+  `;
+  if (!exists) return [];
+  const rows = await sql<{ version: string; name: string | null }[]>`
+    select version, name from supabase_migrations.schema_migrations
+  `;
+  const stems = new Set(rows.flatMap((row) => [`${row.version}_${row.name}`, row.name ?? ""]));
+  return files.map(({ file }) => file).filter((file) => stems.has(file.replace(/\.sql$/, "")));
 }
 
-async function migrationFiles(directory: URL): Promise<MigrationFile[]> {
+/**
+ * Records an applied copy in Supabase's ledger, created as `supabase migration up` creates it
+ * when absent, so that Supabase's runner skips the copy.
+ */
+async function recordInSupabaseLedger(tx: TransactionSql, copy: string, text: string) {
+  const [, version, name] = /^(\d+)_(.*)\.sql$/.exec(copy) ?? [];
+  await tx.unsafe(`
+    create schema if not exists supabase_migrations;
+    create table if not exists supabase_migrations.schema_migrations (version text primary key);
+    alter table supabase_migrations.schema_migrations add column if not exists statements text[];
+    alter table supabase_migrations.schema_migrations add column if not exists name text;
+  `);
+  await tx`
+    insert into supabase_migrations.schema_migrations (version, statements, name)
+    values (${version}, ${[text]}, ${name})
+    on conflict (version) do nothing
+  `;
+}
+
+/** The `*.sql` files of a directory on disk, in code-point order. */
+async function listDirectory(directory: URL | string): Promise<[URL, string[]]> {
+  let url = directory instanceof URL ? directory : pathToFileURL(resolve(directory));
+  if (url.protocol !== "file:") {
+    throw new TypeError(
+      `Cannot read migrations from "${url.href}": only a directory on disk can be listed`,
+    );
+  }
+  // Resolving file names against the directory needs the trailing slash.
+  if (!url.pathname.endsWith("/")) url = new URL(`${url.href}/`);
   const names: string[] = [];
-  for await (const entry of Deno.readDir(directory)) {
+  for await (const entry of Deno.readDir(url)) {
     if (entry.isFile && entry.name.endsWith(".sql")) names.push(entry.name);
   }
   // Code-point order, so that the timestamp prefixes order the files independent of the locale.
   names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return [url, names];
+}
+
+async function readMigrations(
+  directory: URL,
+  names: readonly string[],
+): Promise<MigrationFile[]> {
   return await Promise.all(names.map(async (file) => {
-    const text = await Deno.readTextFile(new URL(file, directory));
+    const text = await readText(new URL(file, directory));
     // A checkout with CRLF line endings holds the same migration.
     const bytes = new TextEncoder().encode(text.replaceAll("\r\n", "\n"));
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "../db/postgres.ts";
 import { isTransientDatabaseError } from "./_errors.ts";
 import { describeError } from "./describe_error.ts";
 import { heartbeatWorker, requeueStalledTasks } from "../db/worker_queries.ts";

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "../db/postgres.ts";
 import type { StepHandler } from "../dsl/step_definition.ts";
 import { describeError } from "./describe_error.ts";
 import { Heartbeat } from "./_heartbeat.ts";

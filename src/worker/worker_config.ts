@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "../db/postgres.ts";
 import type { BaseWorkerOptions } from "./worker_options.ts";
 
 /** Environment variables as handlers and the Edge host see them. */

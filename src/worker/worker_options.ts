@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "../db/postgres.ts";
 import type { CompileEnvironment } from "../client/compile_flow.ts";
 import type { LogLevel, LogSink } from "./logger.ts";
 

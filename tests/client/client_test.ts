@@ -69,6 +69,9 @@ Deno.test("compileFlow() in production throws FlowShapeMismatchError for a chang
   assert.match(error.message, /^Cannot compile flow "orders": the definition differs/);
   assert.match(error.message, / {2}- step 1 \("ship"\)/);
   assert.match(error.message, /new concrete slug \(e\.g\. "orders_v2"\)/);
+  // The development way out, besides the production one.
+  assert.match(error.message, /SLUICE_ENVIRONMENT=development, or sluice dev/);
+  assert.match(error.message, /`sluice flows reset orders`$/);
   const [{ pattern }] = await db.sql`
     select required_input_pattern as pattern from sluice.steps where step_slug = 'ship'`;
   assert.equal(pattern, null);

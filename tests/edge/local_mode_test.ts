@@ -1,9 +1,22 @@
 // The same entrypoint as a plain Deno process: no EdgeRuntime, no respawn, stop on signals.
 import assert from "node:assert/strict";
+import { compileFlow } from "../../src/client/compile_flow.ts";
+import { startFlow } from "../../src/client/start_flow.ts";
+import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { serveWorker } from "../../src/edge/mod.ts";
 import { freshDatabase } from "../_db.ts";
-import { call, countingServer, LogCapture, SECRET, waitUntil, workerCounts } from "./_helpers.ts";
+import { lineReader } from "../_support.ts";
+import {
+  call,
+  countingServer,
+  LogCapture,
+  SECRET,
+  serve,
+  testHandler,
+  waitUntil,
+  workerCounts,
+} from "./_helpers.ts";
 
 Deno.test("as a plain process the entrypoint starts at once and stops gracefully on SIGTERM", async () => {
   await using db = await freshDatabase();
@@ -88,26 +101,56 @@ Deno.test("without EdgeRuntime, beforeunload is not the platform's: the worker k
 });
 
 /** Reads a byte stream line by line; `next()` gives `null` at the end. */
-function lineReader(stream: ReadableStream<Uint8Array>): { next(): Promise<string | null> } {
-  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  return {
-    async next() {
-      for (;;) {
-        const newline = buffer.indexOf("\n");
-        if (newline >= 0) {
-          const line = buffer.slice(0, newline);
-          buffer = buffer.slice(newline + 1);
-          return line;
-        }
-        const { value, done } = await reader.read();
-        if (done) {
-          const rest = buffer;
-          buffer = "";
-          return rest === "" ? null : rest;
-        }
-        buffer += value;
-      }
-    },
-  };
-}
+Deno.test("SLUICE_ENVIRONMENT=development lets a worker function recompile a changed flow; production refuses it", async () => {
+  await using db = await freshDatabase();
+  const logs = new LogCapture();
+  await compileFlow(db.sql, new Flow({ slug: "dev_edge" }).step({ slug: "a" }, () => 1));
+  const changed = new Flow({ slug: "dev_edge" }).step({ slug: "b" }, () => 2);
+
+  await using production = testHandler(changed, db, logs);
+  await using productionServer = serve(production.fetch);
+  const refused = await waitUntil(async () => {
+    const answer = await call(productionServer.url);
+    return answer.body.status === "failed" ? answer : null;
+  }, "the production worker to fail");
+  assert.match(
+    refused.body.error ?? "",
+    /FlowShapeMismatchError[\s\S]*SLUICE_ENVIRONMENT=development/,
+  );
+
+  await using development = testHandler(changed, db, logs, {
+    env: { SLUICE_ENVIRONMENT: "development" },
+  });
+  await using developmentServer = serve(development.fetch);
+  await waitUntil(async () => {
+    const answer = await call(developmentServer.url);
+    return answer.body.status === "running" ? answer : null;
+  }, "the development worker to run");
+  const runId = await startFlow(db.sql, changed, {});
+  assert.deepEqual(await waitForRun(db.sql, runId, { flow: changed, timeoutMs: 10_000 }), { b: 2 });
+});
+
+Deno.test("serveWorker listens on PORT from the environment and names a bad one", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow({ slug: "port_env" }).step({ slug: "a" }, () => 1);
+  const port = (() => {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const { port } = listener.addr as Deno.NetAddr;
+    listener.close();
+    return port;
+  })();
+  const served = serveWorker(flow, {
+    hostname: "127.0.0.1",
+    connectionString: db.url,
+    secret: SECRET,
+    env: { PORT: String(port) },
+    handleSignals: false,
+    onListen: () => {},
+  });
+  assert.equal(served.addr.port, port);
+  await served[Symbol.asyncDispose]();
+  assert.throws(
+    () => serveWorker(flow, { connectionString: db.url, secret: SECRET, env: { PORT: "eighty" } }),
+    /PORT must be a port number \(0-65535\), got "eighty"/,
+  );
+});

@@ -5,6 +5,7 @@ import {
   MigrationError,
   MIGRATIONS_DIRECTORY,
 } from "../../src/ops/migrate.ts";
+import { MIGRATION_FILES } from "../../src/ops/migration_files.ts";
 import { freshDatabase, installedPgmq } from "../_db.ts";
 
 // On an empty database migrate() installs PGMQ the way the server allows: the extension where it is
@@ -51,7 +52,7 @@ Deno.test("migrate() installs PGMQ and applies every shipped migration in filena
   assert.equal(files[0], "20261130000000_pgmq_extension.sql");
 
   const result = await migrate(db.sql);
-  assert.deepEqual(result, { pgmq: INSTALLS, applied: files });
+  assert.deepEqual(result, { pgmq: INSTALLS, applied: files, appliedBySupabase: [] });
   assert.deepEqual(await recorded(db.sql), files);
 });
 
@@ -59,7 +60,7 @@ Deno.test("migrate() run again is a no-op", async () => {
   await using db = await freshDatabase({ empty: true });
   await migrate(db.sql);
   const before = await db.sql`select file, applied_at from sluice_migrations.applied order by file`;
-  assert.deepEqual(await migrate(db.sql), { pgmq: "present", applied: [] });
+  assert.deepEqual(await migrate(db.sql), { pgmq: "present", applied: [], appliedBySupabase: [] });
   const after = await db.sql`select file, applied_at from sluice_migrations.applied order by file`;
   assert.deepEqual([...after], [...before]);
 });
@@ -86,7 +87,11 @@ Deno.test("a failing migration rolls back whole, its error names the file, and a
 
   await dir.write("002_b.sql", "create table b (id int);\ninsert into b values (1);\n");
   const result = await migrate(db.sql, { directory: dir.path });
-  assert.deepEqual(result, { pgmq: "present", applied: ["002_b.sql", "003_c.sql"] });
+  assert.deepEqual(result, {
+    pgmq: "present",
+    applied: ["002_b.sql", "003_c.sql"],
+    appliedBySupabase: [],
+  });
   const [b] = await db.sql`select count(*)::int as n from b`;
   assert.equal(b.n, 1);
 });
@@ -128,6 +133,7 @@ Deno.test("migrate() records the sha256 of each applied file; CRLF line endings 
   assert.deepEqual(await migrate(db.sql, { directory: dir.path }), {
     pgmq: "present",
     applied: [],
+    appliedBySupabase: [],
   });
 });
 
@@ -206,12 +212,19 @@ Deno.test("concurrent migrate() calls apply each migration exactly once", async 
   assert.deepEqual([...log], ["001", "002", "003", "004", "005"].map((file) => ({ file, n: 1 })));
 });
 
+Deno.test("MIGRATION_FILES lists exactly the files of supabase/migrations, in order", async () => {
+  assert.deepEqual([...MIGRATION_FILES], await shippedMigrations());
+});
+
 Deno.test("deno task db:migrate needs DATABASE_URL and reports what it applied", async () => {
   await using db = await freshDatabase({ empty: true });
-  const cli = new URL("../../src/ops/migrate_cli.ts", import.meta.url).pathname;
+  const cli = new URL("../../cli.ts", import.meta.url).pathname;
+  // Outside any Supabase project: no installed copies to record for Supabase's runner.
+  const cwd = await Deno.makeTempDir({ prefix: "sluice-migrate-cli-" });
   const run = async (env: Record<string, string>) => {
     const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", cli],
+      args: ["run", "-A", cli, "migrate"],
+      cwd,
       env,
       clearEnv: true,
     }).output();
@@ -242,4 +255,5 @@ Deno.test("deno task db:migrate needs DATABASE_URL and reports what it applied",
 
   const again = await run({ ...env, DATABASE_URL: db.url });
   assert.equal(again.stdout, "pgmq: already installed, left as is\nmigrations: up to date\n");
+  await Deno.remove(cwd, { recursive: true });
 });

@@ -321,3 +321,20 @@ Deno.test("deno task ops coverage runs as a process and exits 0 with a MISSING r
   assert.equal(code, 0);
   assert.match(new TextDecoder().decode(stdout), /thread_digest__fetch_posts +0 +1 {2}MISSING/);
 });
+
+Deno.test("ops flows reset deletes a flow with its runs and queues, and names an unknown slug", async () => {
+  await using db = await freshDatabase();
+  await compile(db.sql, threadDigest);
+  await db.sql`select sluice.start_flow('thread_digest', '{"threadId": "t1", "posts": []}'::jsonb)`;
+  const reset = await ops(db.url, "flows", "reset", "thread_digest");
+  assert.equal(reset.code, 0, reset.err);
+  assert.equal(reset.out, 'Deleted flow "thread_digest" with all its runs, tasks and queues.');
+  const [{ flows, runs }] = await db.sql`
+    select (select count(*)::int from sluice.flows) as flows,
+           (select count(*)::int from sluice.runs) as runs`;
+  assert.deepEqual({ flows, runs }, { flows: 0, runs: 0 });
+
+  const unknown = await ops(db.url, "flows", "reset", "thread_digest");
+  assert.equal(unknown.code, 1);
+  assert.equal(unknown.err, 'Cannot reset flow "thread_digest": no flow has that slug (see runs)');
+});

@@ -11,7 +11,7 @@ const ENTRY_POINTS = [
   "src/codegen/mod.ts",
   "src/codegen/cli.ts",
   "src/ops/cli.ts",
-  "src/ops/migrate_cli.ts",
+  "cli.ts",
 ];
 
 interface Dependency {

@@ -1,6 +1,6 @@
 // What every `deno task ops` command provides, and the small helpers they share.
 
-import type { Sql } from "postgres";
+import type { Sql } from "../../db/postgres.ts";
 
 /** Where a command prints: one line per call. */
 export interface OpsIo {

@@ -1,6 +1,6 @@
 // Setting `enabled` of worker functions, shared by `functions enable|disable` and the fence.
 
-import type { Sql } from "postgres";
+import type { Sql } from "../../db/postgres.ts";
 import { type OpsIo, printListing } from "./_command.ts";
 
 /** One function whose `enabled` was set, with its previous value. */

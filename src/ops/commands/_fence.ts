@@ -1,6 +1,6 @@
 // What the `fence` commands share: their options, the affected set, the drain view.
 
-import type { Sql } from "postgres";
+import type { Sql } from "../../db/postgres.ts";
 import { DEFAULT_STATE_FILE, readFenceState } from "../_fence_state.ts";
 import { type CommandArgs, type OptionSpec, optionString, parseDuration } from "./_command.ts";
 

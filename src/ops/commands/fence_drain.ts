@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "../../db/postgres.ts";
 import { formatTime, type OpsCommand, type OpsIo } from "./_command.ts";
 import {
   fencedNames,

@@ -13,6 +13,7 @@ import { fenceDisableCommand } from "./fence_disable.ts";
 import { fenceDrainCommand } from "./fence_drain.ts";
 import { fenceRecordCommand } from "./fence_record.ts";
 import { fenceRestoreCommand } from "./fence_restore.ts";
+import { flowsResetCommand } from "./flows_reset.ts";
 import {
   functionsDeprecateCommand,
   functionsDisableCommand,
@@ -48,4 +49,5 @@ export const COMMANDS: readonly OpsCommand[] = [
   fenceRestoreCommand,
   fenceConfirmCommand,
   pruneCommand,
+  flowsResetCommand,
 ];

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type { Sql } from "../../db/postgres.ts";
 import { getRun, type RunState, type StepState } from "../../client/get_run.ts";
 import { getRunTasks, type TaskState } from "../../client/get_run_tasks.ts";
 import {

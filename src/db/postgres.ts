@@ -1,0 +1,20 @@
+/**
+ * The postgres.js driver, pinned here by its full npm specifier: a package loaded from a remote
+ * URL gets no import map, so a bare `postgres` would not resolve in a user's project. Every other
+ * module imports the driver (and its types) from this one.
+ *
+ * @module
+ */
+
+// deno-lint-ignore no-import-prefix
+import postgres from "npm:postgres@3.4.9";
+
+export default postgres;
+
+/** A postgres.js client (a pool). */
+// deno-lint-ignore ban-types
+export type Sql<T extends Record<string, unknown> = {}> = postgres.Sql<T>;
+
+/** The client of one postgres.js transaction. */
+// deno-lint-ignore ban-types
+export type TransactionSql<T extends Record<string, unknown> = {}> = postgres.TransactionSql<T>;

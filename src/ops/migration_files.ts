@@ -1,0 +1,30 @@
+/**
+ * sluice's migrations in the order they apply: the files of `supabase/migrations/`, listed because
+ * a package loaded from a remote URL cannot list a directory. tests/ops/migrate_test.ts checks that
+ * this list equals the directory; add every new migration here.
+ *
+ * @module
+ */
+
+/** The file names of sluice's migrations, in order. */
+export const MIGRATION_FILES: readonly string[] = [
+  "20261130000000_pgmq_extension.sql",
+  "20261130000100_sluice_definitions.sql",
+  "20261130000200_sluice_runtime_tables.sql",
+  "20261130000250_sluice_lock_run_steps.sql",
+  "20261130000300_sluice_workers.sql",
+  "20261130000350_sluice_retry_policy.sql",
+  "20261130000400_sluice_run_transitions.sql",
+  "20261130000500_sluice_start_flow.sql",
+  "20261130000600_sluice_start_tasks.sql",
+  "20261130000700_sluice_complete_tasks.sql",
+  "20261130000800_sluice_fail_task.sql",
+  "20261130000900_sluice_requeue_stalled_tasks.sql",
+  "20261130001000_sluice_queue_names.sql",
+  "20261130001100_sluice_ensure_flow_compiled.sql",
+  "20261130001200_sluice_maintenance.sql",
+  "20261130001300_sluice_monitoring_views.sql",
+  "20261130001400_sluice_respawn_debounce.sql",
+  "20261130001500_sluice_privileges.sql",
+  "20261130001600_sluice_rollout.sql",
+];

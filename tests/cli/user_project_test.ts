@@ -1,0 +1,364 @@
+// sluice in a user's own Supabase project, end to end. The project is a temporary directory with
+// supabase/ and no sluice checkout; sluice comes from a loopback server of exactly the files
+// `deno publish` would upload. JSR is not reachable here, so the project's deno.json maps
+// @sluice/sluice to that server where a user's maps it to jsr:@sluice/sluice@<version> (and its
+// "sluice" task runs the served cli.ts where `sluice install` writes `jsr:@sluice/sluice@.../cli`).
+// Supabase's own migration runner is the real Supabase CLI from npm (scripts/setup.sh installs it).
+// Every command of docs/getting_started.md runs here, in its order; the few that need Supabase's
+// hosted platform or Docker have a stand-in, listed in STAND_INS.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { installPgmq } from "../../src/ops/install_pgmq.ts";
+import { freshDatabase, installedPgmq, type TestDatabase } from "../_db.ts";
+import { lineReader, waitUntil } from "../_support.ts";
+import { servePackage } from "./_package_server.ts";
+
+const ROOT = new URL("../../", import.meta.url);
+const SUPABASE_VERSION = "2.122.1";
+const SECRET = "e2e-worker-secret";
+
+/** Documented commands that need Docker or Supabase's platform, and what the test does instead. */
+const STAND_INS: Record<string, string> = {
+  "supabase init": "creates supabase/ by hand",
+  "supabase start": "uses a fresh database of the test server as DATABASE_URL",
+  'echo "SLUICE_WORKER_SECRET=$(openssl rand -hex 32)" >> supabase/functions/.env':
+    "passes the secret in each function's environment",
+  "supabase functions serve":
+    "runs each generated function with `deno run` and its own deno.json and PORT",
+  "supabase functions deploy": "the import graph check (deno info) stands in for the upload",
+  "supabase secrets set SLUICE_WORKER_SECRET=...": "passes the secret in each function's env",
+};
+
+function supabaseCli(): string {
+  const path = Deno.env.get("SLUICE_SUPABASE_CLI") ??
+    new URL(".tools/supabase/node_modules/.bin/supabase", ROOT).pathname;
+  try {
+    Deno.statSync(path);
+  } catch {
+    throw new Error(
+      `Cannot find the Supabase CLI ${SUPABASE_VERSION} at ${path}: run bash scripts/setup.sh`,
+    );
+  }
+  return path;
+}
+
+function codeBlocks(markdown: string, lang: string): string[] {
+  return [...markdown.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)]
+    .filter((match) => match[1] === lang).map((match) => match[2]);
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
+
+/** `supabase migration up` reaches the test database instead of the Docker one. */
+function supabaseArgs(args: string[], databaseUrl: string): string[] {
+  if (args.join(" ") !== "migration up") return args;
+  return [...args, "--db-url", `${databaseUrl}?sslmode=disable`];
+}
+
+class UserProject {
+  readonly ran = new Set<string>();
+  constructor(
+    readonly dir: string,
+    readonly pkg: string,
+    readonly env: Record<string, string>,
+  ) {}
+
+  /** Runs a documented command line in the project; `supabase` is the npm CLI. */
+  async sh(line: string, extraEnv: Record<string, string> = {}): Promise<string> {
+    this.ran.add(line);
+    const [program, ...args] = line.split(" ");
+    const command = program === "supabase" ? supabaseCli() : Deno.execPath();
+    const env = { ...this.env, ...extraEnv };
+    const { code, stdout, stderr } = await new Deno.Command(command, {
+      args: program === "supabase" ? supabaseArgs(args, env.DATABASE_URL) : args,
+      cwd: this.dir,
+      env,
+      clearEnv: true,
+      stdin: "null",
+      // A hung command fails the test with its output instead of hanging it.
+      signal: AbortSignal.timeout(120_000),
+    }).output();
+    const out = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+    assert.equal(code, 0, `${line} failed:\n${out}`);
+    return out;
+  }
+
+  async write(path: string, text: string): Promise<void> {
+    await Deno.mkdir(join(this.dir, path, ".."), { recursive: true });
+    await Deno.writeTextFile(join(this.dir, path), text);
+  }
+
+  read(path: string): Promise<string> {
+    return Deno.readTextFile(join(this.dir, path));
+  }
+
+  /** Every file of the project (but Deno's lockfile), path -> text. */
+  async snapshot(): Promise<Map<string, string>> {
+    const files = new Map<string, string>();
+    const walk = async (dir: string) => {
+      for await (const entry of Deno.readDir(join(this.dir, dir))) {
+        const path = dir === "" ? entry.name : `${dir}/${entry.name}`;
+        if (entry.isDirectory) await walk(path);
+        else if (path !== "deno.lock") files.set(path, await this.read(path));
+      }
+    };
+    await walk("");
+    return files;
+  }
+}
+
+/** A database as a new Supabase project has it: PGMQ offered by the server. */
+async function supabaseLikeDatabase(): Promise<TestDatabase> {
+  const db = await freshDatabase({ empty: true });
+  // Supabase's server ships the pgmq extension; plain PostgreSQL in compat mode does not, so the
+  // compat layer stands in for it before Supabase's runner applies sluice's first migration.
+  if (installedPgmq() === "compat") await installPgmq(db.sql);
+  return db;
+}
+
+async function newProject(pkg: string, db: TestDatabase): Promise<UserProject> {
+  const dir = await Deno.makeTempDir({ prefix: "sluice-user-project-" });
+  const env: Record<string, string> = {
+    HOME: Deno.env.get("HOME") ?? "/",
+    PATH: Deno.env.get("PATH") ?? "",
+    DATABASE_URL: db.url,
+    NO_COLOR: "1",
+    SUPABASE_TELEMETRY_DISABLED: "1",
+    DO_NOT_TRACK: "1",
+  };
+  for (const name of ["DENO_DIR", "DENO_TLS_CA_STORE"]) {
+    const value = Deno.env.get(name);
+    if (value !== undefined) env[name] = value;
+  }
+  const project = new UserProject(dir, pkg, env);
+  // `supabase init` stand-in, plus one migration of the user's own that is already applied.
+  await Deno.mkdir(join(dir, "supabase/migrations"), { recursive: true });
+  await project.write(
+    "supabase/migrations/20250101000000_profiles.sql",
+    "create table public.profiles (id bigint primary key, name text not null);\n",
+  );
+  // The registry stand-in: what a user's deno.json holds after install, with jsr: replaced.
+  const imports = Object.fromEntries(
+    [["", "mod.ts"], ["/client", "src/client/mod.ts"], ["/edge", "src/edge/mod.ts"], [
+      "/worker",
+      "src/worker/mod.ts",
+    ]].map(([subpath, file]) => [`@sluice/sluice${subpath}`, `${pkg}${file}`]),
+  );
+  await project.write(
+    "deno.json",
+    `${
+      JSON.stringify(
+        { imports, tasks: { sluice: `deno run -A --config deno.json ${pkg}cli.ts` } },
+        null,
+        2,
+      )
+    }\n`,
+  );
+  return project;
+}
+
+const FLOWS = `import { Flow, withStepQueues } from "@sluice/sluice";
+
+export const greetUser = withStepQueues(
+  new Flow<{ name: string }>({ slug: "greet_user" })
+    .step({ slug: "hello" }, (input) => \`Hello, \${input.name}\`)
+    .step({ slug: "shout", dependsOn: ["hello"] }, (input) => input.hello.toUpperCase()),
+);
+`;
+
+/** The flow after a shape change: one more step. */
+const FLOWS_V2 = FLOWS.replace(
+  "input.hello.toUpperCase()),",
+  'input.hello.toUpperCase())\n    .step({ slug: "exclaim", dependsOn: ["shout"] }, (input) => `${input.shout}!`),',
+);
+
+/** Runs one generated function as `supabase functions serve` would: its own deno.json and PORT. */
+function serveFunction(project: UserProject, name: string, port: number): Deno.ChildProcess {
+  const dir = `supabase/functions/${name}`;
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--no-lock", "--config", `${dir}/deno.json`, `${dir}/index.ts`],
+    cwd: project.dir,
+    env: {
+      ...project.env,
+      PORT: String(port),
+      SLUICE_DATABASE_URL: project.env.DATABASE_URL,
+      SLUICE_WORKER_SECRET: SECRET,
+    },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+}
+
+Deno.test("a user's Supabase project: install, migrate both ways, generate, serve, run", async () => {
+  await using pkg = await servePackage();
+  await using db = await supabaseLikeDatabase();
+  const project = await newProject(pkg.url, db);
+  const children: Deno.ChildProcess[] = [];
+  try {
+    // An existing project: its own migration is applied before sluice arrives.
+    await project.sh("supabase migration up");
+
+    const install = await project.sh(`deno run -A ${pkg.url}cli.ts install`);
+    project.ran.add("deno run -A jsr:@sluice/sluice@0.1.0/cli install");
+    assert.match(install, /created supabase\/migrations\/\d+_20261130000000_pgmq_extension\.sql/);
+    assert.match(install, /created supabase\/config\.toml with \[edge_runtime\]/);
+    const names = [...Deno.readDirSync(join(project.dir, "supabase/migrations"))]
+      .map((entry) => entry.name).sort();
+    assert.equal(names[0], "20250101000000_profiles.sql", "the user's migration stays first");
+
+    // sluice's runner first: it records its files for Supabase's, which then has nothing to do.
+    const migrated = await project.sh("deno task sluice migrate");
+    assert.match(
+      migrated,
+      /applied 20261130000100_sluice_definitions\.sql \(recorded for supabase/,
+    );
+    assert.match(await project.sh("supabase migration up"), /up to date/i);
+
+    await project.write("supabase/functions/_shared/flows.ts", FLOWS);
+    const generated = await project.sh("deno task sluice functions generate");
+    assert.match(generated, /2 worker functions/);
+    const toml = await project.read("supabase/config.toml");
+    assert.match(toml, /\[functions\."greet-user--hello"\]\nenabled = true\nverify_jwt = false/);
+    assert.match(toml, /policy = "per_worker"/);
+
+    // What `supabase functions deploy` uploads: every local module of the graph must be inside
+    // the project; the rest are registry modules (here the loopback stand-in) and npm packages.
+    for (const name of ["greet-user--hello", "greet-user--shout"]) {
+      const dir = `supabase/functions/${name}`;
+      const info = JSON.parse(
+        await project.sh(`deno info --json --no-lock --config ${dir}/deno.json ${dir}/index.ts`),
+      ) as { modules: { specifier: string }[] };
+      const projectUrl = `file://${project.dir}/`;
+      for (const { specifier } of info.modules) {
+        assert.ok(
+          specifier.startsWith(projectUrl) || specifier.startsWith(pkg.url) ||
+            specifier.startsWith("npm:") || specifier.startsWith("node:"),
+          `${name} imports ${specifier}, outside the project and not from the registry`,
+        );
+      }
+      assert.ok(info.modules.some((m) => m.specifier === `${projectUrl}${dir}/index.ts`));
+    }
+
+    // Two step functions side by side, each on its own port, started by an HTTP request.
+    const ports = [freePort(), freePort()];
+    children.push(serveFunction(project, "greet-user--hello", ports[0]));
+    children.push(serveFunction(project, "greet-user--shout", ports[1]));
+    for (const port of ports) {
+      await waitUntil(async () => {
+        const response = await fetch(`http://127.0.0.1:${port}/`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${SECRET}` },
+        }).catch(() => null);
+        const body = await response?.json();
+        return body?.status === "running" ? body : null;
+      }, `the function on port ${port} to run its worker`);
+    }
+
+    await project.write(
+      "producer.ts",
+      `import { connect, startFlow, waitForRun } from "@sluice/sluice";
+import { greetUser } from "./supabase/functions/_shared/flows.ts";
+
+const sql = connect(Deno.env.get("DATABASE_URL")!);
+const runId = await startFlow(sql, greetUser, { name: "Ada" });
+console.log(runId);
+console.log(JSON.stringify(await waitForRun(sql, runId, { flow: greetUser, timeoutMs: 30_000 })));
+await sql.end();
+`,
+    );
+    const [runId, output] = (await project.sh("deno run -A producer.ts")).trim().split("\n");
+    assert.deepEqual(JSON.parse(output), { shout: "HELLO, ADA" });
+    const watched = await project.sh(`deno task sluice run ${runId}`);
+    project.ran.add("deno task sluice run <run_id>");
+    assert.match(watched, /completed/);
+
+    // Re-running install and migrate changes nothing.
+    const before = await project.snapshot();
+    assert.match(await project.sh(`deno run -A ${pkg.url}cli.ts install`), /nothing to do/);
+    assert.match(await project.sh("deno task sluice migrate"), /migrations: up to date/);
+    assert.deepEqual(await project.snapshot(), before);
+
+    // Supabase's runner first, on another database: sluice's then finds its files applied.
+    await using other = await supabaseLikeDatabase();
+    const otherEnv = { DATABASE_URL: other.url };
+    assert.match(
+      await project.sh("supabase migration up", otherEnv),
+      /Applying migration \d+_20261130001600_sluice_rollout\.sql/,
+    );
+    const recognized = await project.sh("deno task sluice migrate", otherEnv);
+    assert.match(recognized, /17 already applied by Supabase's migration runner/);
+    assert.match(recognized, /migrations: up to date/);
+
+    // Development: change the flow's shape and run it with `sluice dev`, which recompiles it
+    // (development mode) now that the served functions, its old workers, have stopped.
+    for (const child of children) child.kill("SIGTERM");
+    await Promise.all(children.map((child) => child.status));
+    children.length = 0;
+    await project.write("supabase/functions/_shared/flows.ts", FLOWS_V2);
+    const dev = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--config", "deno.json", `${pkg.url}cli.ts`, "dev"],
+      cwd: project.dir,
+      env: project.env,
+      clearEnv: true,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    children.push(dev);
+    const devErr = new Response(dev.stderr).text();
+    project.ran.add("deno task sluice dev");
+    // Drain dev's output all along: a full pipe would block its logging, and so its workers.
+    const devLines: string[] = [];
+    const running = Promise.withResolvers<void>();
+    const devDone = (async () => {
+      const devOut = lineReader(dev.stdout);
+      for (let line = await devOut.next(); line !== null; line = await devOut.next()) {
+        devLines.push(line);
+        if (line.startsWith("sluice dev: ")) running.resolve();
+      }
+      running.reject(
+        new Error(`sluice dev ended before running:\n${devLines.join("\n")}\n${await devErr}`),
+      );
+    })();
+    await running.promise;
+    const [, changed] = (await project.sh("deno run -A producer.ts")).trim().split("\n");
+    assert.deepEqual(JSON.parse(changed), { exclaim: "HELLO, ADA!" });
+    dev.kill("SIGTERM");
+    await devDone;
+    assert.equal((await dev.status).code, 0, `${devLines.join("\n")}\n${await devErr}`);
+    children.length = 0;
+    assert.ok(devLines.some((line) => line.startsWith("[greet-user--exclaim] info ")));
+    assert.ok(devLines.some((line) => line.startsWith("[greet-user--hello] info ")));
+
+    assert.match(await project.sh("deno task sluice flows reset greet_user"), /Deleted flow/);
+
+    const documented = codeBlocks(
+      await Deno.readTextFile(new URL("docs/getting_started.md", ROOT)),
+      "sh",
+    ).flatMap((block) => block.split("\n")).map((line) => line.trim())
+      .filter((line) => line !== "" && !line.startsWith("#") && !line.startsWith("export "));
+    for (const line of documented) {
+      assert.ok(
+        project.ran.has(line) || line in STAND_INS,
+        `docs/getting_started.md runs \`${line}\`, which this test neither runs nor stands in for`,
+      );
+    }
+  } finally {
+    for (const child of children) {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Already exited.
+      }
+      await child.status;
+    }
+    await Deno.remove(project.dir, { recursive: true });
+  }
+});
