@@ -105,8 +105,8 @@ const MIXED_EVENTS = (runId: string): Event[] => [
   { type: "run:completed", runId, flowSlug: "evts", output: { flaky: "ok" } },
 ];
 
-/** Drives a run of MIXED_FLOW: the map's tasks one by one, flaky failing its first attempt. */
-async function driveMixedRun(sql: Sql, runId: string): Promise<void> {
+/** Drives the one run of MIXED_FLOW: the map's tasks one by one, flaky failing its first attempt. */
+async function driveMixedRun(sql: Sql): Promise<void> {
   const workerId = await registerWorker(sql, "evts", "evts");
   let flakyAttempts = 0;
   const act = (task: { step_slug: string; input: unknown }) => {
@@ -131,7 +131,7 @@ Deno.test("a run with a map, a skipped step and a retried failure sends exactly 
   await db.sql`select sluice.start_flow('evts', ${
     json(db.sql, { tier: "silver" })
   }::jsonb, ${runId})`;
-  await driveMixedRun(db.sql, runId);
+  await driveMixedRun(db.sql);
   await waitUntil(() => notified.some(isTerminal), "the terminal event over NOTIFY");
 
   assert.deepEqual(withoutAt(notified), MIXED_EVENTS(runId));
@@ -151,7 +151,7 @@ Deno.test("sluice.run_events() replays a run's state as the events that led to i
   await db.sql`select sluice.start_flow('evts', ${
     json(db.sql, { tier: "silver" })
   }::jsonb, ${runId})`;
-  await driveMixedRun(db.sql, runId);
+  await driveMixedRun(db.sql);
   await waitUntil(() => notified.some(isTerminal), "the terminal event over NOTIFY");
 
   const [{ events }] = await db.sql<
