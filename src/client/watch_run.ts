@@ -8,29 +8,14 @@ import type { Sql } from "postgres";
 import { readRunEvents } from "../db/event_queries.ts";
 import { type ListenerConnection, openListenerConnection } from "../db/listener.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
-import { runChannel, type RunEvent, type RunEventPayload } from "../events/run_event.ts";
+import {
+  runChannel,
+  type RunEvent,
+  type RunEventPayload,
+  type RunHandle,
+} from "../events/run_event.ts";
 import { RunEventFeed } from "../events/run_event_feed.ts";
 import { assertUuid } from "./_uuid.ts";
-
-/**
- * A run together with its flow, so that events are typed without naming the flow again.
- *
- * @typeParam F The run's flow type.
- *
- * @example Usage
- * ```ts
- * import { Flow, type RunHandle } from "@sluice/sluice";
- *
- * const flow = new Flow<{ n: number }>({ slug: "math" }).step({ slug: "double" }, (i) => i.n * 2);
- * const handle: RunHandle<typeof flow> = { runId: "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11", flow };
- * ```
- */
-export interface RunHandle<F extends DeployableFlow> {
-  /** The run id. */
-  readonly runId: string;
-  /** The run's flow (only its type is used). */
-  readonly flow: F;
-}
 
 /**
  * Options of {@linkcode watchRun}.

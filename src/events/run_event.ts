@@ -313,6 +313,26 @@ export type RunEventPayload =
   & Readonly<Record<string, Json | undefined>>;
 
 /**
+ * A run together with its flow, so that events are typed without naming the flow again.
+ *
+ * @typeParam F The run's flow type.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type RunHandle } from "@sluice/sluice";
+ *
+ * const flow = new Flow<{ n: number }>({ slug: "math" }).step({ slug: "double" }, (i) => i.n * 2);
+ * const handle: RunHandle<typeof flow> = { runId: "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11", flow };
+ * ```
+ */
+export interface RunHandle<F extends DeployableFlow> {
+  /** The run id. */
+  readonly runId: string;
+  /** The run's flow (only its type is used). */
+  readonly flow: F;
+}
+
+/**
  * Whether an event is a run's last (`run:completed` or `run:failed`).
  *
  * @param event An event.

@@ -241,6 +241,34 @@ as $$
   where r.run_id = run_events.run_id
 $$;
 
+-- The browser's entry points (docs/events.md#browsers-and-edge-functions-on-supabase): a run
+-- started and its state replayed by a role that holds no privilege on sluice's tables or pgmq.
+-- Security definer for that reason, with a fixed search_path; no role may call them until it is
+-- granted EXECUTE explicitly (neither anon nor authenticated ever is by a migration), and an
+-- application that exposes them to its users wraps them with its own checks.
+create function sluice.start_run(flow_ref text, input jsonb)
+returns uuid
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  return sluice.start_flow(start_run.flow_ref, start_run.input);
+end;
+$$;
+
+create function sluice.read_run_events(run_id uuid)
+returns jsonb
+language plpgsql
+stable
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  return sluice.run_events(read_run_events.run_id);
+end;
+$$;
+
 -- Runtime options are not shape: compilation writes them, and a verified startup applies the
 -- definition's values. A flow-level null means the default. Event options are checked here,
 -- before the first write of the definition's options.

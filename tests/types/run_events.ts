@@ -8,15 +8,18 @@ import {
   type Json,
   type RunEvent,
   type StepSlug,
-  withStepQueues,
   watchRun,
+  withStepQueues,
 } from "../../mod.ts";
 import type { Equals } from "./_equals.ts";
 
 const flow = new Flow<{ emails: string[] }>({ slug: "signup" })
   .array({ slug: "addresses" }, (input) => input.emails)
   .map({ slug: "verify", array: "addresses" }, (email) => ({ email, ok: email.includes("@") }))
-  .step({ slug: "welcome", dependsOn: ["verify"], if: { verify: [] } }, (deps) => deps.verify.length);
+  .step(
+    { slug: "welcome", dependsOn: ["verify"], if: { verify: [] } },
+    (deps) => deps.verify.length,
+  );
 
 type Event = RunEvent<typeof flow>;
 
@@ -70,8 +73,7 @@ const _skipReason: Equals<
 type Untyped = RunEvent;
 const _untypedSlug: Equals<Extract<Untyped, { type: "step:progress" }>["stepSlug"], string> = true;
 const _untypedOutput: Equals<Extract<Untyped, { type: "step:completed" }>["output"], Json> = true;
-const _untypedRunOutput: Equals<Extract<Untyped, { type: "run:completed" }>["output"], Json> =
-  true;
+const _untypedRunOutput: Equals<Extract<Untyped, { type: "run:completed" }>["output"], Json> = true;
 
 // A step-queued flow types its events like the plain flow.
 const _queued: Equals<RunEvent<ReturnType<typeof withStepQueues<typeof flow>>>, Event> = true;
