@@ -9,7 +9,7 @@ import {
   type RunEvent,
   type StepSlug,
   watchRun,
-  withStepQueues,
+  type withStepQueues,
 } from "../../mod.ts";
 import type { Equals } from "./_equals.ts";
 
