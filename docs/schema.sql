@@ -1092,6 +1092,19 @@ end;
 $$;
 
 --
+-- Name: read_run_events(uuid); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.read_run_events(run_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return sluice.run_events(read_run_events.run_id);
+end;
+$$;
+
+--
 -- Name: refresh_runtime_options(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1780,6 +1793,19 @@ begin
   end loop;
 
   perform sluice.finish_run_if_done(start_ready_steps.run_id);
+end;
+$$;
+
+--
+-- Name: start_run(text, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.start_run(flow_ref text, input jsonb) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return sluice.start_flow(start_run.flow_ref, start_run.input);
 end;
 $$;
 

@@ -320,4 +320,4 @@ begin
 end;
 $$;
 
-revoke all on all functions in schema sluice from public;
+revoke all on all routines in schema sluice from public;

@@ -284,3 +284,56 @@ Deno.test("ensure_flow_compiled() rejects bad event options naming the value, an
     .sql`select count(*)::int as n from sluice.flows where flow_slug = 'badev'`;
   assert.equal(n, 0);
 });
+
+Deno.test("sluice.start_run() and read_run_events() serve only a role granted EXECUTE on them, which reaches nothing else", async () => {
+  await using db = await freshDatabase();
+  await installRealtimeStandIn(db.sql);
+  await compileFlow(db.sql, MIXED_FLOW);
+  await db.sql.unsafe(`
+    do $$ begin
+      if not exists (select 1 from pg_roles where rolname = 'sluice_test_browser') then
+        create role sluice_test_browser nologin;
+      end if;
+    end $$;
+    grant usage on schema sluice to sluice_test_browser`);
+  const asBrowser = <T>(statement: string) =>
+    db.sql.begin(async (tx) => {
+      await tx.unsafe("set local role sluice_test_browser");
+      return await tx.unsafe(statement) as unknown as T;
+    });
+  const denied = (error: { code?: string }) => error.code === "42501";
+
+  for (const signature of ["sluice.start_run(text, jsonb)", "sluice.read_run_events(uuid)"]) {
+    for (const role of ["sluice_test_browser", "public"]) {
+      const [{ allowed }] = await db.sql`
+        select has_function_privilege(${role}, ${signature}, 'execute') as allowed`;
+      assert.equal(allowed, false, `${role} may execute ${signature} before any grant`);
+    }
+  }
+  await assert.rejects(asBrowser(`select sluice.start_run('evts', '{}')`), denied);
+
+  await db.sql.unsafe(`
+    grant execute on function sluice.start_run(text, jsonb), sluice.read_run_events(uuid)
+    to sluice_test_browser`);
+  const [{ run_id }] = await asBrowser<{ run_id: string }[]>(
+    `select sluice.start_run('evts', '{"tier": "silver"}') as run_id`,
+  );
+  const [{ events }] = await asBrowser<{ events: Event[] }[]>(
+    `select sluice.read_run_events('${run_id}') as events`,
+  );
+  assert.deepEqual(withoutAt(events), MIXED_EVENTS(run_id).slice(0, 3));
+  assert.deepEqual(
+    withoutAt((await realtimeCalls(db.sql, `sluice:run:${run_id}`)).map((c) => c.payload)),
+    MIXED_EVENTS(run_id).slice(0, 3),
+  );
+  for (
+    const statement of [
+      "select * from sluice.runs",
+      `select sluice.start_flow('evts', '{}')`,
+      `select sluice.run_events('${run_id}')`,
+      "select * from pgmq.meta",
+    ]
+  ) {
+    await assert.rejects(asBrowser(statement), denied, statement);
+  }
+});
