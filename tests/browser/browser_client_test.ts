@@ -6,7 +6,7 @@ import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import { type RunEvent, startRun, subscribeToRun } from "../../src/browser/mod.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { freshDatabase } from "../_db.ts";
-import { waitUntil } from "../_support.ts";
+import { waitUntil, within } from "../_support.ts";
 import {
   compileFlow,
   completeTask,
@@ -128,7 +128,7 @@ Deno.test(
       const watcher = collect(subscribeToRun(supabase, { runId, flow: webFlow }));
       await waitUntil(() => watcher.events.length >= 3 && standIn.joins === 1, "replay and join");
       await driveRun(db.sql);
-      await watcher.done;
+      await within(watcher.done, "the terminal event");
       assert.deepEqual(watcher.events, expectedEvents(runId));
     } finally {
       await supabase.removeAllChannels();
@@ -153,7 +153,7 @@ Deno.test(
       standIn.dropSockets();
       // The rest of the run, the terminal event included, is broadcast while no socket is joined.
       await driveRun(db.sql);
-      await watcher.done;
+      await within(watcher.done, "the terminal event");
       assert.ok(standIn.joins >= 2, "the channel was joined again");
       assert.deepEqual(
         watcher.events.filter((e) => e.type !== "step:progress"),

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { type RunEvent, waitForRun, watchRun } from "../../src/client/mod.ts";
 import { freshDatabase } from "../_db.ts";
-import { waitUntil } from "../_support.ts";
+import { waitUntil, within } from "../_support.ts";
 import {
   compileFlow,
   completeTask,
@@ -80,19 +80,6 @@ class Driver {
 
   async finish(): Promise<void> {
     for (let round = 0; round < 20; round++) if (await this.step() === 0) return;
-  }
-}
-
-/** Rejects when `promise` has not settled within 15 s, instead of hanging the suite. */
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Timed out waiting for ${what}`)), 15_000);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
