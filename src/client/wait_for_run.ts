@@ -8,6 +8,7 @@ import type { Sql } from "postgres";
 import { readRunOutcome } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowOutput } from "../dsl/types.ts";
+import { positive } from "./_positive.ts";
 import { assertUuid } from "./_uuid.ts";
 import { watchRun } from "./watch_run.ts";
 import { RunFailedError, RunTimeoutError } from "./errors.ts";
@@ -104,16 +105,15 @@ export async function waitForRun<F extends DeployableFlow = never>(
   options: WaitForRunOptions<F>,
 ): Promise<WaitForRunOutput<F>> {
   assertUuid(runId, "Cannot wait for run");
+  const action = `Cannot wait for run ${runId}`;
   const { timeoutMs } = options;
   if (typeof timeoutMs !== "number" || !(timeoutMs >= 0)) {
-    throw new RangeError(
-      `Cannot wait for run ${runId}: timeoutMs must be a number >= 0, got ${String(timeoutMs)}`,
-    );
+    throw new RangeError(`${action}: timeoutMs must be a number >= 0, got ${String(timeoutMs)}`);
   }
-  let interval = positive(options.pollIntervalMs ?? 50, "pollIntervalMs", runId);
+  let interval = positive(options.pollIntervalMs ?? 50, "pollIntervalMs", action);
   const maxInterval = Math.max(
     interval,
-    positive(options.maxPollIntervalMs ?? 250, "maxPollIntervalMs", runId),
+    positive(options.maxPollIntervalMs ?? 250, "maxPollIntervalMs", action),
   );
   if (options.listen !== false) {
     return await waitForEvents(sql, runId, timeoutMs, interval, maxInterval, options.signal);
@@ -185,15 +185,6 @@ async function waitForEvents<F extends DeployableFlow>(
     clearTimeout(timer);
   }
   throw new Error(`Cannot wait for run ${runId}: its events ended without a terminal event`);
-}
-
-function positive(value: number, name: string, runId: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new RangeError(
-      `Cannot wait for run ${runId}: ${name} must be a positive number, got ${String(value)}`,
-    );
-  }
-  return value;
 }
 
 function delay(ms: number, signal?: AbortSignal): Promise<void> {

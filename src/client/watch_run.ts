@@ -15,6 +15,7 @@ import {
   type RunHandle,
 } from "../events/run_event.ts";
 import { RunEventFeed } from "../events/run_event_feed.ts";
+import { positive } from "./_positive.ts";
 import { assertUuid } from "./_uuid.ts";
 
 /**
@@ -100,11 +101,12 @@ export function watchRun<F extends DeployableFlow = never>(
 ): AsyncGenerator<RunEvent<F>, void, undefined> {
   const runId = typeof run === "string" ? run : run?.runId;
   assertUuid(runId, "Cannot watch run");
-  const resyncMs = positive(options.resyncIntervalMs ?? 5000, "resyncIntervalMs", runId);
-  const pollMs = positive(options.pollIntervalMs ?? 50, "pollIntervalMs", runId);
+  const action = `Cannot watch run ${runId}`;
+  const resyncMs = positive(options.resyncIntervalMs ?? 5000, "resyncIntervalMs", action);
+  const pollMs = positive(options.pollIntervalMs ?? 50, "pollIntervalMs", action);
   const maxPollMs = Math.max(
     pollMs,
-    positive(options.maxPollIntervalMs ?? 250, "maxPollIntervalMs", runId),
+    positive(options.maxPollIntervalMs ?? 250, "maxPollIntervalMs", action),
   );
   return watch(sql, runId, options, { resyncMs, pollMs, maxPollMs }) as AsyncGenerator<
     RunEvent<F>,
@@ -182,13 +184,4 @@ async function* watch(
     clearTimeout(timer);
     await listener?.close();
   }
-}
-
-function positive(value: number, name: string, runId: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new RangeError(
-      `Cannot watch run ${runId}: ${name} must be a positive number, got ${String(value)}`,
-    );
-  }
-  return value;
 }

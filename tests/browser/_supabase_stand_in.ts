@@ -7,19 +7,6 @@
 //   sockets joined to their topic. It admits every join (no authorization policies).
 import type { Sql } from "postgres";
 
-/** The stand-in `realtime.send` (Supabase's signature) that records its calls. */
-export async function installRealtimeSend(sql: Sql): Promise<void> {
-  await sql.unsafe(`
-    create schema realtime;
-    create table realtime.sent (
-      id bigserial primary key, payload jsonb, event text, topic text, private boolean
-    );
-    create function realtime.send(payload jsonb, event text, topic text, private boolean default true)
-    returns void language sql
-    as $$ insert into realtime.sent (payload, event, topic, private) values ($1, $2, $3, $4) $$;
-  `);
-}
-
 type Frame = [string | null, string | null, string, string, Record<string, unknown>];
 
 /** The running stand-ins. */

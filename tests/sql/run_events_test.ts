@@ -1,5 +1,16 @@
 import assert from "node:assert/strict";
+import { isTerminalRunEvent, runChannel } from "../../src/events/run_event.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
+import {
+  ensureRole,
+  type Event,
+  installRealtimeSend,
+  mixedEvents,
+  mixedFlow,
+  MixedRunDriver,
+  realtimeCalls,
+  withoutAt,
+} from "../_run_events.ts";
 import { waitUntil } from "../_support.ts";
 import {
   compile,
@@ -13,131 +24,49 @@ import {
   type Sql,
 } from "./_fixtures.ts";
 
-type Event = Record<string, unknown>;
-
-/** A stand-in for Supabase's realtime.send (same signature) that records every call. */
-async function installRealtimeStandIn(sql: Sql): Promise<void> {
-  await sql.unsafe(`
-    create schema realtime;
-    create table realtime.sent (
-      id bigserial primary key, payload jsonb, event text, topic text, private boolean
-    );
-    create function realtime.send(payload jsonb, event text, topic text, private boolean default true)
-    returns void language sql
-    as $$ insert into realtime.sent (payload, event, topic, private) values ($1, $2, $3, $4) $$;
-  `);
-}
-
-/** The recorded realtime.send calls of one topic, in call order. */
-async function realtimeCalls(sql: Sql, topic: string) {
-  return await sql<{ payload: Event; event: string; topic: string; private: boolean }[]>`
-    select payload, event, topic, private from realtime.sent where topic = ${topic} order by id`;
-}
-
 /** LISTENs on a run's channel (on a connection of its own) and collects parsed events. */
 async function listenToRun(db: TestDatabase, runId: string): Promise<Event[]> {
   const events: Event[] = [];
-  const channel = `sluice_run_${runId.replaceAll("-", "")}`;
+  const channel = runChannel(runId);
   await db.connect(1).listen(channel, (payload) => events.push(JSON.parse(payload)));
   return events;
 }
 
-/** Events without their timestamps (each must have one). */
-function withoutAt(events: readonly Event[]): Event[] {
-  return events.map(({ at, ...rest }) => {
-    assert.equal(typeof at, "string", `event ${JSON.stringify(rest)} has no timestamp`);
-    return rest;
-  });
-}
-
-function isTerminal(event: Event): boolean {
-  return event.type === "run:completed" || event.type === "run:failed";
-}
-
-/** Claims the run's visible tasks of one step and completes or fails each, one per transaction. */
+/** Claims the visible tasks of a queue and completes each with `output`, one per transaction. */
 async function settle(
   sql: Sql,
-  queue: string,
   flow: string,
   workerId: string,
-  act: (task: { step_slug: string; task_index: number; input: unknown }) =>
-    | { output: unknown }
-    | { error: string },
+  output: (task: { input: unknown }) => unknown,
 ): Promise<number> {
-  const tasks = await readAndClaim(sql, queue, workerId, flow);
+  const tasks = await readAndClaim(sql, flow, workerId, flow);
   tasks.sort((a, b) => a.step_slug.localeCompare(b.step_slug) || a.task_index - b.task_index);
-  for (const task of tasks) {
-    const outcome = act(task);
-    if ("output" in outcome) await completeTask(sql, task, outcome.output);
-    else await failTask(sql, task, outcome.error, 0);
-  }
+  for (const task of tasks) await completeTask(sql, task, output(task));
   return tasks.length;
 }
 
-const MIXED_FLOW = {
-  slug: "evts",
-  progressInterval: 0,
-  steps: [
-    { slug: "list" },
-    { slug: "premium", if: { tier: "gold" } },
-    { slug: "double", type: "map" as const, deps: ["list"], mapSource: "list" },
-    { slug: "flaky", deps: ["double"], maxAttempts: 2 },
-  ],
-};
-
-const MIXED_EVENTS = (runId: string): Event[] => [
-  { type: "run:started", runId, flowSlug: "evts" },
-  { type: "step:started", runId, stepSlug: "list", tasks: 1 },
-  {
-    type: "step:skipped",
-    runId,
-    stepSlug: "premium",
-    reason: "condition_unmet",
-    errorMessage: null,
-  },
-  { type: "step:completed", runId, stepSlug: "list", output: [1, 2, 3] },
-  { type: "step:started", runId, stepSlug: "double", tasks: 3 },
-  { type: "step:progress", runId, stepSlug: "double", done: 1, total: 3 },
-  { type: "step:progress", runId, stepSlug: "double", done: 2, total: 3 },
-  { type: "step:completed", runId, stepSlug: "double", output: [2, 4, 6] },
-  { type: "step:started", runId, stepSlug: "flaky", tasks: 1 },
-  { type: "step:completed", runId, stepSlug: "flaky", output: "ok" },
-  { type: "run:completed", runId, flowSlug: "evts", output: { flaky: "ok" } },
-];
-
-/** Drives the one run of MIXED_FLOW: the map's tasks one by one, flaky failing its first attempt. */
-async function driveMixedRun(sql: Sql): Promise<void> {
-  const workerId = await registerWorker(sql, "evts", "evts");
-  let flakyAttempts = 0;
-  const act = (task: { step_slug: string; input: unknown }) => {
-    if (task.step_slug === "list") return { output: [1, 2, 3] };
-    if (task.step_slug === "double") return { output: (task.input as number) * 2 };
-    flakyAttempts++;
-    return flakyAttempts === 1 ? { error: "flaky once" } : { output: "ok" };
-  };
-  for (let round = 0; round < 10; round++) {
-    if (await settle(sql, "evts", "evts", workerId, act) === 0) break;
-  }
-  assert.equal(flakyAttempts, 2, "flaky ran twice: one retried failure, one success");
+/** Runs the mixed flow "evts" to its end while listening; returns the run and what NOTIFY said. */
+async function listenToMixedRun(db: TestDatabase) {
+  await compileFlow(db.sql, mixedFlow("evts"));
+  const runId = crypto.randomUUID();
+  const notified = await listenToRun(db, runId);
+  await db.sql`select sluice.start_flow('evts', ${
+    json(db.sql, { tier: "silver" })
+  }::jsonb, ${runId})`;
+  await new MixedRunDriver(db.sql, "evts").finish();
+  await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
+  return { runId, notified };
 }
 
 Deno.test("a run with a map, a skipped step and a retried failure sends exactly its events, in order, over NOTIFY and realtime.send", async () => {
   await using db = await freshDatabase();
-  await installRealtimeStandIn(db.sql);
-  await compileFlow(db.sql, MIXED_FLOW);
-  const runId = crypto.randomUUID();
-  const notified = await listenToRun(db, runId);
+  await installRealtimeSend(db.sql);
+  const { runId, notified } = await listenToMixedRun(db);
 
-  await db.sql`select sluice.start_flow('evts', ${
-    json(db.sql, { tier: "silver" })
-  }::jsonb, ${runId})`;
-  await driveMixedRun(db.sql);
-  await waitUntil(() => notified.some(isTerminal), "the terminal event over NOTIFY");
-
-  assert.deepEqual(withoutAt(notified), MIXED_EVENTS(runId));
+  assert.deepEqual(withoutAt(notified), mixedEvents(runId, "evts"));
   const calls = await realtimeCalls(db.sql, `sluice:run:${runId}`);
-  assert.deepEqual(withoutAt(calls.map((c) => c.payload)), MIXED_EVENTS(runId));
-  assert.deepEqual(calls.map((c) => c.event), MIXED_EVENTS(runId).map((e) => e.type));
+  assert.deepEqual(withoutAt(calls.map((c) => c.payload)), mixedEvents(runId, "evts"));
+  assert.deepEqual(calls.map((c) => c.event), mixedEvents(runId, "evts").map((e) => e.type));
   assert.ok(calls.every((c) => c.private), "every broadcast goes to a private topic");
   // Both transports carry one payload: the realtime payloads are the notified ones, byte for byte.
   assert.deepEqual(calls.map((c) => c.payload), notified);
@@ -145,14 +74,7 @@ Deno.test("a run with a map, a skipped step and a retried failure sends exactly 
 
 Deno.test("sluice.run_events() replays a run's state as the events that led to it, in order", async () => {
   await using db = await freshDatabase();
-  await compileFlow(db.sql, MIXED_FLOW);
-  const runId = crypto.randomUUID();
-  const notified = await listenToRun(db, runId);
-  await db.sql`select sluice.start_flow('evts', ${
-    json(db.sql, { tier: "silver" })
-  }::jsonb, ${runId})`;
-  await driveMixedRun(db.sql);
-  await waitUntil(() => notified.some(isTerminal), "the terminal event over NOTIFY");
+  const { runId, notified } = await listenToMixedRun(db);
 
   const [{ events }] = await db.sql<
     { events: Event[] }[]
@@ -165,7 +87,7 @@ Deno.test("sluice.run_events() replays a run's state as the events that led to i
 
 Deno.test("a failed run's terminal event comes after its failed and cancelled steps, naming the step", async () => {
   await using db = await freshDatabase();
-  await installRealtimeStandIn(db.sql);
+  await installRealtimeSend(db.sql);
   await compileFlow(db.sql, {
     slug: "boom",
     maxAttempts: 1,
@@ -177,7 +99,7 @@ Deno.test("a failed run's terminal event comes after its failed and cancelled st
   const workerId = await registerWorker(db.sql, "boom", "boom");
   const tasks = await readAndClaim(db.sql, "boom", workerId, "boom");
   await failTask(db.sql, tasks.find((t) => t.step_slug === "bad")!, "it broke");
-  await waitUntil(() => notified.some(isTerminal), "the terminal event over NOTIFY");
+  await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
 
   const error = 'step "bad" task 0 failed: it broke';
   const expected = [
@@ -195,7 +117,7 @@ Deno.test("a failed run's terminal event comes after its failed and cancelled st
 
 Deno.test("an event too large for NOTIFY leaves its output out and says so; the replay has it", async () => {
   await using db = await freshDatabase();
-  await installRealtimeStandIn(db.sql);
+  await installRealtimeSend(db.sql);
   await compileFlow(db.sql, { slug: "big", steps: [{ slug: "blob" }] });
   const runId = crypto.randomUUID();
   const notified = await listenToRun(db, runId);
@@ -204,7 +126,7 @@ Deno.test("an event too large for NOTIFY leaves its output out and says so; the 
   const [task] = await readAndClaim(db.sql, "big", workerId, "big");
   const blob = "x".repeat(10_000);
   await completeTask(db.sql, task, blob);
-  await waitUntil(() => notified.some(isTerminal), "the terminal event over NOTIFY");
+  await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
 
   assert.deepEqual(withoutAt(notified.slice(2)), [
     { type: "step:completed", runId, stepSlug: "blob", omitted: ["output"] },
@@ -220,7 +142,7 @@ Deno.test("an event too large for NOTIFY leaves its output out and says so; the 
 
 Deno.test("a flow with events off sends none, and a restart with events on turns them on for running runs", async () => {
   await using db = await freshDatabase();
-  await installRealtimeStandIn(db.sql);
+  await installRealtimeSend(db.sql);
   const spec = {
     slug: "quiet",
     events: false,
@@ -231,13 +153,13 @@ Deno.test("a flow with events off sends none, and a restart with events on turns
   const notified = await listenToRun(db, quietRun);
   await db.sql`select sluice.start_flow('quiet', '{}'::jsonb, ${quietRun})`;
   const workerId = await registerWorker(db.sql, "quiet", "quiet");
-  await settle(db.sql, "quiet", "quiet", workerId, () => ({ output: 1 }));
+  await settle(db.sql, "quiet", workerId, () => 1);
 
   // Runtime options are refreshed by a verified startup: events on, from the next change on.
   const verified = await compile(db.sql, definition({ ...spec, events: true }));
   assert.equal(verified.outcome, "verified");
-  await settle(db.sql, "quiet", "quiet", workerId, () => ({ output: 2 }));
-  await waitUntil(() => notified.some(isTerminal), "the terminal event over NOTIFY");
+  await settle(db.sql, "quiet", workerId, () => 2);
+  await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
 
   assert.deepEqual(withoutAt(notified), [
     { type: "step:completed", runId: quietRun, stepSlug: "two", output: 2 },
@@ -257,8 +179,8 @@ Deno.test("progress events are throttled to one per interval per step", async ()
   const notified = await listenToRun(db, runId);
   await db.sql`select sluice.start_flow('slowprog', '[1, 2, 3, 4]'::jsonb, ${runId})`;
   const workerId = await registerWorker(db.sql, "slowprog", "slowprog");
-  await settle(db.sql, "slowprog", "slowprog", workerId, () => ({ output: 0 }));
-  await waitUntil(() => notified.some(isTerminal), "the terminal event over NOTIFY");
+  await settle(db.sql, "slowprog", workerId, () => 0);
+  await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
   assert.deepEqual(notified.map((e) => e.type), [
     "run:started",
     "step:started",
@@ -287,15 +209,10 @@ Deno.test("ensure_flow_compiled() rejects bad event options naming the value, an
 
 Deno.test("sluice.start_run() and read_run_events() serve only a role granted EXECUTE on them, which reaches nothing else", async () => {
   await using db = await freshDatabase();
-  await installRealtimeStandIn(db.sql);
-  await compileFlow(db.sql, MIXED_FLOW);
-  await db.sql.unsafe(`
-    do $$ begin
-      if not exists (select 1 from pg_roles where rolname = 'sluice_test_browser') then
-        create role sluice_test_browser nologin;
-      end if;
-    end $$;
-    grant usage on schema sluice to sluice_test_browser`);
+  await installRealtimeSend(db.sql);
+  await compileFlow(db.sql, mixedFlow("evts"));
+  await ensureRole(db.sql, "sluice_test_browser");
+  await db.sql`grant usage on schema sluice to sluice_test_browser`;
   const asBrowser = <T>(statement: string) =>
     db.sql.begin(async (tx) => {
       await tx.unsafe("set local role sluice_test_browser");
@@ -321,10 +238,10 @@ Deno.test("sluice.start_run() and read_run_events() serve only a role granted EX
   const [{ events }] = await asBrowser<{ events: Event[] }[]>(
     `select sluice.read_run_events('${run_id}') as events`,
   );
-  assert.deepEqual(withoutAt(events), MIXED_EVENTS(run_id).slice(0, 3));
+  assert.deepEqual(withoutAt(events), mixedEvents(run_id, "evts").slice(0, 3));
   assert.deepEqual(
     withoutAt((await realtimeCalls(db.sql, `sluice:run:${run_id}`)).map((c) => c.payload)),
-    MIXED_EVENTS(run_id).slice(0, 3),
+    mixedEvents(run_id, "evts").slice(0, 3),
   );
   for (
     const statement of [
