@@ -11,6 +11,8 @@ import {
   watchRun,
   type withStepQueues,
 } from "../../mod.ts";
+import type { SupabaseClient } from "@supabase/supabase-js";
+import { startRun, subscribeToRun } from "../../src/browser/mod.ts";
 import type { Equals } from "./_equals.ts";
 
 const flow = new Flow<{ emails: string[] }>({ slug: "signup" })
@@ -89,4 +91,18 @@ async function _watch(sql: ReturnType<typeof connect>) {
   for await (const event of watchRun(sql, "id")) {
     const _byId: Equals<typeof event, Untyped> = true;
   }
+}
+
+// The browser client yields the same union, and types a run's input by its flow.
+async function _browser(supabase: SupabaseClient) {
+  for await (const event of subscribeToRun(supabase, { runId: "id", flow })) {
+    const _byHandle: Equals<typeof event, Event> = true;
+  }
+  for await (const event of subscribeToRun(supabase, "id")) {
+    const _byId: Equals<typeof event, Untyped> = true;
+  }
+  await startRun(supabase, flow, { emails: ["a@b"] });
+  // @ts-expect-error the input must match the flow's input type
+  await startRun(supabase, flow, { emails: "a@b" });
+  await startRun(supabase, "signup", { any: "json" });
 }
