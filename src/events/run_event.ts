@@ -21,8 +21,8 @@ import type { DeployableFlow, FlowOutput, StepOutput, StepSlug } from "../dsl/ty
 export type SkipReason = "condition_unmet" | "retries_exhausted" | "dependency_skipped";
 
 /**
- * What every event carries: its run and when the change was made (an ISO 8601 timestamp of the
- * database's clock).
+ * What every event carries: its run and when the change was made (ISO 8601: the database's
+ * `now()`, the start of the transaction that made it).
  *
  * @example Usage
  * ```ts

@@ -169,7 +169,8 @@ as $$
 declare
   v_events boolean;
   v_interval integer;
-  v_now timestamptz := clock_timestamp();
+  -- Transaction time, like every other event's timestamp.
+  v_now timestamptz := now();
 begin
   select f.opt_events, f.opt_progress_interval into v_events, v_interval
   from sluice.flows f where f.flow_slug = new.flow_slug;
