@@ -36,6 +36,19 @@ export async function waitUntil<T>(
   }
 }
 
+/** Rejects when `promise` has not settled within 15 s, instead of hanging the suite. */
+export async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Timed out waiting for ${what}`)), 15_000);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A promise with its resolve function, for handlers that wait for the test. */
 export function latch<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;

@@ -27,4 +27,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261130001400_sluice_respawn_debounce.sql",
   "20261130001500_sluice_privileges.sql",
   "20261130001600_sluice_rollout.sql",
+  "20261130001700_sluice_run_events.sql",
 ];

@@ -1,0 +1,119 @@
+// The browser client end to end on supabase-js, against stand-ins for Supabase's Data API and
+// Realtime servers (real HTTP and WebSockets) in front of a real PostgreSQL: what the Realtime
+// server itself does (authorization policies, its own delivery) is not exercised here.
+import assert from "node:assert/strict";
+import { createClient, type SupabaseClient } from "@supabase/supabase-js";
+import { startRun, subscribeToRun } from "../../src/browser/mod.ts";
+import { Flow } from "../../src/dsl/flow.ts";
+import { freshDatabase, type TestDatabase } from "../_db.ts";
+import {
+  collect,
+  ensureRole,
+  installRealtimeSend,
+  mixedEvents,
+  mixedFlow,
+  MixedRunDriver,
+  withoutProgress,
+} from "../_run_events.ts";
+import { waitUntil, within } from "../_support.ts";
+import { compileFlow } from "../sql/_fixtures.ts";
+import { startSupabaseStandIn, type SupabaseStandIn } from "./_supabase_stand_in.ts";
+
+const ROLE = "sluice_test_browser";
+
+/** The same flow in the DSL, for the event types (never run here). */
+const webFlow = new Flow<{ tier: string }>({ slug: "web" })
+  .step({ slug: "list" }, () => [1, 2, 3])
+  .step({ slug: "premium", if: { tier: "gold" } }, () => true)
+  .map({ slug: "double", array: "list" }, (n) => n * 2)
+  .step({ slug: "flaky", dependsOn: ["double"] }, () => "ok");
+
+/** A database with the flow, the stand-in realtime.send and a role granted just the two RPCs. */
+async function browserDatabase() {
+  const db = await freshDatabase();
+  await installRealtimeSend(db.sql);
+  await compileFlow(db.sql, mixedFlow("web"));
+  await ensureRole(db.sql, ROLE);
+  await db.sql.unsafe(`
+    grant usage on schema sluice to ${ROLE};
+    grant execute on function sluice.start_run(text, jsonb), sluice.read_run_events(uuid)
+      to ${ROLE}`);
+  return db;
+}
+
+// supabase-js leaves timers of its own running after disconnect() (a 10 s one in realtime-js
+// SocketAdapter.disconnect): the sanitizers would blame the test for them.
+const SUPABASE_JS = { sanitizeOps: false, sanitizeResources: false };
+
+/** Runs `body` with a supabase-js client of the stand-ins, whose RPCs run as `role`. */
+async function withSupabase(
+  db: TestDatabase,
+  role: string,
+  body: (supabase: SupabaseClient, standIn: SupabaseStandIn) => Promise<void>,
+): Promise<void> {
+  await using standIn = startSupabaseStandIn(db.sql, role);
+  const supabase = createClient(standIn.url, "anon-key", {
+    auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+  });
+  try {
+    await body(supabase, standIn);
+  } finally {
+    await supabase.removeAllChannels();
+    await supabase.realtime.disconnect();
+  }
+}
+
+Deno.test(
+  "startRun() starts a run through the RPC and subscribeToRun() yields its exact events over Realtime",
+  SUPABASE_JS,
+  async () => {
+    await using db = await browserDatabase();
+    await withSupabase(db, ROLE, async (supabase, standIn) => {
+      const runId = await startRun(supabase, webFlow, { tier: "silver" });
+      const watcher = collect(subscribeToRun(supabase, { runId, flow: webFlow }));
+      await waitUntil(() => watcher.events.length >= 3 && standIn.joins === 1, "replay and join");
+      await new MixedRunDriver(db.sql, "web").finish();
+      await within(watcher.done, "the terminal event");
+      assert.deepEqual(watcher.events, mixedEvents(runId, "web"));
+    });
+  },
+);
+
+Deno.test(
+  "subscribeToRun() after a dropped socket rejoins, replays what it missed, and yields the terminal event once",
+  SUPABASE_JS,
+  async () => {
+    await using db = await browserDatabase();
+    await withSupabase(db, ROLE, async (supabase, standIn) => {
+      const runId = await startRun(supabase, "web", { tier: "silver" });
+      const watcher = collect(subscribeToRun(supabase, runId));
+      await waitUntil(() => watcher.events.length >= 3 && standIn.joins === 1, "replay and join");
+      const driver = new MixedRunDriver(db.sql, "web");
+      await driver.step(); // list
+      await waitUntil(() => watcher.events.length >= 5, "the live events of list");
+      standIn.dropSockets();
+      // The rest of the run, the terminal event included, is broadcast while no socket is joined.
+      await driver.finish();
+      await within(watcher.done, "the terminal event");
+      assert.ok(standIn.joins >= 2, "the channel was joined again");
+      assert.deepEqual(withoutProgress(watcher.events), withoutProgress(mixedEvents(runId, "web")));
+      assert.equal(watcher.events.filter((e) => e.type === "run:completed").length, 1);
+    });
+  },
+);
+
+Deno.test(
+  "startRun() reports the RPC's refusal for a role that was granted nothing",
+  SUPABASE_JS,
+  async () => {
+    await using db = await freshDatabase();
+    await compileFlow(db.sql, mixedFlow("web"));
+    await ensureRole(db.sql, "sluice_test_nobody");
+    await withSupabase(db, "sluice_test_nobody", async (supabase) => {
+      await assert.rejects(
+        startRun(supabase, "web", { tier: "silver" }),
+        /^Error: Cannot start flow "web": permission denied for schema sluice$/,
+      );
+    });
+  },
+);

@@ -1,0 +1,256 @@
+import assert from "node:assert/strict";
+import { isTerminalRunEvent, runChannel } from "../../src/events/run_event.ts";
+import { freshDatabase, type TestDatabase } from "../_db.ts";
+import {
+  ensureRole,
+  type Event,
+  installRealtimeSend,
+  mixedEvents,
+  mixedFlow,
+  MixedRunDriver,
+  realtimeCalls,
+  withoutAt,
+} from "../_run_events.ts";
+import { waitUntil } from "../_support.ts";
+import {
+  compile,
+  compileFlow,
+  completeTask,
+  definition,
+  failTask,
+  json,
+  readAndClaim,
+  registerWorker,
+  type Sql,
+} from "./_fixtures.ts";
+
+/** LISTENs on a run's channel (on a connection of its own) and collects parsed events. */
+async function listenToRun(db: TestDatabase, runId: string): Promise<Event[]> {
+  const events: Event[] = [];
+  const channel = runChannel(runId);
+  await db.connect(1).listen(channel, (payload) => events.push(JSON.parse(payload)));
+  return events;
+}
+
+/** Claims the visible tasks of a queue and completes each with `output`, one per transaction. */
+async function settle(
+  sql: Sql,
+  flow: string,
+  workerId: string,
+  output: (task: { input: unknown }) => unknown,
+): Promise<number> {
+  const tasks = await readAndClaim(sql, flow, workerId, flow);
+  tasks.sort((a, b) => a.step_slug.localeCompare(b.step_slug) || a.task_index - b.task_index);
+  for (const task of tasks) await completeTask(sql, task, output(task));
+  return tasks.length;
+}
+
+/** Runs the mixed flow "evts" to its end while listening; returns the run and what NOTIFY said. */
+async function listenToMixedRun(db: TestDatabase) {
+  await compileFlow(db.sql, mixedFlow("evts"));
+  const runId = crypto.randomUUID();
+  const notified = await listenToRun(db, runId);
+  await db.sql`select sluice.start_flow('evts', ${
+    json(db.sql, { tier: "silver" })
+  }::jsonb, ${runId})`;
+  await new MixedRunDriver(db.sql, "evts").finish();
+  await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
+  return { runId, notified };
+}
+
+Deno.test("a run with a map, a skipped step and a retried failure sends exactly its events, in order, over NOTIFY and realtime.send", async () => {
+  await using db = await freshDatabase();
+  await installRealtimeSend(db.sql);
+  const { runId, notified } = await listenToMixedRun(db);
+
+  assert.deepEqual(withoutAt(notified), mixedEvents(runId, "evts"));
+  const calls = await realtimeCalls(db.sql, `sluice:run:${runId}`);
+  assert.deepEqual(withoutAt(calls.map((c) => c.payload)), mixedEvents(runId, "evts"));
+  assert.deepEqual(calls.map((c) => c.event), mixedEvents(runId, "evts").map((e) => e.type));
+  assert.ok(calls.every((c) => c.private), "every broadcast goes to a private topic");
+  // Both transports carry one payload: the realtime payloads are the notified ones, byte for byte.
+  assert.deepEqual(calls.map((c) => c.payload), notified);
+});
+
+Deno.test("sluice.run_events() replays a run's state as the events that led to it, in order", async () => {
+  await using db = await freshDatabase();
+  const { runId, notified } = await listenToMixedRun(db);
+
+  const [{ events }] = await db.sql<
+    { events: Event[] }[]
+  >`select sluice.run_events(${runId}) as events`;
+  // A finished step's replay has no progress: its terminal event says more.
+  assert.deepEqual(events, notified.filter((e) => e.type !== "step:progress"));
+  const [{ none }] = await db.sql`select sluice.run_events(gen_random_uuid()) as none`;
+  assert.equal(none, null);
+});
+
+Deno.test("a failed run's terminal event comes after its failed and cancelled steps, naming the step", async () => {
+  await using db = await freshDatabase();
+  await installRealtimeSend(db.sql);
+  await compileFlow(db.sql, {
+    slug: "boom",
+    maxAttempts: 1,
+    steps: [{ slug: "bad" }, { slug: "good" }],
+  });
+  const runId = crypto.randomUUID();
+  const notified = await listenToRun(db, runId);
+  await db.sql`select sluice.start_flow('boom', '{}'::jsonb, ${runId})`;
+  const workerId = await registerWorker(db.sql, "boom", "boom");
+  const tasks = await readAndClaim(db.sql, "boom", workerId, "boom");
+  await failTask(db.sql, tasks.find((t) => t.step_slug === "bad")!, "it broke");
+  await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
+
+  const error = 'step "bad" task 0 failed: it broke';
+  const expected = [
+    { type: "run:started", runId, flowSlug: "boom" },
+    { type: "step:started", runId, stepSlug: "bad", tasks: 1 },
+    { type: "step:started", runId, stepSlug: "good", tasks: 1 },
+    { type: "step:failed", runId, stepSlug: "bad", errorMessage: error },
+    { type: "step:cancelled", runId, stepSlug: "good" },
+    { type: "run:failed", runId, flowSlug: "boom", stepSlug: "bad", errorMessage: error },
+  ];
+  assert.deepEqual(withoutAt(notified), expected);
+  const calls = await realtimeCalls(db.sql, `sluice:run:${runId}`);
+  assert.deepEqual(withoutAt(calls.map((c) => c.payload)), expected);
+});
+
+Deno.test("an event too large for NOTIFY leaves its output out and says so; the replay has it", async () => {
+  await using db = await freshDatabase();
+  await installRealtimeSend(db.sql);
+  await compileFlow(db.sql, { slug: "big", steps: [{ slug: "blob" }] });
+  const runId = crypto.randomUUID();
+  const notified = await listenToRun(db, runId);
+  await db.sql`select sluice.start_flow('big', '{}'::jsonb, ${runId})`;
+  const workerId = await registerWorker(db.sql, "big", "big");
+  const [task] = await readAndClaim(db.sql, "big", workerId, "big");
+  const blob = "x".repeat(10_000);
+  await completeTask(db.sql, task, blob);
+  await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
+
+  assert.deepEqual(withoutAt(notified.slice(2)), [
+    { type: "step:completed", runId, stepSlug: "blob", omitted: ["output"] },
+    { type: "run:completed", runId, flowSlug: "big", omitted: ["output"] },
+  ]);
+  const calls = await realtimeCalls(db.sql, `sluice:run:${runId}`);
+  assert.deepEqual(calls.map((c) => c.payload), notified);
+  const [{ events }] = await db.sql<
+    { events: Event[] }[]
+  >`select sluice.run_events(${runId}) as events`;
+  assert.equal(events.at(-1)!.output && (events.at(-1)!.output as { blob: string }).blob, blob);
+});
+
+Deno.test("a flow with events off sends none, and a restart with events on turns them on for running runs", async () => {
+  await using db = await freshDatabase();
+  await installRealtimeSend(db.sql);
+  const spec = {
+    slug: "quiet",
+    events: false,
+    steps: [{ slug: "one" }, { slug: "two", deps: ["one"] }],
+  };
+  await compileFlow(db.sql, spec);
+  const quietRun = crypto.randomUUID();
+  const notified = await listenToRun(db, quietRun);
+  await db.sql`select sluice.start_flow('quiet', '{}'::jsonb, ${quietRun})`;
+  const workerId = await registerWorker(db.sql, "quiet", "quiet");
+  await settle(db.sql, "quiet", workerId, () => 1);
+
+  // Runtime options are refreshed by a verified startup: events on, from the next change on.
+  const verified = await compile(db.sql, definition({ ...spec, events: true }));
+  assert.equal(verified.outcome, "verified");
+  await settle(db.sql, "quiet", workerId, () => 2);
+  await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
+
+  assert.deepEqual(withoutAt(notified), [
+    { type: "step:completed", runId: quietRun, stepSlug: "two", output: 2 },
+    { type: "run:completed", runId: quietRun, flowSlug: "quiet", output: { two: 2 } },
+  ]);
+  assert.equal((await realtimeCalls(db.sql, `sluice:run:${quietRun}`)).length, 2);
+});
+
+Deno.test("progress events are throttled to one per interval per step", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, {
+    slug: "slowprog",
+    progressInterval: 3600,
+    steps: [{ slug: "each", type: "map" }],
+  });
+  const runId = crypto.randomUUID();
+  const notified = await listenToRun(db, runId);
+  await db.sql`select sluice.start_flow('slowprog', '[1, 2, 3, 4]'::jsonb, ${runId})`;
+  const workerId = await registerWorker(db.sql, "slowprog", "slowprog");
+  await settle(db.sql, "slowprog", workerId, () => 0);
+  await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
+  assert.deepEqual(notified.map((e) => e.type), [
+    "run:started",
+    "step:started",
+    "step:completed",
+    "run:completed",
+  ]);
+});
+
+Deno.test("ensure_flow_compiled() rejects bad event options naming the value, and writes nothing", async () => {
+  await using db = await freshDatabase();
+  const bad = definition({ slug: "badev", steps: [{ slug: "a" }] });
+  bad.options.events = "yes" as unknown as boolean;
+  await assert.rejects(
+    compile(db.sql, bad),
+    /options\.events of flow "badev" must be true, false or null, got "yes"/,
+  );
+  const negative = definition({ slug: "badev", progressInterval: -1, steps: [{ slug: "a" }] });
+  await assert.rejects(
+    compile(db.sql, negative),
+    /options\.progress_interval of flow "badev" must be a whole number >= 0, got -1/,
+  );
+  const [{ n }] = await db
+    .sql`select count(*)::int as n from sluice.flows where flow_slug = 'badev'`;
+  assert.equal(n, 0);
+});
+
+Deno.test("sluice.start_run() and read_run_events() serve only a role granted EXECUTE on them, which reaches nothing else", async () => {
+  await using db = await freshDatabase();
+  await installRealtimeSend(db.sql);
+  await compileFlow(db.sql, mixedFlow("evts"));
+  await ensureRole(db.sql, "sluice_test_browser");
+  await db.sql`grant usage on schema sluice to sluice_test_browser`;
+  const asBrowser = <T>(statement: string) =>
+    db.sql.begin(async (tx) => {
+      await tx.unsafe("set local role sluice_test_browser");
+      return await tx.unsafe(statement) as unknown as T;
+    });
+  const denied = (error: { code?: string }) => error.code === "42501";
+
+  for (const signature of ["sluice.start_run(text, jsonb)", "sluice.read_run_events(uuid)"]) {
+    for (const role of ["sluice_test_browser", "public"]) {
+      const [{ allowed }] = await db.sql`
+        select has_function_privilege(${role}, ${signature}, 'execute') as allowed`;
+      assert.equal(allowed, false, `${role} may execute ${signature} before any grant`);
+    }
+  }
+  await assert.rejects(asBrowser(`select sluice.start_run('evts', '{}')`), denied);
+
+  await db.sql.unsafe(`
+    grant execute on function sluice.start_run(text, jsonb), sluice.read_run_events(uuid)
+    to sluice_test_browser`);
+  const [{ run_id }] = await asBrowser<{ run_id: string }[]>(
+    `select sluice.start_run('evts', '{"tier": "silver"}') as run_id`,
+  );
+  const [{ events }] = await asBrowser<{ events: Event[] }[]>(
+    `select sluice.read_run_events('${run_id}') as events`,
+  );
+  assert.deepEqual(withoutAt(events), mixedEvents(run_id, "evts").slice(0, 3));
+  assert.deepEqual(
+    withoutAt((await realtimeCalls(db.sql, `sluice:run:${run_id}`)).map((c) => c.payload)),
+    mixedEvents(run_id, "evts").slice(0, 3),
+  );
+  for (
+    const statement of [
+      "select * from sluice.runs",
+      `select sluice.start_flow('evts', '{}')`,
+      `select sluice.run_events('${run_id}')`,
+      "select * from pgmq.meta",
+    ]
+  ) {
+    await assert.rejects(asBrowser(statement), denied, statement);
+  }
+});
