@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the pinned Deno from the npm registry into .tools/ when `deno` is not on PATH,
-# and PostgreSQL server binaries from Debian packages when none are found. Writes .tools/bin/deno,
+# PostgreSQL server binaries from Debian packages when none are found, and Debian's Chromium
+# (the dashboard's browser tests) when there is none. Writes .tools/bin/deno,
 # a launcher for that Deno: put .tools/bin first on PATH, then `deno task test` works.
 # Prints the launcher's directory on its last line.
 set -euo pipefail
@@ -45,6 +46,23 @@ if [[ -z "${DATABASE_URL:-}" ]] && ! have_pg; then
   else
     log "no PostgreSQL server binaries found: run 'apt-get install postgresql' as root, or set DATABASE_URL"
     exit 1
+  fi
+fi
+
+have_chromium() {
+  [[ -n "${SLUICE_CHROMIUM:-}" ]] && return 0
+  command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
+    command -v google-chrome >/dev/null 2>&1
+}
+
+if ! have_chromium; then
+  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
+    log "no Chromium found (the dashboard's browser tests need one); installing Debian package chromium"
+    apt-get update >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >&2
+    log "installed $(chromium --version 2>/dev/null || echo chromium)"
+  else
+    log "no Chromium found: the dashboard's browser tests are skipped (CI=true fails them); run 'apt-get install chromium' as root"
   fi
 fi
 
