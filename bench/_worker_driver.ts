@@ -204,6 +204,7 @@ export async function runLatency(
     await leaves.reached(runId, 10_000);
     await waitForRun(pool.producer, runId, {
       timeoutMs: 10_000,
+      listen: false,
       pollIntervalMs: 1,
       maxPollIntervalMs: 1,
     });

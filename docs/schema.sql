@@ -946,6 +946,14 @@ end;
 $$;
 
 --
+-- Name: max_event_bytes(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.max_event_bytes() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 7999 $$;
+
+--
 -- Name: max_queue_name_length(); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1084,22 +1092,51 @@ end;
 $$;
 
 --
+-- Name: read_run_events(uuid); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.read_run_events(run_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return sluice.run_events(read_run_events.run_id);
+end;
+$$;
+
+--
 -- Name: refresh_runtime_options(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
 CREATE FUNCTION sluice.refresh_runtime_options(definition jsonb) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     AS $$
+declare
+  v_flow text := definition ->> 'flow_slug';
+begin
+  if coalesce(jsonb_typeof(definition #> '{options,events}'), 'null') not in ('null', 'boolean')
+  then
+    raise exception 'Invalid flow definition: options.events of flow "%" must be true, false or null, got %',
+      v_flow, definition #> '{options,events}'
+      using errcode = 'invalid_parameter_value';
+  end if;
+  perform sluice.check_whole_number(definition #> '{options,progress_interval}', 0,
+    format('options.progress_interval of flow "%s"', v_flow));
+
   update sluice.flows f
-  set (opt_max_attempts, opt_base_delay, opt_timeout) = (o.max_attempts, o.base_delay, o.timeout)
+  set (opt_max_attempts, opt_base_delay, opt_timeout, opt_events, opt_progress_interval)
+    = (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval)
   from (
     select coalesce((definition #>> '{options,max_attempts}')::integer, 3) as max_attempts,
       coalesce((definition #>> '{options,base_delay}')::integer, 1) as base_delay,
-      coalesce((definition #>> '{options,timeout}')::integer, 60) as timeout
+      coalesce((definition #>> '{options,timeout}')::integer, 60) as timeout,
+      coalesce((definition #>> '{options,events}')::boolean, true) as events,
+      coalesce((definition #>> '{options,progress_interval}')::integer, 1) as progress_interval
   ) o
-  where f.flow_slug = definition ->> 'flow_slug'
-    and (f.opt_max_attempts, f.opt_base_delay, f.opt_timeout)
-      is distinct from (o.max_attempts, o.base_delay, o.timeout);
+  where f.flow_slug = v_flow
+    and (f.opt_max_attempts, f.opt_base_delay, f.opt_timeout, f.opt_events,
+      f.opt_progress_interval)
+      is distinct from (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval);
 
   update sluice.steps s
   set opt_max_attempts = (e.step #>> '{options,max_attempts}')::integer,
@@ -1107,7 +1144,7 @@ CREATE FUNCTION sluice.refresh_runtime_options(definition jsonb) RETURNS void
     opt_timeout = (e.step #>> '{options,timeout}')::integer,
     opt_start_delay = (e.step #>> '{options,start_delay}')::integer
   from jsonb_array_elements(definition -> 'steps') as e(step)
-  where s.flow_slug = definition ->> 'flow_slug'
+  where s.flow_slug = v_flow
     and s.step_slug = e.step ->> 'step_slug'
     and (s.opt_max_attempts, s.opt_base_delay, s.opt_timeout, s.opt_start_delay)
       is distinct from (
@@ -1115,6 +1152,7 @@ CREATE FUNCTION sluice.refresh_runtime_options(definition jsonb) RETURNS void
         (e.step #>> '{options,base_delay}')::integer,
         (e.step #>> '{options,timeout}')::integer,
         (e.step #>> '{options,start_delay}')::integer);
+end;
 $$;
 
 --
@@ -1223,6 +1261,185 @@ begin
     v_handled := v_handled + 1;
   end loop;
   return v_handled;
+end;
+$$;
+
+--
+-- Name: run_channel(uuid); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.run_channel(run_id uuid) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 'sluice_run_' || replace(run_id::text, '-', '') $$;
+
+--
+-- Name: runs; Type: TABLE; Schema: sluice; Owner: -
+--
+
+CREATE TABLE sluice.runs (
+    run_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    flow_slug text NOT NULL,
+    started_via text NOT NULL,
+    status text DEFAULT 'started'::text NOT NULL,
+    input jsonb NOT NULL,
+    output jsonb,
+    error_message text,
+    remaining_steps integer NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    completed_at timestamp with time zone,
+    failed_at timestamp with time zone,
+    CONSTRAINT runs_check CHECK ((num_nonnulls(completed_at, failed_at) <= 1)),
+    CONSTRAINT runs_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
+    CONSTRAINT runs_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
+    CONSTRAINT runs_remaining_steps_check CHECK ((remaining_steps >= 0)),
+    CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['started'::text, 'completed'::text, 'failed'::text])))
+);
+
+--
+-- Name: run_event(sluice.runs, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.run_event(r sluice.runs, status text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  return case status
+    when 'started' then jsonb_build_object('type', 'run:started', 'runId', r.run_id,
+      'flowSlug', r.flow_slug, 'at', r.started_at)
+    when 'completed' then jsonb_build_object('type', 'run:completed', 'runId', r.run_id,
+      'flowSlug', r.flow_slug, 'output', r.output, 'at', r.completed_at)
+    when 'failed' then jsonb_build_object('type', 'run:failed', 'runId', r.run_id,
+      'flowSlug', r.flow_slug,
+      'stepSlug', (select ss.step_slug from sluice.step_states ss
+        where ss.run_id = r.run_id and ss.status = 'failed' limit 1),
+      'errorMessage', r.error_message, 'at', r.failed_at)
+  end;
+end;
+$$;
+
+--
+-- Name: run_events(uuid); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.run_events(run_id uuid) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_agg(e.event order by e.last, e.at, e.step_index, e.stage)
+  from sluice.runs r
+  cross join lateral (
+    select sluice.run_event(r, 'started') as event, false as last, r.started_at as at,
+      -1 as step_index, 0 as stage
+    union all
+    select sluice.run_event(r, r.status), true, coalesce(r.completed_at, r.failed_at), -1, 0
+    where r.status <> 'started'
+    union all
+    select x.event, false, (x.event ->> 'at')::timestamptz, s.step_index, x.stage
+    from sluice.step_states ss
+    join sluice.steps s on s.flow_slug = ss.flow_slug and s.step_slug = ss.step_slug
+    cross join lateral (
+      select sluice.step_event(ss, 'started') as event, 0 as stage
+      where ss.started_at is not null
+      union all
+      select sluice.step_progress_event(ss, coalesce(ss.progress_sent_at, ss.started_at)), 1
+      where ss.status = 'started' and ss.remaining_tasks < ss.initial_tasks
+      union all
+      select sluice.step_event(ss, ss.status), 2
+      where ss.status not in ('created', 'started')
+    ) x
+    where ss.run_id = r.run_id
+  ) e
+  where r.run_id = run_events.run_id
+$$;
+
+--
+-- Name: run_topic(uuid); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.run_topic(run_id uuid) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 'sluice:run:' || run_id::text $$;
+
+--
+-- Name: send_run_event(uuid, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.send_run_event(run_id uuid, event jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_text text := event::text;
+  v_field text;
+begin
+  if octet_length(v_text) > sluice.max_event_bytes() then
+    foreach v_field in array array['output', 'errorMessage'] loop
+      if event ? v_field then
+        event := (event - v_field)
+          || jsonb_build_object('omitted', coalesce(event -> 'omitted', '[]') || to_jsonb(v_field));
+        v_text := event::text;
+      end if;
+      exit when octet_length(v_text) <= sluice.max_event_bytes();
+    end loop;
+  end if;
+  perform pg_notify(sluice.run_channel(run_id), v_text);
+  -- Supabase Realtime's broadcast from the database, where it is installed: private topic, so
+  -- only subscribers that the project's Realtime authorization policies admit receive it.
+  if to_regprocedure('realtime.send(jsonb, text, text, boolean)') is not null then
+    perform realtime.send(event, event ->> 'type', sluice.run_topic(run_id), true);
+  end if;
+end;
+$$;
+
+--
+-- Name: send_run_status_event(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.send_run_status_event() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if (select f.opt_events from sluice.flows f where f.flow_slug = new.flow_slug) then
+    perform sluice.send_run_event(new.run_id, sluice.run_event(new, new.status));
+  end if;
+  return null;
+end;
+$$;
+
+--
+-- Name: send_step_progress_event(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.send_step_progress_event() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_events boolean;
+  v_interval integer;
+  v_now timestamptz := clock_timestamp();
+begin
+  select f.opt_events, f.opt_progress_interval into v_events, v_interval
+  from sluice.flows f where f.flow_slug = new.flow_slug;
+  if v_events
+    and coalesce(old.progress_sent_at, old.started_at) + make_interval(secs => v_interval) <= v_now
+  then
+    new.progress_sent_at := v_now;
+    perform sluice.send_run_event(new.run_id, sluice.step_progress_event(new, v_now));
+  end if;
+  return new;
+end;
+$$;
+
+--
+-- Name: send_step_status_event(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.send_step_status_event() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if (select f.opt_events from sluice.flows f where f.flow_slug = new.flow_slug) then
+    perform sluice.send_run_event(new.run_id, sluice.step_event(new, new.status));
+  end if;
+  return null;
 end;
 $$;
 
@@ -1580,6 +1797,19 @@ end;
 $$;
 
 --
+-- Name: start_run(text, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.start_run(flow_ref text, input jsonb) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return sluice.start_flow(start_run.flow_ref, start_run.input);
+end;
+$$;
+
+--
 -- Name: start_tasks(text, bigint[], uuid, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1795,6 +2025,78 @@ begin
   );
 end;
 $_$;
+
+--
+-- Name: step_states; Type: TABLE; Schema: sluice; Owner: -
+--
+
+CREATE TABLE sluice.step_states (
+    run_id uuid NOT NULL,
+    step_slug text NOT NULL,
+    flow_slug text NOT NULL,
+    status text DEFAULT 'created'::text NOT NULL,
+    remaining_deps integer NOT NULL,
+    initial_tasks integer,
+    remaining_tasks integer,
+    output jsonb,
+    skip_reason text,
+    error_message text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone,
+    completed_at timestamp with time zone,
+    failed_at timestamp with time zone,
+    skipped_at timestamp with time zone,
+    cancelled_at timestamp with time zone,
+    progress_sent_at timestamp with time zone,
+    CONSTRAINT step_states_check CHECK ((num_nonnulls(completed_at, failed_at, skipped_at, cancelled_at) <= 1)),
+    CONSTRAINT step_states_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
+    CONSTRAINT step_states_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
+    CONSTRAINT step_states_check3 CHECK (((status = 'skipped'::text) = ((skipped_at IS NOT NULL) AND (skip_reason IS NOT NULL)))),
+    CONSTRAINT step_states_check4 CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL))),
+    CONSTRAINT step_states_initial_tasks_check CHECK ((initial_tasks >= 0)),
+    CONSTRAINT step_states_remaining_deps_check CHECK ((remaining_deps >= 0)),
+    CONSTRAINT step_states_remaining_tasks_check CHECK ((remaining_tasks >= 0)),
+    CONSTRAINT step_states_skip_reason_check CHECK ((skip_reason = ANY (ARRAY['condition_unmet'::text, 'retries_exhausted'::text, 'dependency_skipped'::text]))),
+    CONSTRAINT step_states_status_check CHECK ((status = ANY (ARRAY['created'::text, 'started'::text, 'completed'::text, 'failed'::text, 'skipped'::text, 'cancelled'::text])))
+);
+
+--
+-- Name: step_event(sluice.step_states, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.step_event(ss sluice.step_states, status text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+begin
+  return case status
+    when 'started' then jsonb_build_object('type', 'step:started', 'runId', ss.run_id,
+      'stepSlug', ss.step_slug, 'tasks', ss.initial_tasks, 'at', ss.started_at)
+    when 'completed' then jsonb_build_object('type', 'step:completed', 'runId', ss.run_id,
+      'stepSlug', ss.step_slug, 'output', ss.output, 'at', ss.completed_at)
+    when 'failed' then jsonb_build_object('type', 'step:failed', 'runId', ss.run_id,
+      'stepSlug', ss.step_slug, 'errorMessage', ss.error_message, 'at', ss.failed_at)
+    when 'skipped' then jsonb_build_object('type', 'step:skipped', 'runId', ss.run_id,
+      'stepSlug', ss.step_slug, 'reason', ss.skip_reason, 'errorMessage', ss.error_message,
+      'at', ss.skipped_at)
+    when 'cancelled' then jsonb_build_object('type', 'step:cancelled', 'runId', ss.run_id,
+      'stepSlug', ss.step_slug, 'at', ss.cancelled_at)
+  end;
+end;
+$$;
+
+--
+-- Name: step_progress_event(sluice.step_states, timestamp with time zone); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.step_progress_event(ss sluice.step_states, at timestamp with time zone) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+begin
+  return jsonb_build_object('type', 'step:progress', 'runId', ss.run_id,
+    'stepSlug', ss.step_slug, 'done', ss.initial_tasks - ss.remaining_tasks,
+    'total', ss.initial_tasks, 'at', at);
+end;
+$$;
 
 --
 -- Name: step_queue_name(text, text, integer); Type: FUNCTION; Schema: sluice; Owner: -
@@ -2237,9 +2539,12 @@ CREATE TABLE sluice.flows (
     opt_base_delay integer DEFAULT 1 NOT NULL,
     opt_timeout integer DEFAULT 60 NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    opt_events boolean DEFAULT true NOT NULL,
+    opt_progress_interval integer DEFAULT 1 NOT NULL,
     CONSTRAINT flows_flow_slug_check CHECK (sluice.is_valid_slug(flow_slug)),
     CONSTRAINT flows_opt_base_delay_check CHECK ((opt_base_delay >= 1)),
     CONSTRAINT flows_opt_max_attempts_check CHECK ((opt_max_attempts >= 1)),
+    CONSTRAINT flows_opt_progress_interval_check CHECK ((opt_progress_interval >= 0)),
     CONSTRAINT flows_opt_timeout_check CHECK ((opt_timeout >= 1)),
     CONSTRAINT flows_queue_mode_check CHECK ((queue_mode = ANY (ARRAY['flow'::text, 'step'::text, 'routed'::text])))
 );
@@ -2401,62 +2706,6 @@ CREATE VIEW sluice.route_coverage AS
    FROM (sluice.steps s
      LEFT JOIN sluice.live_workers w ON (((w.queue_name = s.queue_name) AND (w.flow_slug = s.flow_slug) AND ((w.step_slug IS NULL) OR (w.step_slug = s.step_slug)))))
   GROUP BY s.flow_slug, s.step_slug, s.step_index, s.queue_name;
-
---
--- Name: runs; Type: TABLE; Schema: sluice; Owner: -
---
-
-CREATE TABLE sluice.runs (
-    run_id uuid DEFAULT gen_random_uuid() NOT NULL,
-    flow_slug text NOT NULL,
-    started_via text NOT NULL,
-    status text DEFAULT 'started'::text NOT NULL,
-    input jsonb NOT NULL,
-    output jsonb,
-    error_message text,
-    remaining_steps integer NOT NULL,
-    started_at timestamp with time zone DEFAULT now() NOT NULL,
-    completed_at timestamp with time zone,
-    failed_at timestamp with time zone,
-    CONSTRAINT runs_check CHECK ((num_nonnulls(completed_at, failed_at) <= 1)),
-    CONSTRAINT runs_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
-    CONSTRAINT runs_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
-    CONSTRAINT runs_remaining_steps_check CHECK ((remaining_steps >= 0)),
-    CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['started'::text, 'completed'::text, 'failed'::text])))
-);
-
---
--- Name: step_states; Type: TABLE; Schema: sluice; Owner: -
---
-
-CREATE TABLE sluice.step_states (
-    run_id uuid NOT NULL,
-    step_slug text NOT NULL,
-    flow_slug text NOT NULL,
-    status text DEFAULT 'created'::text NOT NULL,
-    remaining_deps integer NOT NULL,
-    initial_tasks integer,
-    remaining_tasks integer,
-    output jsonb,
-    skip_reason text,
-    error_message text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    started_at timestamp with time zone,
-    completed_at timestamp with time zone,
-    failed_at timestamp with time zone,
-    skipped_at timestamp with time zone,
-    cancelled_at timestamp with time zone,
-    CONSTRAINT step_states_check CHECK ((num_nonnulls(completed_at, failed_at, skipped_at, cancelled_at) <= 1)),
-    CONSTRAINT step_states_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
-    CONSTRAINT step_states_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
-    CONSTRAINT step_states_check3 CHECK (((status = 'skipped'::text) = ((skipped_at IS NOT NULL) AND (skip_reason IS NOT NULL)))),
-    CONSTRAINT step_states_check4 CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL))),
-    CONSTRAINT step_states_initial_tasks_check CHECK ((initial_tasks >= 0)),
-    CONSTRAINT step_states_remaining_deps_check CHECK ((remaining_deps >= 0)),
-    CONSTRAINT step_states_remaining_tasks_check CHECK ((remaining_tasks >= 0)),
-    CONSTRAINT step_states_skip_reason_check CHECK ((skip_reason = ANY (ARRAY['condition_unmet'::text, 'retries_exhausted'::text, 'dependency_skipped'::text]))),
-    CONSTRAINT step_states_status_check CHECK ((status = ANY (ARRAY['created'::text, 'started'::text, 'completed'::text, 'failed'::text, 'skipped'::text, 'cancelled'::text])))
-);
 
 --
 -- Name: worker_function_drain; Type: VIEW; Schema: sluice; Owner: -
@@ -2662,6 +2911,30 @@ CREATE INDEX steps_queue_name_idx ON sluice.steps USING btree (queue_name);
 --
 
 CREATE INDEX workers_queue_live_idx ON sluice.workers USING btree (queue_name) WHERE (stopped_at IS NULL);
+
+--
+-- Name: runs runs_finished_event; Type: TRIGGER; Schema: sluice; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER runs_finished_event AFTER UPDATE OF status ON sluice.runs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((old.status IS DISTINCT FROM new.status)) EXECUTE FUNCTION sluice.send_run_status_event();
+
+--
+-- Name: runs runs_started_event; Type: TRIGGER; Schema: sluice; Owner: -
+--
+
+CREATE TRIGGER runs_started_event AFTER INSERT ON sluice.runs FOR EACH ROW EXECUTE FUNCTION sluice.send_run_status_event();
+
+--
+-- Name: step_states step_states_progress_event; Type: TRIGGER; Schema: sluice; Owner: -
+--
+
+CREATE TRIGGER step_states_progress_event BEFORE UPDATE OF remaining_tasks ON sluice.step_states FOR EACH ROW WHEN (((old.status = 'started'::text) AND (new.status = 'started'::text) AND (new.remaining_tasks < old.remaining_tasks))) EXECUTE FUNCTION sluice.send_step_progress_event();
+
+--
+-- Name: step_states step_states_status_event; Type: TRIGGER; Schema: sluice; Owner: -
+--
+
+CREATE TRIGGER step_states_status_event AFTER UPDATE OF status ON sluice.step_states FOR EACH ROW WHEN ((old.status IS DISTINCT FROM new.status)) EXECUTE FUNCTION sluice.send_step_status_event();
 
 --
 -- Name: step_tasks step_tasks_identity_immutable; Type: TRIGGER; Schema: sluice; Owner: -

@@ -7,6 +7,7 @@
 import type { Sql } from "postgres";
 import { readRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
+import type { SkipReason } from "../events/run_event.ts";
 import { assertUuid } from "./_uuid.ts";
 
 /**
@@ -32,18 +33,6 @@ export type RunStatus = "started" | "completed" | "failed";
  * ```
  */
 export type StepStatus = "created" | "started" | "completed" | "failed" | "skipped" | "cancelled";
-
-/**
- * Why a step was skipped.
- *
- * @example Usage
- * ```ts
- * import type { SkipReason } from "@sluice/sluice";
- *
- * const reason: SkipReason = "condition_unmet";
- * ```
- */
-export type SkipReason = "condition_unmet" | "retries_exhausted" | "dependency_skipped";
 
 /**
  * One step of a run.

@@ -24,3 +24,5 @@ export * from "./get_run.ts";
 export * from "./get_run_tasks.ts";
 export * from "./start_flow.ts";
 export * from "./wait_for_run.ts";
+export * from "./watch_run.ts";
+export * from "../events/run_event.ts";

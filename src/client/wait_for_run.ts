@@ -9,6 +9,7 @@ import { readRunOutcome } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowOutput } from "../dsl/types.ts";
 import { assertUuid } from "./_uuid.ts";
+import { watchRun } from "./watch_run.ts";
 import { RunFailedError, RunTimeoutError } from "./errors.ts";
 
 /**
@@ -27,14 +28,21 @@ export interface WaitForRunOptions<F extends DeployableFlow = never> {
   /** How long to wait before rejecting with `RunTimeoutError`, in milliseconds. */
   readonly timeoutMs: number;
   /**
-   * The first interval between checks; it grows by half after each check up to
+   * Wait for the run's events over LISTEN ({@linkcode watchRun}); with `false`, or where LISTEN
+   * is unavailable, the run is polled.
+   *
+   * @default {true}
+   */
+  readonly listen?: boolean;
+  /**
+   * When polling, the first interval between checks; it grows by half after each check up to
    * `maxPollIntervalMs`.
    *
    * @default {50}
    */
   readonly pollIntervalMs?: number;
   /**
-   * The longest interval between checks.
+   * When polling, the longest interval between checks.
    *
    * @default {250}
    */
@@ -62,7 +70,9 @@ export type WaitForRunOutput<F extends DeployableFlow> = [F] extends [never] ? J
   : FlowOutput<F>;
 
 /**
- * Waits until a run finishes by polling it (every 50 ms at first, backing off to 250 ms).
+ * Waits until a run finishes: by its live events over LISTEN ({@linkcode watchRun}), or, with
+ * `listen: false` or where LISTEN is unavailable, by polling it (every 50 ms at first, backing
+ * off to 250 ms).
  * Resolves with the run output (the outputs of its completed leaf steps, keyed by slug); typed as
  * the flow's output when the flow is passed as `flow` or given as the type argument.
  *
@@ -105,6 +115,9 @@ export async function waitForRun<F extends DeployableFlow = never>(
     interval,
     positive(options.maxPollIntervalMs ?? 250, "maxPollIntervalMs", runId),
   );
+  if (options.listen !== false) {
+    return await waitForEvents(sql, runId, timeoutMs, interval, maxInterval, options.signal);
+  }
   const deadline = Date.now() + timeoutMs;
   const signal = options.signal;
 
@@ -128,6 +141,50 @@ export async function waitForRun<F extends DeployableFlow = never>(
     await delay(Math.min(interval, remaining), signal);
     interval = Math.min(maxInterval, interval * 1.5);
   }
+}
+
+/** Waits for the run's terminal event (watchRun polls by itself where LISTEN fails). */
+async function waitForEvents<F extends DeployableFlow>(
+  sql: Sql,
+  runId: string,
+  timeoutMs: number,
+  pollIntervalMs: number,
+  maxPollIntervalMs: number,
+  signal: AbortSignal | undefined,
+): Promise<WaitForRunOutput<F>> {
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), timeoutMs);
+  const signals = signal === undefined ? [timeout.signal] : [signal, timeout.signal];
+  try {
+    for await (
+      const event of watchRun(sql, runId, {
+        signal: AbortSignal.any(signals),
+        pollIntervalMs,
+        maxPollIntervalMs,
+      })
+    ) {
+      if (event.type === "run:completed") return event.output as WaitForRunOutput<F>;
+      if (event.type === "run:failed") {
+        throw new RunFailedError({
+          runId,
+          flowSlug: event.flowSlug,
+          stepSlug: event.stepSlug,
+          errorMessage: event.errorMessage ?? "(no error message)",
+        });
+      }
+    }
+  } catch (error) {
+    if (error instanceof RangeError) {
+      throw new RangeError(`Cannot wait for run ${runId}: no such run`);
+    }
+    if (timeout.signal.aborted && !signal?.aborted) {
+      throw new RunTimeoutError(runId, timeoutMs, "started");
+    }
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  throw new Error(`Cannot wait for run ${runId}: its events ended without a terminal event`);
 }
 
 function positive(value: number, name: string, runId: string): number {

@@ -7,6 +7,7 @@ import type { JsonObject } from "./json.ts";
 import { findJsonProblem } from "./json_text.ts";
 import { RESERVED_STEP_SLUGS, slugProblem } from "./slug.ts";
 import type {
+  FlowEventOptions,
   FlowRuntimeOptions,
   StepDefinition,
   StepHandler,
@@ -18,7 +19,14 @@ const MAX_OPTION_VALUE = 2_147_483_647;
 
 const WHEN_POLICIES: readonly WhenPolicy[] = ["fail", "skip", "skip-cascade"];
 
-const FLOW_KEYS = ["slug", "maxAttempts", "baseDelay", "timeout"] as const;
+const FLOW_KEYS = [
+  "slug",
+  "maxAttempts",
+  "baseDelay",
+  "timeout",
+  "events",
+  "progressInterval",
+] as const;
 const RUNTIME_KEYS = ["maxAttempts", "baseDelay", "timeout", "startDelay"] as const;
 const STEP_KEYS = [
   "slug",
@@ -199,7 +207,7 @@ function requireSlug(options: Record<string, unknown>, action: string): string {
 /** The validated constructor options of a flow. */
 export interface ValidFlowOptions {
   readonly slug: string;
-  readonly options: FlowRuntimeOptions;
+  readonly options: FlowRuntimeOptions & FlowEventOptions;
 }
 
 /** Validates the options of `new Flow()`. */
@@ -209,9 +217,23 @@ export function validateFlowOptions(input: unknown): ValidFlowOptions {
   const rejecter = new Rejecter(slug, undefined);
   rejecter.checkKeys(options, FLOW_KEYS);
   rejecter.checkSlug(slug);
+  const events = options.events;
+  if (events !== undefined && typeof events !== "boolean") {
+    throw rejecter.reject(
+      "invalid_option",
+      "events",
+      events,
+      `events must be true or false, got ${formatValue(events)}`,
+    );
+  }
+  const progressInterval = rejecter.integer(options, "progressInterval", 0);
   return Object.freeze({
     slug,
-    options: rejecter.runtimeOptions(options, ["maxAttempts", "baseDelay", "timeout"]),
+    options: Object.freeze({
+      ...rejecter.runtimeOptions(options, ["maxAttempts", "baseDelay", "timeout"]),
+      ...(events === undefined ? {} : { events }),
+      ...(progressInterval === undefined ? {} : { progressInterval }),
+    }),
   });
 }
 

@@ -19,10 +19,34 @@ import type { DeployableFlow } from "./types.ts";
  * ```ts
  * import type { FlowDefinitionOptions } from "@sluice/sluice";
  *
- * const options: FlowDefinitionOptions = { max_attempts: 3, base_delay: null, timeout: 60 };
+ * const options: FlowDefinitionOptions = {
+ *   max_attempts: 3,
+ *   base_delay: null,
+ *   timeout: 60,
+ *   events: null,
+ *   progress_interval: null,
+ * };
  * ```
  */
-export interface FlowDefinitionOptions {
+export interface FlowDefinitionOptions extends TaskDefinitionOptions {
+  /** Whether runs send live events; `null`: the default (on). */
+  readonly events: boolean | null;
+  /** Least seconds between two progress events of a step; `null`: the default (1). */
+  readonly progress_interval: number | null;
+}
+
+/**
+ * The task options a flow sets and a step may override; `null` means the default (flow) or the
+ * flow's (step).
+ *
+ * @example Usage
+ * ```ts
+ * import type { TaskDefinitionOptions } from "@sluice/sluice";
+ *
+ * const options: TaskDefinitionOptions = { max_attempts: 3, base_delay: null, timeout: 60 };
+ * ```
+ */
+export interface TaskDefinitionOptions {
   /** Attempts per task; `null`: the default. */
   readonly max_attempts: number | null;
   /** Retry backoff base in seconds; `null`: the default. */
@@ -46,7 +70,7 @@ export interface FlowDefinitionOptions {
  * };
  * ```
  */
-export interface StepDefinitionOptions extends FlowDefinitionOptions {
+export interface StepDefinitionOptions extends TaskDefinitionOptions {
   /** Seconds before the first attempt; `null`: none. */
   readonly start_delay: number | null;
 }
@@ -124,7 +148,7 @@ export interface FlowDefinitionRoute {
  *
  * const flow = new Flow({ slug: "orders", timeout: 30 }).step({ slug: "fetch" }, () => 1);
  * const definition: FlowDefinition = extractDefinition(flow);
- * console.log(definition.options); // { max_attempts: null, base_delay: null, timeout: 30 }
+ * console.log(definition.options.timeout); // 30
  * ```
  */
 export interface FlowDefinition {
@@ -180,6 +204,8 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
       max_attempts: plain.options.maxAttempts ?? null,
       base_delay: plain.options.baseDelay ?? null,
       timeout: plain.options.timeout ?? null,
+      events: plain.options.events ?? null,
+      progress_interval: plain.options.progressInterval ?? null,
     },
     steps: plain.steps.map((step) => ({
       step_slug: step.slug,

@@ -20,7 +20,12 @@ import type {
   StepSignatures,
   WithStep,
 } from "./signature.ts";
-import type { FlowRuntimeOptions, StepDefinition, StepRuntimeOptions } from "./step_definition.ts";
+import type {
+  FlowEventOptions,
+  FlowRuntimeOptions,
+  StepDefinition,
+  StepRuntimeOptions,
+} from "./step_definition.ts";
 
 /** Key of the type-only property that carries a flow's input and step types. */
 declare const flowTypes: unique symbol;
@@ -35,7 +40,7 @@ declare const flowTypes: unique symbol;
  * const options: FlowOptions = { slug: "orders", maxAttempts: 5 };
  * ```
  */
-export interface FlowOptions extends FlowRuntimeOptions {
+export interface FlowOptions extends FlowRuntimeOptions, FlowEventOptions {
   /** The concrete flow slug (see the slug rules in the module docs of `slug.ts`). */
   readonly slug: string;
 }
@@ -193,8 +198,8 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
 
   /** The concrete flow slug. */
   readonly slug: string;
-  /** Flow-level runtime options, as given. */
-  readonly options: FlowRuntimeOptions;
+  /** Flow-level runtime options (task and event options), as given. */
+  readonly options: FlowRuntimeOptions & FlowEventOptions;
   #steps: readonly StepDefinition[] = Object.freeze([]);
 
   /**

@@ -55,6 +55,29 @@ export interface FlowRuntimeOptions {
 }
 
 /**
+ * Live run events of a flow (docs/events.md): runtime options, so a restart of the flow's workers
+ * changes them without a new flow version.
+ *
+ * @example Usage
+ * ```ts
+ * import type { FlowEventOptions } from "@sluice/sluice";
+ *
+ * const options: FlowEventOptions = { events: true, progressInterval: 5 };
+ * ```
+ */
+export interface FlowEventOptions {
+  /** Whether runs of the flow send live events (NOTIFY, and Supabase Realtime where installed). @default {true} */
+  readonly events?: boolean;
+  /**
+   * The least time between two progress events (tasks done of total) of one step, in whole
+   * seconds (integer >= 0; 0: one for every completion that leaves tasks to do).
+   *
+   * @default {1}
+   */
+  readonly progressInterval?: number;
+}
+
+/**
  * Runtime options of a step. Absent means "inherit the flow's".
  *
  * @example Usage

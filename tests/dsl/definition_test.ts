@@ -51,7 +51,13 @@ function expectedDefinition(queueMode: "flow" | "step", queues: string[]): FlowD
   return {
     flow_slug: "Order_Flow",
     queue_mode: queueMode,
-    options: { max_attempts: 5, base_delay: null, timeout: 30 },
+    options: {
+      max_attempts: 5,
+      base_delay: null,
+      timeout: 30,
+      events: null,
+      progress_interval: null,
+    },
     steps: [
       {
         step_slug: "reserve",
@@ -182,6 +188,20 @@ Deno.test("runtime options appear only under options, apart from the shape", () 
   });
   assert.notDeepStrictEqual(extractDefinition(slow), extractDefinition(fast));
   assert.deepStrictEqual(strip(extractDefinition(slow)), strip(extractDefinition(fast)));
+});
+
+Deno.test("event options are flow runtime options, carried through every step added", () => {
+  const flow = new Flow({ slug: "calc", events: false, progressInterval: 0 })
+    .step({ slug: "f" }, () => 1)
+    .step({ slug: "g" }, () => 2);
+  const { options } = extractDefinition(flow);
+  assert.deepStrictEqual(options, {
+    max_attempts: null,
+    base_delay: null,
+    timeout: null,
+    events: false,
+    progress_interval: 0,
+  });
 });
 
 Deno.test("extractDefinition() rejects a flow without steps", () => {

@@ -99,7 +99,7 @@ Deno.test("slugs of exactly MAX_SLUG_LENGTH (128) characters with letters, digit
 Deno.test("new Flow() rejects an unknown option", () => {
   assertRejects(() => new Flow({ slug: "f", queue: "q" } as never), {
     message:
-      'Cannot create flow "f": unknown option "queue" (valid options: slug, maxAttempts, baseDelay, timeout)',
+      'Cannot create flow "f": unknown option "queue" (valid options: slug, maxAttempts, baseDelay, timeout, events, progressInterval)',
     flowSlug: "f",
     stepSlug: undefined,
     reason: "unknown_option",
@@ -121,6 +121,13 @@ const invalidFlowNumbers: [string, unknown, string][] = [
     "timeout must be an integer from 1 to 2147483647, got 2147483648",
   ],
   ["timeout", null, "timeout must be an integer from 1 to 2147483647, got null"],
+  [
+    "progressInterval",
+    -1,
+    "progressInterval must be an integer from 0 to 2147483647, got -1",
+  ],
+  ["events", "yes", 'events must be true or false, got "yes"'],
+  ["events", null, "events must be true or false, got null"],
 ];
 
 for (const [option, value, detail] of invalidFlowNumbers) {

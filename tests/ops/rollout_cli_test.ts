@@ -6,6 +6,13 @@ import { main } from "../../src/ops/cli.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { latch, testWorker, waitUntil } from "../worker/_helpers.ts";
 import {
+  compileFlow,
+  completeTask,
+  readAndClaim,
+  registerWorker,
+  startFlow as startSqlFlow,
+} from "../sql/_fixtures.ts";
+import {
   call,
   countingServer,
   LogCapture,
@@ -441,4 +448,31 @@ Deno.test("fence on Edge: a disabled function starts nothing; restore and one re
   assert.equal(third.body.status, "running");
   assert.deepEqual(await workerCounts(db, "edge-fence"), { started: 3, live: 1 });
   assert.ok(edge.pending.length > 0, "the workers ran inside EdgeRuntime.waitUntil");
+});
+
+Deno.test("run --watch prints the tree again as the run's events change it, every progress step included", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, {
+    slug: "watched",
+    progressInterval: 0,
+    steps: [{ slug: "each", type: "map" }, { slug: "sum", deps: ["each"] }],
+  });
+  const runId = await startSqlFlow(db.sql, "watched", [1, 2, 3]);
+  const workerId = await registerWorker(db.sql, "watched", "watched");
+  const tasks = await readAndClaim(db.sql, "watched", workerId, "watched");
+  const { code, output } = ops(db, ["run", runId, "--watch"]);
+  await waitUntil(() => /^each +started +0\/3/m.test(output.text), "the first view");
+  // Polling the view would see some of these states at best; the events show each one.
+  for (const task of tasks) await completeTask(db.sql, task, task.input);
+  const [sum] = await readAndClaim(db.sql, "watched", workerId, "watched");
+  await completeTask(db.sql, sum, 6);
+  assert.equal(await code, 0, output.errors);
+  const views = output.text.split(/\n(?=Run )/);
+  const states = views.map((view) => view.match(/^each +(\w+) +(\d\/\d)/m)!.slice(1).join(" "));
+  assert.deepEqual(
+    states.filter((state, i) => state !== states[i - 1]),
+    ["started 0/3", "started 1/3", "started 2/3", "completed 3/3"],
+  );
+  assert.match(views.at(-1)!, new RegExp(`^Run ${runId} of flow watched: completed$`, "m"));
+  assert.match(views.at(-1)!, /^└ sum +completed +1\/1 +1 /m);
 });

@@ -28,6 +28,8 @@ export interface FlowSpec {
   maxAttempts?: number | null;
   baseDelay?: number | null;
   timeout?: number | null;
+  events?: boolean | null;
+  progressInterval?: number | null;
   steps: StepSpec[];
 }
 
@@ -41,7 +43,7 @@ function stepQueue(flow: string, step: string, index: number): string {
 export interface Definition {
   flow_slug: string;
   queue_mode: string;
-  options: Record<string, number | null>;
+  options: Record<string, number | boolean | null>;
   steps: {
     step_slug: string;
     step_index: number;
@@ -67,6 +69,8 @@ export function definition(spec: FlowSpec): Definition {
       max_attempts: spec.maxAttempts ?? null,
       base_delay: spec.baseDelay ?? null,
       timeout: spec.timeout ?? null,
+      events: spec.events ?? null,
+      progress_interval: spec.progressInterval ?? null,
     },
     steps: spec.steps.map((step, index) => ({
       step_slug: step.slug,

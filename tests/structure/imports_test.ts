@@ -8,6 +8,7 @@ const SRC = new URL("src/", ROOT).href;
 const ENTRY_POINTS = [
   "mod.ts",
   "src/edge/mod.ts",
+  "src/browser/mod.ts",
   "src/codegen/mod.ts",
   "src/codegen/cli.ts",
   "src/ops/cli.ts",
@@ -108,4 +109,24 @@ Deno.test("the worker's runtime never loads src/client/", () => {
   assert.ok(graph.has(`${SRC}worker/_runtime.ts`));
   const client = [...reached].filter((file) => file.startsWith(`${SRC}client/`)).map(relative);
   assert.deepEqual(client, []);
+});
+
+Deno.test("the browser client never loads the postgres driver or the database seam", () => {
+  const reached = new Set<string>();
+  const visit = (file: string) => {
+    if (reached.has(file)) return;
+    reached.add(file);
+    for (const next of graph.get(file)?.code ?? []) visit(next);
+  };
+  visit(`${SRC}browser/mod.ts`);
+  assert.ok(graph.has(`${SRC}browser/mod.ts`));
+  const offenders = [...reached]
+    .filter((file) => file.startsWith(`${SRC}db/`) || file.startsWith(`${SRC}client/`))
+    .map(relative);
+  assert.deepEqual(offenders, []);
+  assert.ok(
+    ![...graph].some(([file, edges]) =>
+      reached.has(file) && edges.code.some((specifier) => specifier.startsWith("npm:postgres"))
+    ),
+  );
 });

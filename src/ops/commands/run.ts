@@ -1,7 +1,8 @@
 /**
  * `deno task ops run <run_id> [--watch]`: one run's steps as a tree in dependency order with
  * their state, tasks done/total, attempts and timings, and the last error of every task that
- * failed an attempt; `--watch` refreshes until the run is completed or failed.
+ * failed an attempt; `--watch` follows the run's live events (docs/events.md) and prints the
+ * tree again as they change it, until the run is completed or failed.
  *
  * @module
  */
@@ -9,25 +10,22 @@
 import type { Sql } from "postgres";
 import { getRun, type RunState, type StepState } from "../../client/get_run.ts";
 import { getRunTasks, type TaskState } from "../../client/get_run_tasks.ts";
-import {
-  firstLine,
-  formatDuration,
-  formatTable,
-  formatTime,
-  type OpsCommand,
-  sleep,
-} from "./_command.ts";
+import { watchRun } from "../../client/watch_run.ts";
+import type { RunEvent } from "../../events/run_event.ts";
+import { firstLine, formatDuration, formatTable, formatTime, type OpsCommand } from "./_command.ts";
 
-/** How often `--watch` reads the run again. */
-const WATCH_MS = 1000;
+/** One step of the view: its state, dependencies, tasks, and tasks done of total. */
+type StepDetail = StepState & {
+  readonly dependsOn: readonly string[];
+  readonly tasks: readonly TaskState[];
+  readonly done: number;
+  readonly total: number;
+};
 
 /** A run with, per step, its dependencies and tasks. */
 interface RunDetail {
   readonly run: RunState;
-  readonly steps: readonly (StepState & {
-    readonly dependsOn: readonly string[];
-    readonly tasks: readonly TaskState[];
-  })[];
+  readonly steps: readonly StepDetail[];
 }
 
 async function readRun(sql: Sql, runId: string): Promise<RunDetail | null> {
@@ -40,12 +38,58 @@ async function readRun(sql: Sql, runId: string): Promise<RunDetail | null> {
   `;
   return {
     run,
-    steps: run.steps.map((step) => ({
-      ...step,
-      dependsOn: deps.filter((dep) => dep.step_slug === step.stepSlug).map((dep) => dep.dep_slug),
-      tasks: tasks.filter((task) => task.stepSlug === step.stepSlug),
-    })),
+    steps: run.steps.map((step) => {
+      const own = tasks.filter((task) => task.stepSlug === step.stepSlug);
+      return {
+        ...step,
+        dependsOn: deps.filter((dep) => dep.step_slug === step.stepSlug).map((dep) => dep.dep_slug),
+        tasks: own,
+        done: own.filter((task) => task.status === "completed").length,
+        total: own.length,
+      };
+    }),
   };
+}
+
+/** The view after one live event: the tree follows the events between two reads. */
+function applyEvent(detail: RunDetail, event: RunEvent): RunDetail {
+  const at = new Date(event.at);
+  switch (event.type) {
+    case "run:started":
+      return detail;
+    case "run:completed":
+      return { ...detail, run: { ...detail.run, status: "completed", completedAt: at } };
+    case "run:failed":
+      return {
+        ...detail,
+        run: { ...detail.run, status: "failed", failedAt: at, errorMessage: event.errorMessage },
+      };
+  }
+  const steps = detail.steps.map((step): StepDetail => {
+    if (step.stepSlug !== event.stepSlug) return step;
+    switch (event.type) {
+      case "step:started":
+        return {
+          ...step,
+          status: "started",
+          startedAt: at,
+          initialTasks: event.tasks,
+          total: event.tasks,
+          done: 0,
+        };
+      case "step:progress":
+        return { ...step, done: event.done, total: event.total };
+      case "step:completed":
+        return { ...step, status: "completed", completedAt: at, done: step.total };
+      case "step:failed":
+        return { ...step, status: "failed", failedAt: at, errorMessage: event.errorMessage };
+      case "step:skipped":
+        return { ...step, status: "skipped", skippedAt: at, skipReason: event.reason };
+      case "step:cancelled":
+        return { ...step, status: "cancelled", cancelledAt: at };
+    }
+  });
+  return { ...detail, steps };
 }
 
 /** The human view: a header, the step tree, the failed attempts. */
@@ -68,11 +112,10 @@ function render({ run, steps }: RunDetail): string[] {
     ["STEP", "STATUS", "TASKS", "ATTEMPTS", "STARTED", "DURATION", "AFTER"],
     steps.map((step) => {
       const level = depth.get(step.stepSlug)!;
-      const done = step.tasks.filter((task) => task.status === "completed").length;
       return [
         `${"  ".repeat(Math.max(0, level - 1))}${level > 0 ? "└ " : ""}${step.stepSlug}`,
         step.status,
-        step.initialTasks === null ? "-" : `${done}/${step.tasks.length}`,
+        step.initialTasks === null ? "-" : `${step.done}/${step.total}`,
         String(step.tasks.reduce((sum, task) => sum + task.attempts, 0)),
         formatTime(step.startedAt),
         formatDuration(
@@ -102,7 +145,7 @@ function render({ run, steps }: RunDetail): string[] {
 
 /** `--json`: the run (camelCase, as `getRun` returns it) with each step's `dependsOn` and `tasks`. */
 function toJson({ run, steps }: RunDetail): Record<string, unknown> {
-  return { ...run, steps };
+  return { ...run, steps: steps.map(({ done: _done, total: _total, ...step }) => step) };
 }
 
 /**
@@ -119,42 +162,48 @@ function toJson({ run, steps }: RunDetail): Record<string, unknown> {
 export const runCommand: OpsCommand = {
   name: "run",
   positional: ["run_id"],
-  options: [{ name: "watch", summary: "refresh until the run completes or fails" }],
+  options: [{ name: "watch", summary: "follow the live events until the run completes or fails" }],
   json: true,
   summary: "one run: steps in dependency order, tasks, attempts, errors, timings",
   description:
     "Shows the run's steps as a tree (a step under the dependencies it waits for) with\n" +
     "state, tasks done/total, attempts, when it started and how long it took, then the last\n" +
-    "error of every task that failed an attempt. --watch prints the view again whenever it\n" +
-    "changes until the run is terminal (with --json: once, then), and exits 0 when it\n" +
-    "completed, 1 when it failed.",
+    "error of every task that failed an attempt. --watch follows the run's live events and\n" +
+    "prints the view again whenever they change it, until the run is terminal (with --json:\n" +
+    "once, then), and exits 0 when it completed, 1 when it failed.",
   async run(sql, args, io) {
     const [runId] = args.positional;
     const watch = args.options.watch === true;
-    let printed = "";
-    for (;;) {
-      const detail = await readRun(sql, runId);
-      if (detail === null) {
-        io.err(`Cannot show run ${JSON.stringify(runId)}: no run has that id (see ops runs)`);
-        return 1;
-      }
-      const terminal = detail.run.status !== "started";
-      if (args.json) {
-        if (!watch || terminal) io.out(JSON.stringify(toJson(detail), null, 2));
-      } else {
-        // Durations of unfinished steps grow every second; compare without them.
-        const lines = render(detail);
-        const text = lines.join("\n");
-        const key = text.replace(/\d+(\.\d+)?s\+|\d+m \d+s\+/g, "");
-        if (key !== printed) {
-          if (printed !== "") io.out("");
-          for (const line of lines) io.out(line);
-          printed = key;
-        }
-      }
-      if (!watch) return 0;
-      if (terminal) return detail.run.status === "completed" ? 0 : 1;
-      await sleep(WATCH_MS);
+    let detail = await readRun(sql, runId);
+    if (detail === null) {
+      io.err(`Cannot show run ${JSON.stringify(runId)}: no run has that id (see ops runs)`);
+      return 1;
     }
+    let printed = "";
+    const print = (view: RunDetail) => {
+      // Durations of unfinished steps grow every second; compare without them.
+      const lines = render(view);
+      const key = lines.join("\n").replace(/\d+(\.\d+)?s\+|\d+m \d+s\+/g, "");
+      if (key === printed) return;
+      if (printed !== "") io.out("");
+      for (const line of lines) io.out(line);
+      printed = key;
+    };
+    if (!watch || !args.json) {
+      if (args.json) io.out(JSON.stringify(toJson(detail), null, 2));
+      else print(detail);
+    }
+    if (!watch) return 0;
+    // The replay at the start of the events repeats what the first read showed: it changes
+    // nothing, so nothing is printed again until the run moves.
+    for await (const event of watchRun(sql, runId)) {
+      detail = applyEvent(detail, event);
+      if (!args.json) print(detail);
+    }
+    // The run is terminal: read it once more for what events do not carry (attempts, errors).
+    detail = (await readRun(sql, runId)) ?? detail;
+    if (args.json) io.out(JSON.stringify(toJson(detail), null, 2));
+    else print(detail);
+    return detail.run.status === "completed" ? 0 : 1;
   },
 };

@@ -1,0 +1,113 @@
+/**
+ * `startRun()`: starts a run from a browser or an Edge Function through a Supabase RPC.
+ *
+ * @module
+ */
+
+import type { SupabaseClient } from "@supabase/supabase-js";
+import type { Json } from "../dsl/json.ts";
+import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
+import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
+import { flowRefOf, type RpcName, rpcOf } from "./_rpc.ts";
+
+/**
+ * Options of {@linkcode startRun}.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StartRunOptions } from "@sluice/sluice/browser";
+ *
+ * const options: StartRunOptions = { rpc: { schema: "public", name: "start_report" } };
+ * ```
+ */
+export interface StartRunOptions {
+  /**
+   * The function to call, taking `(flow_ref text, input jsonb)` and returning the run id:
+   * sluice's `sluice.start_run`, or an application's wrapper around it (docs/events.md).
+   *
+   * @default {{ schema: "sluice", name: "start_run" }}
+   */
+  readonly rpc?: RpcName;
+  /**
+   * The largest input accepted, in bytes of its JSON text (UTF-8).
+   *
+   * @default {16777216 (16 MiB)}
+   */
+  readonly maxInputBytes?: number;
+}
+
+/**
+ * Starts a run through an RPC and resolves its id; given a flow, the input is typed as that
+ * flow's input. The RPC runs as the caller's role (on Supabase, the signed-in user's), which must
+ * have been granted EXECUTE on it explicitly: no role is by default.
+ *
+ * @param supabase A supabase-js client.
+ * @param flow The flow (its concrete slug is used).
+ * @param input The run input.
+ * @param options Which RPC to call, and the input size limit.
+ * @returns The run id.
+ * @throws {JsonValueError} When the input is not JSON; nothing is sent.
+ * @throws {Error} The RPC's error (e.g. permission denied), with supabase-js's as `cause`.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { createClient } from "npm:@supabase/supabase-js@2";
+ * import { Flow } from "@sluice/sluice";
+ * import { startRun } from "@sluice/sluice/browser";
+ *
+ * const flow = new Flow<{ month: string }>({ slug: "report" })
+ *   .step({ slug: "total" }, (input) => input.month.length);
+ * const supabase = createClient("https://project.supabase.co", "anon-key");
+ * const runId = await startRun(supabase, flow, { month: "2026-11" });
+ * ```
+ */
+export function startRun<F extends DeployableFlow>(
+  supabase: SupabaseClient,
+  flow: F,
+  input: FlowInput<F>,
+  options?: StartRunOptions,
+): Promise<string>;
+/**
+ * Starts a run of the flow an alias or concrete slug names, with any JSON input.
+ *
+ * @param supabase A supabase-js client.
+ * @param flowRef An alias or a concrete flow slug.
+ * @param input The run input.
+ * @param options Which RPC to call, and the input size limit.
+ * @returns The run id.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { createClient } from "npm:@supabase/supabase-js@2";
+ * import { startRun } from "@sluice/sluice/browser";
+ *
+ * const supabase = createClient("https://project.supabase.co", "anon-key");
+ * const runId = await startRun(supabase, "report", { month: "2026-11" });
+ * ```
+ */
+export function startRun(
+  supabase: SupabaseClient,
+  flowRef: string,
+  input: Json,
+  options?: StartRunOptions,
+): Promise<string>;
+export async function startRun(
+  supabase: SupabaseClient,
+  flow: DeployableFlow | string,
+  input: unknown,
+  options: StartRunOptions = {},
+): Promise<string> {
+  const flowRef = flowRefOf(flow);
+  const action = `Cannot start flow ${JSON.stringify(flowRef)}`;
+  const maxBytes = options.maxInputBytes === undefined
+    ? DEFAULT_MAX_JSON_BYTES
+    : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
+  // Checked here so that a value JSON cannot carry is refused before anything is sent.
+  const inputJson = toJsonText(input, { action, root: "input", maxBytes });
+  const { data, error } = await rpcOf(supabase, options.rpc, "start_run")({
+    flow_ref: flowRef,
+    input: JSON.parse(inputJson),
+  });
+  if (error !== null) throw new Error(`${action}: ${error.message}`, { cause: error });
+  return data as string;
+}

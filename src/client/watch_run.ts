@@ -1,0 +1,194 @@
+/**
+ * `watchRun()`: a run's live events as an async iterator, for server-side code.
+ *
+ * @module
+ */
+
+import type { Sql } from "postgres";
+import { readRunEvents } from "../db/event_queries.ts";
+import { type ListenerConnection, openListenerConnection } from "../db/listener.ts";
+import type { DeployableFlow } from "../dsl/types.ts";
+import {
+  runChannel,
+  type RunEvent,
+  type RunEventPayload,
+  type RunHandle,
+} from "../events/run_event.ts";
+import { RunEventFeed } from "../events/run_event_feed.ts";
+import { assertUuid } from "./_uuid.ts";
+
+/**
+ * Options of {@linkcode watchRun}.
+ *
+ * @typeParam F The run's flow type (`never`: untyped events).
+ *
+ * @example Usage
+ * ```ts
+ * import type { WatchRunOptions } from "@sluice/sluice";
+ *
+ * const options: WatchRunOptions = { resyncIntervalMs: 10_000 };
+ * ```
+ */
+export interface WatchRunOptions<F extends DeployableFlow = never> {
+  /** The run's flow: types the events (only its type is used). */
+  readonly flow?: F;
+  /** Ends the iteration: the next step of the iterator rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+  /**
+   * Listen for the run's NOTIFY events. With `false`, or where LISTEN fails (e.g. behind a
+   * transaction pooler), the run's state is polled instead.
+   *
+   * @default {true}
+   */
+  readonly listen?: boolean;
+  /**
+   * While listening, how often the run's state is read anyway (and LISTEN re-issued): NOTIFY
+   * delivers at most once, so this bounds how long a lost event can go unnoticed.
+   *
+   * @default {5000}
+   */
+  readonly resyncIntervalMs?: number;
+  /**
+   * When polling (no LISTEN, or the flow's events are off), the first interval between reads;
+   * it grows by half after each read up to `maxPollIntervalMs`.
+   *
+   * @default {50}
+   */
+  readonly pollIntervalMs?: number;
+  /**
+   * When polling, the longest interval between reads.
+   *
+   * @default {250}
+   */
+  readonly maxPollIntervalMs?: number;
+}
+
+/**
+ * Watches a run: yields its events (docs/events.md), typed by its flow, and ends after the
+ * terminal one (`run:completed` or `run:failed`). It first replays the run's current state as
+ * events, so a late subscriber misses nothing, then passes on the run's NOTIFY events, each
+ * transition once. A lost listener connection is re-established and the state read again, so
+ * nothing is lost or repeated, the terminal event included. Where LISTEN is unavailable, or the
+ * flow's events are off, it polls the state. Opens one session connection of its own while
+ * iterating (closed when the iteration ends, also on `break`).
+ *
+ * @typeParam F The run's flow type.
+ * @param sql The database client.
+ * @param run The run id, or a {@linkcode RunHandle} that also types the events.
+ * @param options The flow (for typing), a signal, and the resync and poll intervals.
+ * @returns The events.
+ * @throws {TypeError} When the run id is not a UUID.
+ * @throws {RangeError} When no run has that id (from the iteration), or an interval is not a
+ * positive number.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, Flow, startFlow, watchRun } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * const flow = new Flow<number[]>({ slug: "squares" }).map({ slug: "square" }, (n) => n * n);
+ * const runId = await startFlow(sql, flow, [1, 2, 3]);
+ * for await (const event of watchRun(sql, { runId, flow })) {
+ *   if (event.type === "step:completed") console.log(event.output); // [1, 4, 9]
+ * }
+ * ```
+ */
+export function watchRun<F extends DeployableFlow = never>(
+  sql: Sql,
+  run: string | RunHandle<F>,
+  options: WatchRunOptions<F> = {},
+): AsyncGenerator<RunEvent<F>, void, undefined> {
+  const runId = typeof run === "string" ? run : run?.runId;
+  assertUuid(runId, "Cannot watch run");
+  const resyncMs = positive(options.resyncIntervalMs ?? 5000, "resyncIntervalMs", runId);
+  const pollMs = positive(options.pollIntervalMs ?? 50, "pollIntervalMs", runId);
+  const maxPollMs = Math.max(
+    pollMs,
+    positive(options.maxPollIntervalMs ?? 250, "maxPollIntervalMs", runId),
+  );
+  return watch(sql, runId, options, { resyncMs, pollMs, maxPollMs }) as AsyncGenerator<
+    RunEvent<F>,
+    void,
+    undefined
+  >;
+}
+
+interface Intervals {
+  readonly resyncMs: number;
+  readonly pollMs: number;
+  readonly maxPollMs: number;
+}
+
+async function* watch(
+  sql: Sql,
+  runId: string,
+  options: WatchRunOptions<DeployableFlow>,
+  intervals: Intervals,
+): AsyncGenerator<RunEventPayload, void, undefined> {
+  const channel = runChannel(runId);
+  // Polls without LISTEN or while the flow's events are off; otherwise resyncs now and then.
+  let polling = false;
+  let pollMs = intervals.pollMs;
+  const feed = new RunEventFeed(runId, async () => {
+    const row = await readRunEvents(sql, runId);
+    if (row === null) return null;
+    const was = polling;
+    polling = listener === null || !row.events_enabled;
+    if (polling && !was) schedule(pollMs);
+    return row.events;
+  });
+  let listener: ListenerConnection | null = null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let ended = false;
+  // Every tick LISTENs again (reconnecting a lost connection; a no-op on a live one) and only
+  // then reads the state, so that nothing committed between the two goes unseen.
+  const tick = async () => {
+    if (listener !== null) {
+      try {
+        await listener.listen(channel);
+      } catch {
+        // Still unreachable: the state is read meanwhile, and the next tick tries again.
+      }
+    }
+    feed.resync();
+    schedule(polling ? pollMs : intervals.resyncMs);
+    if (polling) pollMs = Math.min(intervals.maxPollMs, pollMs * 1.5);
+  };
+  const schedule = (ms: number) => {
+    clearTimeout(timer);
+    if (!ended) timer = setTimeout(tick, ms);
+  };
+  if (options.listen !== false) {
+    listener = openListenerConnection(sql, {
+      onNotify: (name, payload) => {
+        if (name === channel) feed.push(JSON.parse(payload) as RunEventPayload);
+      },
+      // Notifications sent while the connection is down are gone: reconnect soon and resync.
+      onClose: () => schedule(intervals.pollMs),
+    });
+    try {
+      await listener.listen(channel);
+    } catch {
+      await listener.close();
+      listener = null;
+    }
+  }
+  polling = listener === null;
+  schedule(polling ? pollMs : intervals.resyncMs);
+  try {
+    yield* feed.events(options.signal);
+  } finally {
+    ended = true;
+    clearTimeout(timer);
+    await listener?.close();
+  }
+}
+
+function positive(value: number, name: string, runId: string): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new RangeError(
+      `Cannot watch run ${runId}: ${name} must be a positive number, got ${String(value)}`,
+    );
+  }
+  return value;
+}

@@ -1,0 +1,388 @@
+/**
+ * The live events of a run (docs/events.md): one type for every transport (NOTIFY, Supabase
+ * Realtime) and for the replay of a run's state, typed by the run's flow.
+ *
+ * @module
+ */
+
+import type { Json } from "../dsl/json.ts";
+import type { DeployableFlow, FlowOutput, StepOutput, StepSlug } from "../dsl/types.ts";
+
+/**
+ * Why a step was skipped.
+ *
+ * @example Usage
+ * ```ts
+ * import type { SkipReason } from "@sluice/sluice";
+ *
+ * const reason: SkipReason = "condition_unmet";
+ * ```
+ */
+export type SkipReason = "condition_unmet" | "retries_exhausted" | "dependency_skipped";
+
+/**
+ * What every event carries: its run and when the change was made (an ISO 8601 timestamp of the
+ * database's clock).
+ *
+ * @example Usage
+ * ```ts
+ * import type { RunEventBase } from "@sluice/sluice";
+ *
+ * const base: RunEventBase = { runId: "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11", at: "2026-12-01T00:00:00+00:00" };
+ * ```
+ */
+export interface RunEventBase {
+  /** The run. */
+  readonly runId: string;
+  /** When the change was made. */
+  readonly at: string;
+}
+
+/**
+ * The run started (its root steps start in the same transaction).
+ *
+ * @example Usage
+ * ```ts
+ * import type { RunStartedEvent } from "@sluice/sluice";
+ *
+ * const isStart = (event: { type: string }): event is RunStartedEvent => event.type === "run:started";
+ * ```
+ */
+export interface RunStartedEvent extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "run:started";
+  /** The concrete flow of the run. */
+  readonly flowSlug: string;
+}
+
+/**
+ * The run completed: the last event of the run.
+ *
+ * @typeParam Output The run output: the outputs of its completed leaf steps, by slug.
+ *
+ * @example Usage
+ * ```ts
+ * import type { RunCompletedEvent } from "@sluice/sluice";
+ *
+ * const done = (event: RunCompletedEvent<{ total: number }>) => event.output.total;
+ * ```
+ */
+export interface RunCompletedEvent<Output = Json> extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "run:completed";
+  /** The concrete flow of the run. */
+  readonly flowSlug: string;
+  /** The run output. */
+  readonly output: Output;
+}
+
+/**
+ * The run failed: the last event of the run.
+ *
+ * @typeParam Slug The flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { RunFailedEvent } from "@sluice/sluice";
+ *
+ * const why = (event: RunFailedEvent) => `${event.stepSlug}: ${event.errorMessage}`;
+ * ```
+ */
+export interface RunFailedEvent<Slug extends string = string> extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "run:failed";
+  /** The concrete flow of the run. */
+  readonly flowSlug: string;
+  /** The step that failed the run (`null` if none is recorded). */
+  readonly stepSlug: Slug | null;
+  /** Why. */
+  readonly errorMessage: string;
+}
+
+/**
+ * A step started: its tasks are queued.
+ *
+ * @typeParam Slug The flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepStartedEvent } from "@sluice/sluice";
+ *
+ * const size = (event: StepStartedEvent) => event.tasks;
+ * ```
+ */
+export interface StepStartedEvent<Slug extends string = string> extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "step:started";
+  /** The step. */
+  readonly stepSlug: Slug;
+  /** How many tasks it has (a map: one per element). */
+  readonly tasks: number;
+}
+
+/**
+ * Tasks of a started step are done: at most one per the flow's `progressInterval`, never for
+ * the task that completes the step.
+ *
+ * @typeParam Slug The flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepProgressEvent } from "@sluice/sluice";
+ *
+ * const percent = (event: StepProgressEvent) => Math.round((100 * event.done) / event.total);
+ * ```
+ */
+export interface StepProgressEvent<Slug extends string = string> extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "step:progress";
+  /** The step. */
+  readonly stepSlug: Slug;
+  /** Tasks completed. */
+  readonly done: number;
+  /** Tasks of the step. */
+  readonly total: number;
+}
+
+/**
+ * A step completed.
+ *
+ * @typeParam Slug The step's slug.
+ * @typeParam Output The step's output (a map step: the array of its tasks' outputs).
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepCompletedEvent } from "@sluice/sluice";
+ *
+ * const total = (event: StepCompletedEvent<"sum", number>) => event.output;
+ * ```
+ */
+export interface StepCompletedEvent<Slug extends string = string, Output = Json>
+  extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "step:completed";
+  /** The step. */
+  readonly stepSlug: Slug;
+  /** The step's output. */
+  readonly output: Output;
+}
+
+/**
+ * A step failed and, with it, the run (`run:failed` follows).
+ *
+ * @typeParam Slug The flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepFailedEvent } from "@sluice/sluice";
+ *
+ * const why = (event: StepFailedEvent) => event.errorMessage;
+ * ```
+ */
+export interface StepFailedEvent<Slug extends string = string> extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "step:failed";
+  /** The step. */
+  readonly stepSlug: Slug;
+  /** Why. */
+  readonly errorMessage: string;
+}
+
+/**
+ * A step was skipped.
+ *
+ * @typeParam Slug The flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepSkippedEvent } from "@sluice/sluice";
+ *
+ * const why = (event: StepSkippedEvent) => event.reason;
+ * ```
+ */
+export interface StepSkippedEvent<Slug extends string = string> extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "step:skipped";
+  /** The step. */
+  readonly stepSlug: Slug;
+  /** Why. */
+  readonly reason: SkipReason;
+  /** The last task error when the reason is `retries_exhausted`, else `null`. */
+  readonly errorMessage: string | null;
+}
+
+/**
+ * A step was cancelled because another step failed the run.
+ *
+ * @typeParam Slug The flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepCancelledEvent } from "@sluice/sluice";
+ *
+ * const slug = (event: StepCancelledEvent) => event.stepSlug;
+ * ```
+ */
+export interface StepCancelledEvent<Slug extends string = string> extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "step:cancelled";
+  /** The step. */
+  readonly stepSlug: Slug;
+}
+
+/**
+ * The step slugs of a flow type, or `string` when no flow type is known.
+ *
+ * @typeParam F A flow type, or `never`.
+ *
+ * @example Usage
+ * ```ts
+ * import type { EventStepSlug } from "@sluice/sluice";
+ *
+ * const slug: EventStepSlug<never> = "any";
+ * ```
+ */
+export type EventStepSlug<F extends DeployableFlow> = [F] extends [never] ? string : StepSlug<F>;
+
+/**
+ * `step:completed` of each step of a flow, with that step's output type.
+ *
+ * @typeParam F A flow type, or `never` (any step, JSON output).
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepCompletedEventOf } from "@sluice/sluice";
+ *
+ * const untyped: StepCompletedEventOf<never>["output"] = null;
+ * ```
+ */
+export type StepCompletedEventOf<F extends DeployableFlow> = [F] extends [never]
+  ? StepCompletedEvent<string, Json>
+  : { [S in StepSlug<F>]: StepCompletedEvent<S, StepOutput<F, S>> }[StepSlug<F>];
+
+/**
+ * Every event of a run of flow `F`, discriminated by `type`: step slugs and outputs typed by the
+ * flow (untyped JSON when `F` is `never`).
+ *
+ * @typeParam F The run's flow type, or `never`.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type RunEvent } from "@sluice/sluice";
+ *
+ * const flow = new Flow<{ n: number }>({ slug: "math" })
+ *   .step({ slug: "double" }, (input) => input.n * 2);
+ * function show(event: RunEvent<typeof flow>): string {
+ *   if (event.type === "step:completed") return `double = ${event.output}`;
+ *   return event.type;
+ * }
+ * ```
+ */
+export type RunEvent<F extends DeployableFlow = never> =
+  | RunStartedEvent
+  | RunCompletedEvent<[F] extends [never] ? Json : FlowOutput<F>>
+  | RunFailedEvent<EventStepSlug<F>>
+  | StepStartedEvent<EventStepSlug<F>>
+  | StepProgressEvent<EventStepSlug<F>>
+  | StepCompletedEventOf<F>
+  | StepFailedEvent<EventStepSlug<F>>
+  | StepSkippedEvent<EventStepSlug<F>>
+  | StepCancelledEvent<EventStepSlug<F>>;
+
+/**
+ * An event as a transport carries it: an event too large for NOTIFY (8,000 bytes) leaves out
+ * its `output` (then its `errorMessage`) and names them in `omitted`; `watchRun()` and the
+ * browser client read those back before they hand the event on.
+ *
+ * @example Usage
+ * ```ts
+ * import type { RunEventPayload } from "@sluice/sluice";
+ *
+ * const large: RunEventPayload = {
+ *   type: "step:completed",
+ *   runId: "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11",
+ *   stepSlug: "blob",
+ *   at: "2026-12-01T00:00:00+00:00",
+ *   omitted: ["output"],
+ * };
+ * ```
+ */
+export type RunEventPayload =
+  & { readonly type: RunEvent["type"]; readonly runId: string; readonly at: string }
+  & { readonly omitted?: readonly ("output" | "errorMessage")[] }
+  & Readonly<Record<string, Json | undefined>>;
+
+/**
+ * A run together with its flow, so that events are typed without naming the flow again.
+ *
+ * @typeParam F The run's flow type.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type RunHandle } from "@sluice/sluice";
+ *
+ * const flow = new Flow<{ n: number }>({ slug: "math" }).step({ slug: "double" }, (i) => i.n * 2);
+ * const handle: RunHandle<typeof flow> = { runId: "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11", flow };
+ * ```
+ */
+export interface RunHandle<F extends DeployableFlow> {
+  /** The run id. */
+  readonly runId: string;
+  /** The run's flow (only its type is used). */
+  readonly flow: F;
+}
+
+/**
+ * Whether an event is a run's last (`run:completed` or `run:failed`).
+ *
+ * @param event An event.
+ * @returns `true` for a terminal event.
+ *
+ * @example Usage
+ * ```ts
+ * import { isTerminalRunEvent } from "@sluice/sluice";
+ *
+ * console.log(isTerminalRunEvent({ type: "run:started" })); // false
+ * ```
+ */
+export function isTerminalRunEvent(event: { readonly type: string }): boolean {
+  return event.type === "run:completed" || event.type === "run:failed";
+}
+
+/**
+ * The NOTIFY channel of a run: `sluice_run_` and the run id without dashes (the same as SQL
+ * `sluice.run_channel(run_id)`).
+ *
+ * @param runId The run id (a UUID).
+ * @returns The channel name.
+ *
+ * @example Usage
+ * ```ts
+ * import { runChannel } from "@sluice/sluice";
+ *
+ * console.log(runChannel("6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11"));
+ * // sluice_run_6f1c0c2e8f5e4a439d432f7f6a0f0d11
+ * ```
+ */
+export function runChannel(runId: string): string {
+  return `sluice_run_${runId.toLowerCase().replaceAll("-", "")}`;
+}
+
+/**
+ * The Supabase Realtime topic of a run: `sluice:run:` and the run id (the same as SQL
+ * `sluice.run_topic(run_id)`).
+ *
+ * @param runId The run id (a UUID).
+ * @returns The topic.
+ *
+ * @example Usage
+ * ```ts
+ * import { runTopic } from "@sluice/sluice";
+ *
+ * console.log(runTopic("6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11"));
+ * // sluice:run:6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11
+ * ```
+ */
+export function runTopic(runId: string): string {
+  return `sluice:run:${runId.toLowerCase()}`;
+}

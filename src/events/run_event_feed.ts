@@ -1,0 +1,160 @@
+/**
+ * `RunEventFeed`: turns a run's replayed state and its live events, from any transport, into one
+ * ordered sequence without gaps or repeats that ends at the run's terminal event. Shared by
+ * `watchRun()` (NOTIFY) and the browser client (Supabase Realtime); not part of the public API.
+ *
+ * Events are state transitions, so a repeat is recognised by the state it leads to: an event is
+ * passed on only when it moves the run, or one of its steps, forward (a step: started, then
+ * progress with more done, then one terminal status; the run: started, then one terminal
+ * status). A replay therefore fills exactly what a subscriber missed, wherever it starts.
+ *
+ * @module
+ */
+
+import { isTerminalRunEvent, type RunEventPayload } from "./run_event.ts";
+
+/** Reads a run's state as events (full outputs); `null` when there is no such run. */
+export type ReplayRun = () => Promise<readonly RunEventPayload[] | null>;
+
+/** How far one step has come. */
+interface StepProgress {
+  /** 1: started, 2: finished (completed, failed, skipped or cancelled). */
+  stage: number;
+  done: number;
+}
+
+/** A run's live events, merged with replays of its state. */
+export class RunEventFeed {
+  readonly #runId: string;
+  readonly #replay: ReplayRun;
+  readonly #live: RunEventPayload[] = [];
+  #resync = true;
+  #error: { reason: unknown } | undefined;
+  #wake: (() => void) | undefined;
+  #started = false;
+  #finished = false;
+  readonly #steps = new Map<string, StepProgress>();
+
+  /**
+   * @param runId The run (for error messages).
+   * @param replay Reads the run's state as events.
+   */
+  constructor(runId: string, replay: ReplayRun) {
+    this.#runId = runId;
+    this.#replay = replay;
+  }
+
+  /** A live event arrived. */
+  push(event: RunEventPayload): void {
+    this.#live.push(event);
+    this.#wake?.();
+  }
+
+  /** The live events may have gaps (a reconnect, a poll tick): read the state again. */
+  resync(): void {
+    this.#resync = true;
+    this.#wake?.();
+  }
+
+  /** The transport failed for good: the iteration rejects with `reason`. */
+  fail(reason: unknown): void {
+    this.#error ??= { reason };
+    this.#wake?.();
+  }
+
+  /**
+   * The events, in order: the replay first, then live ones, each transition once, ending after
+   * the terminal event.
+   *
+   * @param signal Ends the iteration with the signal's reason.
+   */
+  async *events(signal?: AbortSignal): AsyncGenerator<RunEventPayload, void, undefined> {
+    for (;;) {
+      signal?.throwIfAborted();
+      if (this.#error !== undefined) throw this.#error.reason;
+      if (this.#resync) {
+        this.#resync = false;
+        for (const event of await this.#readReplay()) {
+          if (this.#accept(event)) yield event;
+          if (this.#finished) return;
+        }
+        continue;
+      }
+      const event = this.#live.shift();
+      if (event !== undefined) {
+        if (this.#accept(event)) {
+          yield event.omitted === undefined ? event : await this.#fill(event);
+        }
+        if (this.#finished) return;
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const onAbort = () => resolve();
+        this.#wake = () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        signal?.addEventListener("abort", onAbort, { once: true });
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  async #readReplay(): Promise<readonly RunEventPayload[]> {
+    const events = await this.#replay();
+    if (events === null) throw new RangeError(`Cannot watch run ${this.#runId}: no such run`);
+    return events;
+  }
+
+  /** Reads the fields a transport left out from the run's state. */
+  async #fill(event: RunEventPayload): Promise<RunEventPayload> {
+    const full = (await this.#readReplay()).find((candidate) =>
+      candidate.type === event.type && candidate.stepSlug === event.stepSlug
+    );
+    if (full === undefined) {
+      throw new Error(
+        `Cannot watch run ${this.#runId}: the state has no ${event.type} event for step ${
+          JSON.stringify(event.stepSlug ?? null)
+        } to read its ${event.omitted!.join(" and ")} from`,
+      );
+    }
+    const { omitted, ...rest } = event;
+    const filled: Record<string, unknown> = { ...rest };
+    for (const field of omitted!) filled[field] = full[field];
+    return filled as RunEventPayload;
+  }
+
+  /** Whether the event moves the run forward; records it when it does. */
+  #accept(event: RunEventPayload): boolean {
+    if (this.#finished) return false;
+    if (event.type === "run:started") {
+      if (this.#started) return false;
+      this.#started = true;
+      return true;
+    }
+    if (isTerminalRunEvent(event)) {
+      this.#started = true;
+      this.#finished = true;
+      return true;
+    }
+    const slug = String(event.stepSlug);
+    const step = this.#steps.get(slug) ?? { stage: 0, done: 0 };
+    this.#steps.set(slug, step);
+    switch (event.type) {
+      case "step:started":
+        if (step.stage >= 1) return false;
+        step.stage = 1;
+        return true;
+      case "step:progress": {
+        const done = Number(event.done);
+        if (step.stage !== 1 || done <= step.done) return false;
+        step.done = done;
+        return true;
+      }
+      default:
+        if (step.stage >= 2) return false;
+        step.stage = 2;
+        return true;
+    }
+  }
+}

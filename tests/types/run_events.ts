@@ -1,0 +1,92 @@
+// RunEvent: the event union of watchRun() and the browser client, typed by the run's flow.
+// Checked by `deno check tests/types/`, never run.
+
+import {
+  type connect,
+  Flow,
+  type FlowOutput,
+  type Json,
+  type RunEvent,
+  type StepSlug,
+  watchRun,
+  type withStepQueues,
+} from "../../mod.ts";
+import type { Equals } from "./_equals.ts";
+
+const flow = new Flow<{ emails: string[] }>({ slug: "signup" })
+  .array({ slug: "addresses" }, (input) => input.emails)
+  .map({ slug: "verify", array: "addresses" }, (email) => ({ email, ok: email.includes("@") }))
+  .step(
+    { slug: "welcome", dependsOn: ["verify"], if: { verify: [] } },
+    (deps) => deps.verify.length,
+  );
+
+type Event = RunEvent<typeof flow>;
+
+// The union is discriminated by type; each member has exactly its fields.
+const _types: Equals<
+  Event["type"],
+  | "run:started"
+  | "run:completed"
+  | "run:failed"
+  | "step:started"
+  | "step:progress"
+  | "step:completed"
+  | "step:failed"
+  | "step:skipped"
+  | "step:cancelled"
+> = true;
+
+// A completed step's output is that step's output type, narrowed by its slug.
+function _completed(event: Extract<Event, { type: "step:completed" }>) {
+  if (event.stepSlug === "verify") {
+    const _verify: Equals<typeof event.output, { email: string; ok: boolean }[]> = true;
+  } else if (event.stepSlug === "addresses") {
+    const _addresses: Equals<typeof event.output, string[]> = true;
+  } else {
+    const _welcome: Equals<typeof event.stepSlug, "welcome"> = true;
+    const _count: Equals<typeof event.output, number> = true;
+  }
+  // @ts-expect-error no step of the flow has that slug
+  if (event.stepSlug === "nope") return;
+}
+
+// The run's output is the flow's output; step slugs everywhere are the flow's.
+const _runOutput: Equals<
+  Extract<Event, { type: "run:completed" }>["output"],
+  FlowOutput<typeof flow>
+> = true;
+const _startedSlug: Equals<
+  Extract<Event, { type: "step:started" }>["stepSlug"],
+  StepSlug<typeof flow>
+> = true;
+const _failedRunSlug: Equals<
+  Extract<Event, { type: "run:failed" }>["stepSlug"],
+  StepSlug<typeof flow> | null
+> = true;
+const _skipReason: Equals<
+  Extract<Event, { type: "step:skipped" }>["reason"],
+  "condition_unmet" | "retries_exhausted" | "dependency_skipped"
+> = true;
+
+// Without a flow type: any slug, JSON outputs.
+type Untyped = RunEvent;
+const _untypedSlug: Equals<Extract<Untyped, { type: "step:progress" }>["stepSlug"], string> = true;
+const _untypedOutput: Equals<Extract<Untyped, { type: "step:completed" }>["output"], Json> = true;
+const _untypedRunOutput: Equals<Extract<Untyped, { type: "run:completed" }>["output"], Json> = true;
+
+// A step-queued flow types its events like the plain flow.
+const _queued: Equals<RunEvent<ReturnType<typeof withStepQueues<typeof flow>>>, Event> = true;
+
+// watchRun() yields events typed by a handle's flow, by `flow`, or untyped by a bare id.
+async function _watch(sql: ReturnType<typeof connect>) {
+  for await (const event of watchRun(sql, { runId: "id", flow })) {
+    const _byHandle: Equals<typeof event, Event> = true;
+  }
+  for await (const event of watchRun(sql, "id", { flow })) {
+    const _byOption: Equals<typeof event, Event> = true;
+  }
+  for await (const event of watchRun(sql, "id")) {
+    const _byId: Equals<typeof event, Untyped> = true;
+  }
+}
