@@ -50,9 +50,10 @@ export interface DashboardOptions {
    */
   readonly secret?: string;
   /**
-   * Milliseconds between two reads of a run shown live.
+   * Milliseconds after which a run shown live is read again without an event of it (attempts
+   * and errors of a retried task send none).
    *
-   * @default {500}
+   * @default {2000}
    */
   readonly pollMs?: number;
   /**
@@ -326,7 +327,7 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
           controller.enqueue(encoder.encode(`event: ${event}\ndata: ${data}\n\n`));
         let sent = "";
         try {
-          for await (const _ of runChanges({ signal, intervalMs: options.pollMs })) {
+          for await (const _ of runChanges(sql, runId, { signal, intervalMs: options.pollMs })) {
             const view = await readRunView(sql, runId);
             if (view === null || signal.aborted) break;
             const parts = runParts(view);

@@ -26,12 +26,15 @@ export async function browser(): Promise<Browser> {
   return await launchChromium(CHROMIUM);
 }
 
-/** A dashboard on a free port with its log lines collected. */
+/**
+ * A dashboard on a free port with its log lines collected. Its fallback read interval is longer
+ * than any test: what a live page shows arrived through the run's events.
+ */
 export function dashboard(db: TestDatabase): Dashboard & { log: string[] } {
   const log: string[] = [];
   const started = startDashboard(db.connect(4), {
     port: 0,
-    pollMs: 100,
+    pollMs: 600_000,
     log: (line) => log.push(line),
   });
   return Object.assign(started, { log });
