@@ -126,6 +126,9 @@ source.addEventListener("parts", (event) => {
 source.addEventListener("end", () => { source.close(); live.textContent = "finished"; });
 source.onerror = () => { live.textContent = "reconnecting…"; };
 source.onopen = () => { live.textContent = "live"; };
+// A browser holds few connections per host: a page left (or kept in the back/forward cache)
+// must not keep its stream.
+addEventListener("pagehide", () => source.close());
 `;
 
 /**

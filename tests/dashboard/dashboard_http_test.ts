@@ -236,3 +236,32 @@ Deno.test("deno task dashboard serves the database of --database-url until SIGIN
   await child.stderr.cancel();
   assert.equal(status.code, 0);
 });
+
+Deno.test("dashboard live stream sends the run's parts, and a closed page releases its LISTEN connection", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, { slug: "dash_live", steps: [{ slug: "only" }] });
+  const runId = await startFlow(db.sql, "dash_live", {});
+  await using server = dashboard(db);
+  const listening = async () => {
+    const [{ count }] = await db.sql`
+      select count(*)::int from pg_stat_activity
+      where datname = current_database() and query like 'listen sluice_run_%'`;
+    return count;
+  };
+  const pages = new AbortController();
+  const response = await fetch(`${server.origin}/runs/${runId}/events`, {
+    headers: { authorization: `Bearer ${server.token}` },
+    signal: pages.signal,
+  });
+  assert.equal(response.headers.get("content-type"), "text/event-stream");
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const { value } = await reader.read();
+  const [, event, data] = /^event: (\w+)\ndata: (.*)\n\n/.exec(value!)!;
+  assert.equal(event, "parts");
+  assert.deepEqual(Object.keys(JSON.parse(data)), ["summary", "dag", "steps"]);
+  assert.match(JSON.parse(data).dag, /data-step="only" data-status="started"/);
+  await waitUntil(async () => await listening() === 1, "the stream's LISTEN connection");
+  pages.abort();
+  await reader.cancel().catch(() => {});
+  await waitUntil(async () => await listening() === 0, "the LISTEN connection to close");
+});
