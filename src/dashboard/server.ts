@@ -178,7 +178,6 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
   const token = options.secret ?? newToken();
   const streams = new Set<AbortController>();
   const shutdown = new AbortController();
-  let access: TokenCheck;
 
   async function route(request: Request, remote: string): Promise<Response> {
     const url = new URL(request.url);
@@ -392,7 +391,8 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
     onListen: () => {},
   }, handle);
   const address = server.addr as Deno.NetAddr;
-  access = new TokenCheck(token, address.port);
+  // Requests arrive only after this line: `handle` may use it.
+  const access = new TokenCheck(token, address.port);
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
   const origin = `http://${host}:${address.port}`;
   const close = async () => {
