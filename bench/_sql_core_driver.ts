@@ -119,8 +119,16 @@ export async function openConnections(
 }
 
 /** Compiles the workload's flow (`sluice.ensure_flow_compiled`, environment `production`). */
-export async function compileWorkload(sql: Sql, workload: Workload): Promise<void> {
-  const definition = sql.json(workload.definition);
+export async function compileWorkload(
+  sql: Sql,
+  workload: Workload,
+  events = true,
+): Promise<void> {
+  // Live run events are a runtime option: compiling again with the other value switches them.
+  const definition = sql.json({
+    ...workload.definition,
+    options: { ...workload.definition.options, events },
+  });
   const [{ result }] = await sql<{ result: { outcome: string } }[]>`
     select sluice.ensure_flow_compiled(${definition}::jsonb, 'production') as result
   `;

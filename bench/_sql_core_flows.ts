@@ -24,7 +24,7 @@ type StepDefinition = {
 export type FlowDefinition = {
   flow_slug: string;
   queue_mode: "flow" | "step";
-  options: { max_attempts: number; base_delay: number; timeout: number };
+  options: { max_attempts: number; base_delay: number; timeout: number; events?: boolean };
   steps: StepDefinition[];
   routes: { step_slug: string; queue_name: string }[];
 };

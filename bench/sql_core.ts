@@ -7,6 +7,8 @@
  *   --connections 1,4,8   connection counts to measure
  *   --shape linear3,map100
  *   --mode single,batched completion modes: complete_task per task / complete_tasks per batch
+ *   --events on,off       live run events of the benchmarked flows (docs/events.md): measured
+ *                         with each value in turn, in one run
  *   --batch 20            messages per pgmq.read
  *   --repetitions 3       timed repetitions per combination (after one untimed warm-up)
  *   --profile             print pg_stat_statements / pg_stat_user_functions per combination
@@ -50,6 +52,7 @@ const CALL_TYPES: CallType[] = ["start_flow", "read", "start_tasks", "complete"]
 
 interface Combination {
   workload: Workload;
+  events: boolean;
   mode: CompletionMode;
   connections: number;
   runs: number;
@@ -76,7 +79,9 @@ async function measure(
   profile: boolean,
 ): Promise<Measured> {
   const { workload, mode, connections, runs } = combination;
-  const label = `${workload.shape} ${mode} x${connections}`;
+  const label = `${workload.shape} ${mode} x${connections} events ${
+    combination.events ? "on" : "off"
+  }`;
   const results: RepetitionResult[] = [];
   {
     await using conns: Connections = await openConnections(
@@ -111,6 +116,7 @@ function resultRow(m: Measured): string[] {
   const p95 = median(m.repetitions.map((r) => quantile(r.latenciesMs, 0.95)));
   return [
     m.workload.shape,
+    m.events ? "on" : "off",
     m.mode === "single" ? "complete_task" : "complete_tasks",
     String(m.connections),
     `${whole(median(rates))} (${whole(Math.min(...rates))}–${whole(Math.max(...rates))})`,
@@ -131,7 +137,15 @@ function callRow(m: Measured): string[] {
     ? (m.repetitions.reduce((sum, r) => sum + r.serverCpuMs!, 0) / tasks).toFixed(2)
     : "–";
   const clientCpu = (m.repetitions.reduce((sum, r) => sum + r.clientCpuMs, 0) / tasks).toFixed(2);
-  return [m.workload.shape, m.mode, String(m.connections), ...cells, serverCpu, clientCpu];
+  return [
+    m.workload.shape,
+    m.events ? "on" : "off",
+    m.mode,
+    String(m.connections),
+    ...cells,
+    serverCpu,
+    clientCpu,
+  ];
 }
 
 async function main(args: string[]): Promise<void> {
@@ -142,6 +156,7 @@ async function main(args: string[]): Promise<void> {
       connections: { type: "string", default: "1,4,8" },
       shape: { type: "string", default: "linear3,map100" },
       mode: { type: "string", default: "single,batched" },
+      events: { type: "string", default: "on" },
       batch: { type: "string", default: "20" },
       repetitions: { type: "string" },
       profile: { type: "boolean", default: false },
@@ -152,6 +167,12 @@ async function main(args: string[]): Promise<void> {
   const connectionCounts = list(values.connections).map(Number);
   const shapes = list(values.shape);
   const modes = list(values.mode);
+  const eventSettings = list(values.events).map((value) => {
+    if (value !== "on" && value !== "off") {
+      throw new Error(`Unknown --events "${value}": on or off`);
+    }
+    return value === "on";
+  });
   const batchSize = Number(values.batch);
   const repetitions = Number(values.repetitions ?? (values.quick ? 1 : 3));
   for (const shape of shapes) {
@@ -176,20 +197,24 @@ async function main(args: string[]): Promise<void> {
   const admin = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
   const measured: Measured[] = [];
   try {
-    for (const shape of shapes) await compileWorkload(admin, WORKLOADS[shape]);
     for (const shape of shapes) {
       for (const mode of modes) {
         for (const connections of connectionCounts) {
-          const runs = RUNS[shape][values.quick ? "quick" : "full"];
-          const combination = {
-            workload: WORKLOADS[shape],
-            mode: mode as CompletionMode,
-            connections,
-            runs,
-          };
-          measured.push(
-            await measure(db, admin, combination, repetitions, batchSize, values.profile),
-          );
+          // On and off back to back, so that both see the same machine load.
+          for (const events of eventSettings) {
+            await compileWorkload(admin, WORKLOADS[shape], events);
+            const runs = RUNS[shape][values.quick ? "quick" : "full"];
+            const combination = {
+              workload: WORKLOADS[shape],
+              events,
+              mode: mode as CompletionMode,
+              connections,
+              runs,
+            };
+            measured.push(
+              await measure(db, admin, combination, repetitions, batchSize, values.profile),
+            );
+          }
         }
       }
     }
@@ -209,7 +234,14 @@ async function main(args: string[]): Promise<void> {
     `median of ${repetitions} after one untimed warm-up (min–max).`,
     "",
     markdownTable(
-      ["shape", "completion", "connections", "tasks/s median (min–max)", "run latency p50 / p95"],
+      [
+        "shape",
+        "events",
+        "completion",
+        "connections",
+        "tasks/s median (min–max)",
+        "run latency p50 / p95",
+      ],
       measured.map(resultRow),
     ),
     "",
@@ -217,7 +249,15 @@ async function main(args: string[]): Promise<void> {
     "connections' backends; client: this process):",
     "",
     markdownTable(
-      ["shape", "mode", "connections", ...CALL_TYPES, "server CPU ms/task", "client CPU ms/task"],
+      [
+        "shape",
+        "events",
+        "mode",
+        "connections",
+        ...CALL_TYPES,
+        "server CPU ms/task",
+        "client CPU ms/task",
+      ],
       measured.map(callRow),
     ),
   ].join("\n"));

@@ -50,7 +50,8 @@ export interface SubscribeToRunOptions<F extends DeployableFlow = never> {
  * `watchRun()` on a server. The run's state is replayed first (through `replayRpc`), and again
  * each time the channel is (re)joined, so a late or reconnected subscriber misses nothing and
  * sees nothing twice. Receiving needs a Realtime authorization policy that admits the user to
- * the topic (docs/events.md). Leaves the channel when the iteration ends, also on `break`.
+ * the topic (docs/events.md); when Realtime refuses the first join, the iteration rejects with
+ * its error. Leaves the channel when the iteration ends, also on `break`.
  *
  * @typeParam F The run's flow type.
  * @param supabase A supabase-js client (signed in as the user whose policies apply).
@@ -97,13 +98,19 @@ async function* subscribe(
     }
     return data as RunEventPayload[] | null;
   });
+  let joined = false;
   const channel = supabase
     .channel(runTopic(runId), { config: { private: true } })
     .on("broadcast", { event: "*" }, (message) => feed.push(message.payload as RunEventPayload))
     .subscribe((status, error) => {
       // Joined (again): what was broadcast before is not replayed by Realtime, so read it.
-      if (status === "SUBSCRIBED") feed.resync();
-      if (status === "CHANNEL_ERROR" && error !== undefined) feed.fail(error);
+      if (status === "SUBSCRIBED") {
+        joined = true;
+        feed.resync();
+      }
+      // A refused first join (no authorization policy admits the user) is final; errors after
+      // a join are a lost connection, which supabase-js rejoins by itself.
+      if (status === "CHANNEL_ERROR" && !joined) feed.fail(error);
     });
   try {
     yield* feed.events(options.signal);
