@@ -37,11 +37,16 @@ have_pg() {
   compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
 }
 
+# Installs a Debian package when running as root with apt-get; returns 1 where it cannot.
+apt_install() {
+  [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1 || return 1
+  log "installing Debian package $1 ($2)"
+  [[ -n "${APT_UPDATED:-}" ]] || { apt-get update >&2 && APT_UPDATED=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y "$1" >&2
+}
+
 if [[ -z "${DATABASE_URL:-}" ]] && ! have_pg; then
-  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
-    log "no PostgreSQL server binaries found; installing Debian package postgresql"
-    apt-get update >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql >&2
+  if apt_install postgresql "no PostgreSQL server binaries found"; then
     log "installed PostgreSQL: $(ls -d /usr/lib/postgresql/*/bin | tr '\n' ' ')"
   else
     log "no PostgreSQL server binaries found: run 'apt-get install postgresql' as root, or set DATABASE_URL"
@@ -56,10 +61,7 @@ have_chromium() {
 }
 
 if ! have_chromium; then
-  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
-    log "no Chromium found (the dashboard's browser tests need one); installing Debian package chromium"
-    apt-get update >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >&2
+  if apt_install chromium "no Chromium found; the dashboard's browser tests need one"; then
     log "installed $(chromium --version 2>/dev/null || echo chromium)"
   else
     log "no Chromium found: the dashboard's browser tests are skipped (CI=true fails them); run 'apt-get install chromium' as root"

@@ -7,16 +7,10 @@
  */
 
 import type { Sql } from "postgres";
+import type { FunctionRow } from "./ops_queries.ts";
 
 /** One worker function for the overview: its status and the last heartbeat of a live worker. */
-export interface FunctionOverviewRow extends Record<string, unknown> {
-  function_name: string;
-  enabled: boolean;
-  restart_paused: boolean;
-  restart_paused_at: Date | null;
-  pause_reason: string | null;
-  last_invoked_at: Date | null;
-  live_workers: number;
+export interface FunctionOverviewRow extends FunctionRow {
   last_heartbeat_at: Date | null;
 }
 

@@ -1,6 +1,6 @@
 // The dashboard's browser tests: a headless Chromium, or a clear failure under CI when there is
 // none (scripts/setup.sh installs it), and the dashboard started on a test database.
-import { type Browser, findChromium, launchChromium } from "../../dev/chromium.ts";
+import { type Browser, findChromium, launchChromium, type Page } from "../../dev/chromium.ts";
 import { type Dashboard, startDashboard } from "../../src/dashboard/mod.ts";
 import type { TestDatabase } from "../_db.ts";
 
@@ -42,3 +42,17 @@ export function dashboard(db: TestDatabase): Dashboard & { log: string[] } {
 
 /** Where the screenshots referenced by docs/dashboard.md go. */
 export const IMAGES = new URL("../../docs/images/", import.meta.url);
+
+/** Opens the dashboard's address (the token becomes a cookie), then a run page, and waits until
+ * its live stream is open. */
+export async function openRunPage(
+  chromium: Browser,
+  server: Dashboard,
+  runId: string,
+): Promise<Page> {
+  const page = await chromium.newPage();
+  await page.goto(server.url);
+  await page.goto(`${server.origin}/runs/${runId}`);
+  await page.waitFor(`document.querySelector("#live").textContent === "live"`, "the live stream");
+  return page;
+}

@@ -11,7 +11,7 @@ import {
   startTasks,
 } from "../sql/_fixtures.ts";
 import { freshDatabase } from "../_db.ts";
-import { browser, dashboard, IMAGES, NO_BROWSER } from "./_browser.ts";
+import { browser, dashboard, IMAGES, NO_BROWSER, openRunPage } from "./_browser.ts";
 
 /** The hostile error text: it must show as text and never run. */
 const HOSTILE = `<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">`;
@@ -139,10 +139,7 @@ Deno.test({
 
     await using server = dashboard(db);
     await using chromium = await browser();
-    const page = await chromium.newPage();
-    await page.goto(server.url);
-    await page.goto(`${server.origin}/runs/${runId}`);
-    await page.waitFor(`document.querySelector("#live").textContent === "live"`, "the live stream");
+    const page = await openRunPage(chromium, server, runId);
     const nodes = () =>
       page.evaluate<Record<string, string>>(
         `Object.fromEntries([...document.querySelectorAll("svg.dag g.node")].map((node) =>
@@ -204,10 +201,7 @@ Deno.test({
 
     await using server = dashboard(db);
     await using chromium = await browser();
-    const page = await chromium.newPage();
-    await page.goto(server.url);
-    await page.goto(`${server.origin}/runs/${runId}`);
-    await page.waitFor(`document.querySelector("#live").textContent === "live"`, "the live stream");
+    const page = await openRunPage(chromium, server, runId);
 
     const [task] = await readAndClaim(db.sql, "dash_hostile", workerId, "dash_hostile");
     assert.equal(await failTask(db.sql, task, HOSTILE), "failed");
