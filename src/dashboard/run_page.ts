@@ -6,6 +6,7 @@
  * @module
  */
 
+import { createHash } from "node:crypto";
 import { Html, markup } from "./escape.ts";
 import { dagSvg } from "./dag_svg.ts";
 import { formatDuration, formatTime, jsonPreview } from "./format.ts";
@@ -130,6 +131,14 @@ source.onopen = () => { live.textContent = "live"; };
 // must not keep its stream.
 addEventListener("pagehide", () => source.close());
 `;
+
+/**
+ * The Content-Security-Policy source that allows the run page's script and no other: an element
+ * or attribute that slipped into a page could not run.
+ */
+export const LIVE_SCRIPT_SOURCE = `'sha256-${
+  createHash("sha256").update(LIVE_SCRIPT).digest("base64")
+}'`;
 
 /**
  * Renders the run page: the parts, and for a run still going the script that keeps them current.

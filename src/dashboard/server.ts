@@ -25,7 +25,7 @@ import { MIN_SECRET_LENGTH, newToken, TokenCheck } from "./auth.ts";
 import { flowPage } from "./flow_page.ts";
 import { overviewPage } from "./overview_page.ts";
 import { runChanges } from "./run_changes.ts";
-import { runPage, runParts } from "./run_page.ts";
+import { LIVE_SCRIPT_SOURCE, runPage, runParts } from "./run_page.ts";
 import { readRunView } from "./run_view.ts";
 import { runsPage } from "./runs_page.ts";
 
@@ -101,9 +101,9 @@ function htmlResponse(body: string, status = 200, headers: Record<string, string
     status,
     headers: {
       "content-type": "text/html; charset=utf-8",
-      // Inline style and script are ours; nothing may load from elsewhere or run from elsewhere.
-      "content-security-policy":
-        "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'",
+      // The inline style is ours; the one script that may run is the run page's, by its hash.
+      "content-security-policy": `default-src 'self'; style-src 'unsafe-inline'; ` +
+        `script-src ${LIVE_SCRIPT_SOURCE}; img-src 'self' data:; frame-ancestors 'none'`,
       "x-content-type-options": "nosniff",
       "referrer-policy": "same-origin",
       ...headers,
@@ -113,6 +113,14 @@ function htmlResponse(body: string, status = 200, headers: Record<string, string
 
 function problem(status: number, title: string, message: string): Response {
   return htmlResponse(resultPage(title, message), status);
+}
+
+function noSuchFunction(action: string, name: string): Response {
+  return problem(
+    404,
+    "No such worker function",
+    `Cannot ${action} ${JSON.stringify(name)}: no worker function has that name`,
+  );
 }
 
 /** A database error about the value it was given (SQLSTATE class 22: data exception). */
@@ -193,13 +201,7 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
         return problem(403, "Forbidden", `Cannot ${action} from origin ${origin}`);
       }
       const name = String((await request.formData()).get("function") ?? "");
-      if (!(await workerFunctionExists(sql, name))) {
-        return problem(
-          404,
-          "No such worker function",
-          `Cannot ${action} ${JSON.stringify(name)}: no worker function has that name`,
-        );
-      }
+      if (!(await workerFunctionExists(sql, name))) return noSuchFunction(action, name);
       const outcome = await ACTIONS[action].run(sql, name);
       log(
         `${new Date().toISOString()} dashboard action ${action} ${
@@ -240,10 +242,12 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
       return htmlResponse(runPage(view));
     }
     const flowSlug = /^\/flows\/([^/]+)$/.exec(path)?.[1];
-    if (flowSlug !== undefined) return await flowRoute(decodeURIComponent(flowSlug));
+    // Slugs are plain identifiers (no escaping in a link to them): an escaped path names none.
+    if (flowSlug !== undefined) return await flowRoute(flowSlug);
     const action = /^\/actions\/([a-z-]+)$/.exec(path)?.[1];
     if (action !== undefined && isActionName(action)) {
       const name = url.searchParams.get("function") ?? "";
+      if (!(await workerFunctionExists(sql, name))) return noSuchFunction(action, name);
       return htmlResponse(confirmPage(action, name, ACTIONS[action].question(name)));
     }
     return problem(404, "Not found", `Nothing at ${path}`);

@@ -9,17 +9,20 @@
 import type { Sql } from "postgres";
 import type { FunctionRow } from "./ops_queries.ts";
 
-/** One worker function for the overview: its status and the last heartbeat of a live worker. */
+/** One worker function for the overview: its status and when a worker of it last beat. */
 export interface FunctionOverviewRow extends FunctionRow {
   last_heartbeat_at: Date | null;
 }
 
-/** `sluice.worker_function_status` with each function's latest live heartbeat, by name. */
+/**
+ * `sluice.worker_function_status` with each function's latest heartbeat of any worker (a stopped
+ * or vanished one too: when did it last live), by name.
+ */
 export async function readFunctionOverview(sql: Sql): Promise<FunctionOverviewRow[]> {
   return await sql<FunctionOverviewRow[]>`
     select s.function_name, s.enabled, s.restart_paused, s.restart_paused_at, s.pause_reason,
       s.last_invoked_at, s.live_workers,
-      (select max(w.last_heartbeat_at) from sluice.live_workers w
+      (select max(w.last_heartbeat_at) from sluice.workers w
        where w.function_name = s.function_name) as last_heartbeat_at
     from sluice.worker_function_status s
     order by s.function_name collate "C"

@@ -265,3 +265,19 @@ Deno.test("dashboard live stream sends the run's parts, and a closed page releas
   await reader.cancel().catch(() => {});
   await waitUntil(async () => await listening() === 0, "the LISTEN connection to close");
 });
+
+Deno.test("dashboard pages allow only the run page's own script", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, { slug: "dash_csp", steps: [{ slug: "only" }] });
+  const runId = await startFlow(db.sql, "dash_csp", {});
+  await using server = dashboard(db);
+  const page = await get(`${server.origin}/runs/${runId}`, server.token);
+  const script = /<script type="module">([\s\S]*?)<\/script>/.exec(page.text)![1];
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(script)),
+  );
+  const hash = btoa(String.fromCharCode(...digest));
+  const policy = page.headers.get("content-security-policy")!;
+  assert.match(policy, new RegExp(`script-src 'sha256-${hash.replace(/[+/]/g, "\\$&")}';`));
+  assert.doesNotMatch(policy, /script-src[^;]*unsafe-inline/);
+});
