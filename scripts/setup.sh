@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the pinned Deno from the npm registry into .tools/ when `deno` is not on PATH, the
-# pinned Supabase CLI from the npm registry into .tools/, and PostgreSQL server binaries from Debian packages when none are found. Writes .tools/bin/deno,
+# pinned Supabase CLI from the npm registry into .tools/supabase, PostgreSQL server binaries from
+# Debian packages when none are found, and Debian's Chromium (the dashboard's browser tests) when
+# there is none. Writes .tools/bin/deno,
 # a launcher for that Deno: put .tools/bin first on PATH, then `deno task test` works.
 # Prints the launcher's directory on its last line.
 set -euo pipefail
@@ -36,11 +38,16 @@ have_pg() {
   compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
 }
 
+# Installs a Debian package when running as root with apt-get; returns 1 where it cannot.
+apt_install() {
+  [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1 || return 1
+  log "installing Debian package $1 ($2)"
+  [[ -n "${APT_UPDATED:-}" ]] || { apt-get update >&2 && APT_UPDATED=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y "$1" >&2
+}
+
 if [[ -z "${DATABASE_URL:-}" ]] && ! have_pg; then
-  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
-    log "no PostgreSQL server binaries found; installing Debian package postgresql"
-    apt-get update >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql >&2
+  if apt_install postgresql "no PostgreSQL server binaries found"; then
     log "installed PostgreSQL: $(ls -d /usr/lib/postgresql/*/bin | tr '\n' ' ')"
   else
     log "no PostgreSQL server binaries found: run 'apt-get install postgresql' as root, or set DATABASE_URL"
@@ -57,6 +64,20 @@ if [[ "$("$TOOLS/supabase/node_modules/.bin/supabase" --version 2>/dev/null)" !=
   mkdir -p "$TOOLS/supabase"
   npm install --prefix "$TOOLS/supabase" --no-save --no-audit --no-fund --loglevel=error \
     "supabase@$SUPABASE_VERSION" >&2
+fi
+
+have_chromium() {
+  [[ -n "${SLUICE_CHROMIUM:-}" ]] && return 0
+  command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
+    command -v google-chrome >/dev/null 2>&1
+}
+
+if ! have_chromium; then
+  if apt_install chromium "no Chromium found; the dashboard's browser tests need one"; then
+    log "installed $(chromium --version 2>/dev/null || echo chromium)"
+  else
+    log "no Chromium found: the dashboard's browser tests are skipped (CI=true fails them); run 'apt-get install chromium' as root"
+  fi
 fi
 
 mkdir -p "$TOOLS/bin"

@@ -114,3 +114,81 @@ export async function deleteFlowAndData(sql: Sql, flowSlug: string): Promise<boo
   await sql`select sluice.delete_flow_and_data(${flowSlug})`;
   return true;
 }
+
+/** One run of {@linkcode listRuns}. */
+export interface RunListRow extends Record<string, unknown> {
+  run_id: string;
+  flow_slug: string;
+  status: string;
+  steps: number;
+  remaining_steps: number;
+  started_at: Date;
+  finished_at: Date | null;
+  error_message: string | null;
+}
+
+/** Which runs {@linkcode listRuns} reads; `null` fields do not filter. */
+export interface RunFilter {
+  readonly flow: string | null;
+  readonly status: string | null;
+  /** Only runs started since: a timestamp (`2026-11-30T12:00Z`) or an interval back from now. */
+  readonly since: string | null;
+  readonly limit: number;
+  /** Runs to pass over first (a later page). */
+  readonly offset: number;
+}
+
+/** Runs newest first, filtered by flow, status and start time. */
+export async function listRuns(sql: Sql, filter: RunFilter): Promise<RunListRow[]> {
+  const { flow, status, since } = filter;
+  // A date-like value is a timestamp, anything else an interval back from now.
+  const sinceTime = since !== null && /^\d{4}-\d{2}-\d{2}/.test(since) ? since : null;
+  const sinceInterval = since !== null && sinceTime === null ? since : null;
+  return await sql<RunListRow[]>`
+    select r.run_id, r.flow_slug, r.status, r.remaining_steps, r.started_at,
+      coalesce(r.completed_at, r.failed_at) as finished_at, r.error_message,
+      (select count(*)::integer from sluice.steps s where s.flow_slug = r.flow_slug) as steps
+    from sluice.runs r
+    where (${flow}::text is null or r.flow_slug = ${flow}::text)
+      and (${status}::text is null or r.status = ${status}::text)
+      and (${sinceTime}::timestamptz is null or r.started_at >= ${sinceTime}::timestamptz)
+      and (${sinceInterval}::interval is null or r.started_at >= now() - ${sinceInterval}::interval)
+    order by r.started_at desc, r.run_id
+    limit ${filter.limit} offset ${filter.offset}
+  `;
+}
+
+/** One function whose `enabled` was set, with its previous value. */
+export interface EnabledChange extends Record<string, unknown> {
+  function_name: string;
+  was_tracked: boolean;
+  previous_enabled: boolean;
+  enabled: boolean;
+}
+
+/** Sets `enabled` per function in one transaction (`sluice.set_worker_functions_enabled`). */
+export async function setWorkerFunctionsEnabled(
+  sql: Sql,
+  settings: Readonly<Record<string, boolean>>,
+): Promise<EnabledChange[]> {
+  return await sql<EnabledChange[]>`
+    select function_name, was_tracked, previous_enabled, enabled
+    from sluice.set_worker_functions_enabled(${sql.json(settings)}::jsonb)
+  `;
+}
+
+/**
+ * Names among `names` that have no row in `sluice.worker_functions`, so a typo is reported
+ * instead of creating a row.
+ */
+export async function unknownWorkerFunctions(
+  sql: Sql,
+  names: readonly string[],
+): Promise<string[]> {
+  const rows = await sql<{ name: string }[]>`
+    select n as name from unnest(${names as string[]}::text[]) n
+    where not exists (select 1 from sluice.worker_functions wf where wf.function_name = n)
+    order by n collate "C"
+  `;
+  return rows.map((row) => row.name);
+}

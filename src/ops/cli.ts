@@ -17,6 +17,7 @@ import {
   type OpsCommand,
   type OpsIo,
   type OptionSpec,
+  optionString,
 } from "./commands/mod.ts";
 
 function usageLine(command: OpsCommand, program: string): string {
@@ -184,7 +185,9 @@ export async function main(
     io.err(`Cannot run ops ${command.name}: ${parsed}\n\n${commandHelp(command, program)}`);
     return 2;
   }
-  const url = options.databaseUrl ?? Deno.env.get("DATABASE_URL");
+  // A command may take the database as an option (`dashboard --database-url`).
+  const url = options.databaseUrl ?? optionString(parsed, "database-url") ??
+    Deno.env.get("DATABASE_URL");
   if (url === undefined || url === "") {
     io.err(
       `Cannot run ops ${command.name}: DATABASE_URL is not set; set it to the sluice database, ` +
@@ -192,7 +195,7 @@ export async function main(
     );
     return 2;
   }
-  const sql = connect(url, { max: 1, applicationName: "sluice-ops" });
+  const sql = connect(url, { max: command.connections ?? 1, applicationName: "sluice-ops" });
   try {
     const [{ installed }] = await sql<{ installed: boolean }[]>`
       select to_regnamespace('sluice') is not null as installed

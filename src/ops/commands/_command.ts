@@ -47,6 +47,13 @@ export interface OpsCommand {
   readonly json: boolean;
   /** One line for the command list. */
   readonly summary: string;
+  /**
+   * Connections its database client may open: a long-running command serving several requests
+   * at once wants more than one.
+   *
+   * @default {1}
+   */
+  readonly connections?: number;
   /** What `<command> --help` prints below the usage line. */
   readonly description: string;
   /** Runs the command; returns the exit code. */

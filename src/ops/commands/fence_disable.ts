@@ -7,7 +7,8 @@
 
 import { DEFAULT_STATE_FILE, readFenceState } from "../_fence_state.ts";
 import { type OpsCommand, optionString } from "./_command.ts";
-import { printEnabledChanges, setEnabled } from "./_enabled.ts";
+import { setWorkerFunctionsEnabled } from "../../db/ops_queries.ts";
+import { printEnabledChanges } from "./_enabled.ts";
 import { STATE_OPTION } from "./_fence.ts";
 
 /**
@@ -33,7 +34,7 @@ export const fenceDisableCommand: OpsCommand = {
     "no worker and requests no successor; workers already running keep going until drained.",
   async run(sql, args, io) {
     const state = await readFenceState(optionString(args, "state", DEFAULT_STATE_FILE));
-    const changes = await setEnabled(
+    const changes = await setWorkerFunctionsEnabled(
       sql,
       Object.fromEntries(state.functions.map((entry) => [entry.function_name, false])),
     );

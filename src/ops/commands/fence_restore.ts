@@ -7,7 +7,8 @@
 
 import { DEFAULT_STATE_FILE, readFenceState } from "../_fence_state.ts";
 import { type OpsCommand, optionString } from "./_command.ts";
-import { printEnabledChanges, setEnabled } from "./_enabled.ts";
+import { setWorkerFunctionsEnabled } from "../../db/ops_queries.ts";
+import { printEnabledChanges } from "./_enabled.ts";
 import { readDrain, STATE_OPTION, timeoutMs, timeoutOption } from "./_fence.ts";
 import { waitWithProgress } from "./_wait.ts";
 
@@ -40,7 +41,7 @@ export const fenceRestoreCommand: OpsCommand = {
     const statePath = optionString(args, "state", DEFAULT_STATE_FILE);
     const limitMs = timeoutMs(args, DEFAULT_TIMEOUT);
     const state = await readFenceState(statePath);
-    const changes = await setEnabled(
+    const changes = await setWorkerFunctionsEnabled(
       sql,
       Object.fromEntries(state.functions.map((entry) => [entry.function_name, entry.enabled])),
     );

@@ -6,7 +6,8 @@
  */
 
 import type { OpsCommand } from "./_command.ts";
-import { printEnabledChanges, setEnabled, unknownFunctions } from "./_enabled.ts";
+import { setWorkerFunctionsEnabled, unknownWorkerFunctions } from "../../db/ops_queries.ts";
+import { printEnabledChanges } from "./_enabled.ts";
 
 /** Says which names are unknown; a typo must not create a worker function row. */
 function rejectUnknown(verb: string, unknown: readonly string[], err: (line: string) => void) {
@@ -33,10 +34,10 @@ function switchCommand(enabled: boolean): OpsCommand {
         ? "The next invocation of an Edge function starts its worker."
         : "Running workers are not stopped: deprecate them (functions deprecate) for that."),
     async run(sql, args, io) {
-      const unknown = await unknownFunctions(sql, args.positional);
+      const unknown = await unknownWorkerFunctions(sql, args.positional);
       if (unknown.length > 0) return rejectUnknown(verb, unknown, io.err);
       const settings = Object.fromEntries(args.positional.map((name) => [name, enabled]));
-      printEnabledChanges(io, args.json, await setEnabled(sql, settings));
+      printEnabledChanges(io, args.json, await setWorkerFunctionsEnabled(sql, settings));
       return 0;
     },
   };
@@ -88,7 +89,7 @@ export const functionsDeprecateCommand: OpsCommand = {
     "function starts a new worker at its next invocation; disable it first to stop for good.\n" +
     "`fence drain --functions NAME,...` waits until they are gone.",
   async run(sql, args, io) {
-    const unknown = await unknownFunctions(sql, args.positional);
+    const unknown = await unknownWorkerFunctions(sql, args.positional);
     if (unknown.length > 0) return rejectUnknown("deprecate the workers of", unknown, io.err);
     const [{ count }] = await sql<{ count: number }[]>`
       select sluice.deprecate_function_workers(${args.positional as string[]}::text[]) as count

@@ -7,6 +7,7 @@
 import type { OpsCommand } from "./_command.ts";
 import { clearPauseCommand } from "./clear_pause.ts";
 import { coverageCommand } from "./coverage.ts";
+import { dashboardCommand } from "./dashboard.ts";
 import { fenceConfirmCommand } from "./fence_confirm.ts";
 import { fenceDiffCommand } from "./fence_diff.ts";
 import { fenceDisableCommand } from "./fence_disable.ts";
@@ -28,6 +29,7 @@ import { runCommand } from "./run.ts";
 import { runsCommand } from "./runs.ts";
 
 export type { CommandArgs, OpsCommand, OpsIo, OptionSpec } from "./_command.ts";
+export { optionString } from "./_command.ts";
 
 /** Every ops command. */
 export const COMMANDS: readonly OpsCommand[] = [
@@ -50,4 +52,5 @@ export const COMMANDS: readonly OpsCommand[] = [
   fenceConfirmCommand,
   pruneCommand,
   flowsResetCommand,
+  dashboardCommand,
 ];

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { listRuns } from "../../db/ops_queries.ts";
 import {
   firstLine,
   formatDuration,
@@ -13,18 +14,6 @@ import {
   optionString,
   printListing,
 } from "./_command.ts";
-
-/** One listed run. */
-interface RunRow extends Record<string, unknown> {
-  run_id: string;
-  flow_slug: string;
-  status: string;
-  steps: number;
-  remaining_steps: number;
-  started_at: Date;
-  finished_at: Date | null;
-  error_message: string | null;
-}
 
 const STATUSES = ["started", "completed", "failed"];
 
@@ -75,21 +64,7 @@ export const runsCommand: OpsCommand = {
       );
       return 2;
     }
-    // A date-like value is a timestamp, anything else an interval back from now.
-    const sinceTime = since !== null && /^\d{4}-\d{2}-\d{2}/.test(since) ? since : null;
-    const sinceInterval = since !== null && sinceTime === null ? since : null;
-    const rows = await sql<RunRow[]>`
-      select r.run_id, r.flow_slug, r.status, r.remaining_steps, r.started_at,
-        coalesce(r.completed_at, r.failed_at) as finished_at, r.error_message,
-        (select count(*)::integer from sluice.steps s where s.flow_slug = r.flow_slug) as steps
-      from sluice.runs r
-      where (${flow}::text is null or r.flow_slug = ${flow}::text)
-        and (${status}::text is null or r.status = ${status}::text)
-        and (${sinceTime}::timestamptz is null or r.started_at >= ${sinceTime}::timestamptz)
-        and (${sinceInterval}::interval is null or r.started_at >= now() - ${sinceInterval}::interval)
-      order by r.started_at desc, r.run_id
-      limit ${Number(limit)}
-    `;
+    const rows = await listRuns(sql, { flow, status, since, limit: Number(limit), offset: 0 });
     printListing(io, args, rows, {
       empty: "No runs match.",
       headers: ["RUN", "FLOW", "STATUS", "STEPS", "STARTED", "DURATION", "ERROR"],

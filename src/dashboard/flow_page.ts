@@ -1,0 +1,94 @@
+/**
+ * The flow page: its options, its steps as a graph and a table, the queues they use, and the
+ * stored shape that workers' definitions are checked against.
+ *
+ * @module
+ */
+
+import type { FlowRow, FlowStepRow } from "../db/dashboard_queries.ts";
+import type { QueueRow } from "../db/ops_queries.ts";
+import { type Html, markup } from "./escape.ts";
+import { dagSvg } from "./dag_svg.ts";
+import { formatSeconds, formatTime } from "./format.ts";
+import { page } from "./page.ts";
+
+/** What the flow page shows. */
+export interface FlowView {
+  /** The flow row with its aliases and stored shape. */
+  readonly flow: FlowRow;
+  /** Its steps in definition order. */
+  readonly steps: readonly FlowStepRow[];
+  /** The queues its steps use. */
+  readonly queues: readonly QueueRow[];
+}
+
+/** A step option: its own value, or the flow's default it inherits. */
+function option(own: number | null, inherited: number, unit = ""): string {
+  return own === null ? `${inherited}${unit} (flow)` : `${own}${unit}`;
+}
+
+/** A step's input condition: `if {...}`, `unless {...}`, and what happens when unmet. */
+function condition(s: FlowStepRow): Html | string {
+  if (s.required_input_pattern === null && s.forbidden_input_pattern === null) return "-";
+  const required = s.required_input_pattern !== null &&
+    markup`if <code>${JSON.stringify(s.required_input_pattern)}</code> `;
+  const forbidden = s.forbidden_input_pattern !== null &&
+    markup`unless <code>${JSON.stringify(s.forbidden_input_pattern)}</code> `;
+  return markup`${required}${forbidden}else ${s.when_unmet}`;
+}
+
+function stepRow(s: FlowStepRow, flow: FlowRow): Html {
+  return markup`<tr data-step="${s.step_slug}"><td class="num">${s.step_index}</td>
+<td>${s.step_slug}</td><td>${s.step_type}${s.map_source !== null && ` over ${s.map_source}`}</td>
+<td>${s.deps.length === 0 ? "-" : s.deps.join(", ")}</td><td>${s.queue_name}</td>
+<td>${option(s.opt_max_attempts, flow.opt_max_attempts)}</td>
+<td>${option(s.opt_base_delay, flow.opt_base_delay, "s")}</td>
+<td>${option(s.opt_timeout, flow.opt_timeout, "s")}</td>
+<td>${s.opt_start_delay === null ? "-" : `${s.opt_start_delay}s`}</td>
+<td>${condition(s)}</td><td>${s.when_exhausted}</td></tr>`;
+}
+
+/**
+ * Renders the flow page.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { flowPage } from "./flow_page.ts";
+ *
+ * const doc = flowPage({ flow, steps, queues });
+ * ```
+ */
+export function flowPage({ flow, steps, queues }: FlowView): string {
+  const queueRows = queues.map((q) =>
+    markup`<tr><td>${q.queue_name}</td><td>${q.ownership}</td>
+<td class="num">${q.queue_length}</td>
+<td class="num">${q.oldest_msg_age_sec === null ? "-" : formatSeconds(q.oldest_msg_age_sec)}</td>
+<td class="num">${q.live_workers}</td></tr>`
+  );
+  const graph = dagSvg(steps.map((s) => ({
+    slug: s.step_slug,
+    deps: s.deps,
+    status: "created",
+    label: s.step_type,
+  })));
+  return page(
+    `Flow ${flow.flow_slug}`,
+    markup`<h1>Flow <code>${flow.flow_slug}</code></h1>
+<table><tr><th>Queue mode</th><td>${flow.queue_mode}</td></tr>
+<tr><th>Aliases</th><td>${flow.aliases.length === 0 ? "-" : flow.aliases.join(", ")}</td></tr>
+<tr><th>Max attempts</th><td>${flow.opt_max_attempts}</td></tr>
+<tr><th>Base delay</th><td>${flow.opt_base_delay}s</td></tr>
+<tr><th>Timeout</th><td>${flow.opt_timeout}s</td></tr>
+<tr><th>Compiled</th><td>${formatTime(flow.created_at)}</td></tr></table>
+<p><a href="/runs?flow=${encodeURIComponent(flow.flow_slug)}">Runs of this flow</a></p>
+<h2>Steps</h2>${graph}
+<table id="flow-steps"><tr><th>#</th><th>Step</th><th>Type</th><th>After</th><th>Queue</th>
+<th>Max attempts</th><th>Base delay</th><th>Timeout</th><th>Start delay</th><th>Condition</th>
+<th>When exhausted</th></tr>${steps.map((s) => stepRow(s, flow))}</table>
+<h2>Queues</h2><table><tr><th>Queue</th><th>Ownership</th><th>Depth</th><th>Oldest message</th>
+<th>Live workers</th></tr>${queueRows}</table>
+<h2>Compiled definition</h2>
+<p class="muted">The stored shape (sluice.stored_shape) a worker's definition must match.</p>
+<pre id="shape">${JSON.stringify(flow.shape, null, 2)}</pre>`,
+  );
+}

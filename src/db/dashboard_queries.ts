@@ -1,0 +1,156 @@
+/**
+ * The statements of the web dashboard (`src/dashboard/`) beyond the ones it shares with the
+ * operator CLI (ops_queries.ts) and the client (getRun): counts for the overview, a flow's steps
+ * and stored shape, and a run's tasks summed per step.
+ *
+ * @module
+ */
+
+import type { Sql } from "./postgres.ts";
+import type { FunctionRow } from "./ops_queries.ts";
+
+/** One worker function for the overview: its status and when a worker of it last beat. */
+export interface FunctionOverviewRow extends FunctionRow {
+  last_heartbeat_at: Date | null;
+}
+
+/**
+ * `sluice.worker_function_status` with each function's latest heartbeat of any worker (a stopped
+ * or vanished one too: when did it last live), by name.
+ */
+export async function readFunctionOverview(sql: Sql): Promise<FunctionOverviewRow[]> {
+  return await sql<FunctionOverviewRow[]>`
+    select s.function_name, s.enabled, s.restart_paused, s.restart_paused_at, s.pause_reason,
+      s.last_invoked_at, s.live_workers,
+      (select max(w.last_heartbeat_at) from sluice.workers w
+       where w.function_name = s.function_name) as last_heartbeat_at
+    from sluice.worker_function_status s
+    order by s.function_name collate "C"
+  `;
+}
+
+/** Runs started within `interval` (e.g. `1 hour`), counted per status. */
+export async function countRunsByStatusSince(
+  sql: Sql,
+  interval: string,
+): Promise<Record<string, number>> {
+  const rows = await sql<{ status: string; runs: number }[]>`
+    select status, count(*)::integer as runs from sluice.runs
+    where started_at >= now() - ${interval}::interval
+    group by status
+  `;
+  return Object.fromEntries(rows.map((row) => [row.status, row.runs]));
+}
+
+/** One compiled flow for the overview. */
+export interface FlowSummaryRow extends Record<string, unknown> {
+  flow_slug: string;
+  queue_mode: string;
+  steps: number;
+  created_at: Date;
+}
+
+/** Every compiled flow with its step count, by slug. */
+export async function readFlowSummaries(sql: Sql): Promise<FlowSummaryRow[]> {
+  return await sql<FlowSummaryRow[]>`
+    select f.flow_slug, f.queue_mode, f.created_at,
+      (select count(*)::integer from sluice.steps s where s.flow_slug = f.flow_slug) as steps
+    from sluice.flows f
+    order by f.flow_slug collate "C"
+  `;
+}
+
+/** A compiled flow: its options and stored shape (what workers are checked against). */
+export interface FlowRow extends Record<string, unknown> {
+  flow_slug: string;
+  queue_mode: string;
+  opt_max_attempts: number;
+  opt_base_delay: number;
+  opt_timeout: number;
+  created_at: Date;
+  shape: unknown;
+  aliases: string[];
+}
+
+/** The flow row, its aliases and `sluice.stored_shape`; `null` when no flow has that slug. */
+export async function readFlow(sql: Sql, flowSlug: string): Promise<FlowRow | null> {
+  const rows = await sql<FlowRow[]>`
+    select f.flow_slug, f.queue_mode, f.opt_max_attempts, f.opt_base_delay, f.opt_timeout,
+      f.created_at, sluice.stored_shape(f.flow_slug) as shape,
+      array(select a.alias from sluice.aliases a where a.flow_slug = f.flow_slug
+            order by a.alias collate "C") as aliases
+    from sluice.flows f
+    where f.flow_slug = ${flowSlug}
+  `;
+  return rows[0] ?? null;
+}
+
+/** One step of a compiled flow, with its dependencies. */
+export interface FlowStepRow extends Record<string, unknown> {
+  step_slug: string;
+  step_index: number;
+  step_type: string;
+  map_source: string | null;
+  deps: string[];
+  queue_name: string;
+  opt_max_attempts: number | null;
+  opt_base_delay: number | null;
+  opt_timeout: number | null;
+  opt_start_delay: number | null;
+  required_input_pattern: unknown;
+  forbidden_input_pattern: unknown;
+  when_unmet: string;
+  when_exhausted: string;
+}
+
+/** The steps of a flow in definition order (every dependency precedes its dependents). */
+export async function readFlowSteps(sql: Sql, flowSlug: string): Promise<FlowStepRow[]> {
+  return await sql<FlowStepRow[]>`
+    select s.step_slug, s.step_index, s.step_type, s.map_source, s.queue_name,
+      array(select d.dep_slug from sluice.deps d
+            where d.flow_slug = s.flow_slug and d.step_slug = s.step_slug
+            order by d.dep_slug collate "C") as deps,
+      s.opt_max_attempts, s.opt_base_delay, s.opt_timeout, s.opt_start_delay,
+      s.required_input_pattern, s.forbidden_input_pattern, s.when_unmet, s.when_exhausted
+    from sluice.steps s
+    where s.flow_slug = ${flowSlug}
+    order by s.step_index
+  `;
+}
+
+/** A run's tasks of one step, summed: counts per status, attempts and the latest error. */
+export interface StepTaskSummaryRow extends Record<string, unknown> {
+  step_slug: string;
+  tasks: number;
+  queued: number;
+  started: number;
+  completed: number;
+  failed: number;
+  attempts: number;
+  stalled_requeues: number;
+  last_error: string | null;
+}
+
+/**
+ * The tasks of a run summed per step: a map step of thousands of tasks reads as one row. The last
+ * error is that of the task whose attempt ended most recently with one.
+ */
+export async function readStepTaskSummaries(
+  sql: Sql,
+  runId: string,
+): Promise<StepTaskSummaryRow[]> {
+  return await sql<StepTaskSummaryRow[]>`
+    select t.step_slug, count(*)::integer as tasks,
+      count(*) filter (where t.status = 'queued')::integer as queued,
+      count(*) filter (where t.status = 'started')::integer as started,
+      count(*) filter (where t.status = 'completed')::integer as completed,
+      count(*) filter (where t.status = 'failed')::integer as failed,
+      sum(t.attempts_count)::integer as attempts,
+      sum(t.requeued_count)::integer as stalled_requeues,
+      (array_agg(t.error_message order by t.started_at desc nulls last, t.task_index)
+        filter (where t.error_message is not null))[1] as last_error
+    from sluice.step_tasks t
+    where t.run_id = ${runId}::uuid
+    group by t.step_slug
+  `;
+}

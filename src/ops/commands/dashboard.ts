@@ -1,0 +1,89 @@
+/**
+ * `deno task dashboard [--port P] [--host H --secret S] [--database-url URL]`: serves the web
+ * dashboard until interrupted.
+ *
+ * @module
+ */
+
+import { DashboardOptionsError, startDashboard } from "../../dashboard/mod.ts";
+import { type OpsCommand, optionString } from "./_command.ts";
+
+/** Where a configured secret may come from instead of the command line (which `ps` shows). */
+const SECRET_VARIABLE = "SLUICE_DASHBOARD_SECRET";
+
+/** Resolves on the first SIGINT or SIGTERM. */
+function interrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    const signals = ["SIGINT", "SIGTERM"] as const;
+    const stop = () => {
+      for (const signal of signals) Deno.removeSignalListener(signal, stop);
+      resolve();
+    };
+    for (const signal of signals) Deno.addSignalListener(signal, stop);
+  });
+}
+
+/**
+ * The `dashboard` command. Exits 2 for a bad option (a port out of range, a short secret, a
+ * non-loopback `--host` without a secret), 0 after Ctrl-C.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { dashboardCommand } from "./dashboard.ts";
+ *
+ * await dashboardCommand.run(sql, { positional: [], json: false, options: { port: "4300" } }, io);
+ * ```
+ */
+export const dashboardCommand: OpsCommand = {
+  name: "dashboard",
+  positional: [],
+  options: [
+    { name: "port", value: "P", summary: "port to listen on (default 4300; 0 picks a free one)" },
+    {
+      name: "host",
+      value: "H",
+      summary: "address to listen on (default 127.0.0.1); any other needs a secret",
+    },
+    {
+      name: "secret",
+      value: "S",
+      summary: `the token to require (default: random, printed; or ${SECRET_VARIABLE})`,
+    },
+    { name: "database-url", value: "URL", summary: "the database (default DATABASE_URL)" },
+  ],
+  json: false,
+  connections: 4,
+  summary: "serve the web dashboard: flows, queues, workers, runs and their DAGs, live",
+  description:
+    "Serves a web dashboard on 127.0.0.1 until Ctrl-C. Every request must carry a token:\n" +
+    "open the printed address once (it sets a cookie). The token is random per start unless\n" +
+    `--secret or ${SECRET_VARIABLE} configures one (at least 16 characters); a --host\n` +
+    "other than loopback requires one. Operator actions (clear a restart pause, enable or\n" +
+    "disable a worker function) ask for confirmation and are logged here.",
+  async run(sql, args, io) {
+    const portText = optionString(args, "port", "4300");
+    if (!/^\d{1,5}$/.test(portText)) {
+      io.err(
+        `Cannot start the dashboard: --port must be a number, got ${JSON.stringify(portText)}`,
+      );
+      return 2;
+    }
+    let dashboard;
+    try {
+      dashboard = startDashboard(sql, {
+        port: Number(portText),
+        hostname: optionString(args, "host"),
+        secret: optionString(args, "secret") ?? Deno.env.get(SECRET_VARIABLE),
+        log: io.out,
+      });
+    } catch (error) {
+      if (!(error instanceof DashboardOptionsError)) throw error;
+      io.err(error.message);
+      return 2;
+    }
+    io.out(`sluice dashboard: open ${dashboard.url}`);
+    await interrupted();
+    await dashboard.close();
+    return 0;
+  },
+};
