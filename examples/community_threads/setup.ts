@@ -13,7 +13,10 @@ import postgres, { type Sql } from "postgres";
 import { migrate } from "../../src/ops/migrate.ts";
 
 /** This project's migrations. */
-export const PROJECT_MIGRATIONS: URL = new URL("./supabase/migrations/", import.meta.url);
+export const PROJECT_MIGRATIONS: URL = new URL(
+  "./supabase/migrations/",
+  import.meta.url,
+);
 
 /** Installs sluice's schema and PGMQ: the package's migrations, as of this repository. */
 const installSluice = (sql: Sql) => migrate(sql);
@@ -35,7 +38,9 @@ if (import.meta.main) {
   try {
     const applied = await setupDatabase(sql);
     for (const file of applied) console.log(`applied ${file}`);
-    console.log(applied.length === 0 ? "up to date" : `applied ${applied.length} migrations`);
+    console.log(
+      applied.length === 0 ? "up to date" : `applied ${applied.length} migrations`,
+    );
   } finally {
     await sql.end();
   }

@@ -19,6 +19,8 @@ export type Step = "classify" | "deliver_slack";
 export const TERMINAL_STATUSES = ["alerted", "ignored", "failed"] as const;
 
 const PROJECT = new URL("../", import.meta.url);
+/** How long a worker process may take to start polling. */
+const READY_TIMEOUT_MS = 60_000;
 
 /** A worker running as its own process. */
 export interface WorkerProcess {
@@ -64,7 +66,12 @@ export class App implements AsyncDisposable {
     const child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "dev/worker_process.ts", version, step],
       cwd: PROJECT,
-      env: { DATABASE_URL: databaseUrl, SLACK_URL: slackUrl, NO_COLOR: "1", ...env },
+      env: {
+        DATABASE_URL: databaseUrl,
+        SLACK_URL: slackUrl,
+        NO_COLOR: "1",
+        ...env,
+      },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
@@ -74,7 +81,9 @@ export class App implements AsyncDisposable {
     void child.stderr.pipeTo(
       new WritableStream({
         write(chunk) {
-          errors = (errors + decoder.decode(chunk, { stream: true })).slice(-20_000);
+          errors = (errors + decoder.decode(chunk, { stream: true })).slice(
+            -20_000,
+          );
         },
       }),
     ).catch(() => {});
@@ -97,14 +106,22 @@ export class App implements AsyncDisposable {
     // Wait for "ready"; keep draining stdout afterwards so the child never blocks on it.
     const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
     let out = "";
+    const timer = setTimeout(() => {
+      errors += `\nno "ready" within ${READY_TIMEOUT_MS} ms: killed`;
+      child.kill("SIGKILL");
+    }, READY_TIMEOUT_MS);
     while (!out.includes("ready\n")) {
       const { value, done } = await lines.read();
       if (done) {
+        clearTimeout(timer);
         const status = await child.status;
-        throw new Error(`Cannot start the ${version} ${step} worker: exit ${status.code}\n${errors}`);
+        throw new Error(
+          `Cannot start the ${version} ${step} worker: exit ${status.code}\n${errors}`,
+        );
       }
       out += value;
     }
+    clearTimeout(timer);
     void (async () => {
       while (!(await lines.read()).done);
     })().catch(() => {});
@@ -113,11 +130,16 @@ export class App implements AsyncDisposable {
 
   /** Starts `count` workers for `step`. */
   async startWorkers(step: Step, count: number): Promise<WorkerProcess[]> {
-    return await Promise.all(Array.from({ length: count }, () => this.startWorker(step)));
+    return await Promise.all(
+      Array.from({ length: count }, () => this.startWorker(step)),
+    );
   }
 
   /** Stores threads and hands them to the version's intake; returns their ids in order. */
-  async submit(threads: readonly NewThread[], connections = 1): Promise<number[]> {
+  async submit(
+    threads: readonly NewThread[],
+    connections = 1,
+  ): Promise<number[]> {
     const submit = this.options.version === "baseline" ? submitBaseline : submitSluice;
     const ids: number[] = new Array(threads.length);
     let next = 0;
@@ -131,7 +153,10 @@ export class App implements AsyncDisposable {
   }
 
   /** Resolves once every thread of `ids` is in a terminal status; rejects after `timeoutMs`. */
-  async waitForTerminal(ids: readonly number[], timeoutMs = 45_000): Promise<void> {
+  async waitForTerminal(
+    ids: readonly number[],
+    timeoutMs = 45_000,
+  ): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const [{ open }] = await this.options.sql<{ open: number }[]>`
@@ -172,7 +197,9 @@ export class App implements AsyncDisposable {
 
   /** Stops every worker still running (SIGTERM: each drains and exits). */
   async [Symbol.asyncDispose](): Promise<void> {
-    await Promise.all([...this.#workers].map((worker) => worker.kill("SIGTERM")));
+    await Promise.all(
+      [...this.#workers].map((worker) => worker.kill("SIGTERM")),
+    );
   }
 }
 
@@ -190,8 +217,17 @@ export interface ThreadOutcome {
 
 /** `count` threads, every `urgentEvery`-th one urgent (an outage report), the others chatter. */
 export function makeThreads(count: number, urgentEvery = 2): NewThread[] {
-  return Array.from({ length: count }, (_, i) =>
-    i % urgentEvery === 0
-      ? { title: `Checkout outage #${i}`, body: "The checkout page is down for everyone." }
-      : { title: `Show and tell #${i}`, body: "Here is my new dashboard theme." });
+  return Array.from(
+    { length: count },
+    (_, i) =>
+      i % urgentEvery === 0
+        ? {
+          title: `Checkout outage #${i}`,
+          body: "The checkout page is down for everyone.",
+        }
+        : {
+          title: `Show and tell #${i}`,
+          body: "Here is my new dashboard theme.",
+        },
+  );
 }

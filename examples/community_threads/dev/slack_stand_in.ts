@@ -54,11 +54,17 @@ export interface SlackStandIn extends AsyncDisposable {
   /** Accepts and answers the held posts about `threadId` whose client still waits. */
   release(threadId: number): void;
   /** Resolves once `predicate` holds after a post arrives or changes (or already holds). */
-  waitFor(predicate: () => boolean, what: string, timeoutMs?: number): Promise<void>;
+  waitFor(
+    predicate: () => boolean,
+    what: string,
+    timeoutMs?: number,
+  ): Promise<void>;
 }
 
 /** Starts the stand-in on a free loopback port. */
-export function startSlackStandIn(options: SlackStandInOptions = {}): SlackStandIn {
+export function startSlackStandIn(
+  options: SlackStandInOptions = {},
+): SlackStandIn {
   const requests: SlackRequest[] = [];
   const scripts = new Map<number, SlackBehaviour[]>();
   const held = new Map<number, (() => void)[]>();
@@ -81,45 +87,55 @@ export function startSlackStandIn(options: SlackStandInOptions = {}): SlackStand
       else any.addEventListener("abort", () => resolve(), { once: true });
     });
 
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    const body = await req.json().catch(() => ({}));
-    const threadId = Number(body?.metadata?.event_payload?.thread_id);
-    const behaviour = scripts.get(threadId)?.shift() ?? { kind: "ok" };
-    const request: SlackRequest = {
-      threadId,
-      text: String(body?.text ?? ""),
-      receivedAt: Date.now(),
-      behaviour: behaviour.kind,
-      accepted: false,
-    };
-    requests.push(request);
-    changed();
-    switch (behaviour.kind) {
-      case "ok":
-        if (options.latencyMs) await new Promise((r) => setTimeout(r, options.latencyMs));
-        return accept(request);
-      case "rate_limited":
-        return Response.json({ ok: false, error: "ratelimited" }, {
-          status: 429,
-          headers: { "retry-after": String(behaviour.retryAfterSeconds) },
-        });
-      case "server_error":
-        return Response.json({ ok: false, error: "internal_error" }, { status: 500 });
-      case "accept_then_hang":
-        accept(request);
-        await untilGone(req.signal);
-        return new Response(null, { status: 504 });
-      case "hold": {
-        const released = new Promise<boolean>((resolve) => {
-          held.set(threadId, [...(held.get(threadId) ?? []), () => resolve(true)]);
-          void untilGone(req.signal).then(() => resolve(false));
-        });
-        if (await released && !req.signal.aborted) return accept(request);
-        changed();
-        return new Response(null, { status: 504 });
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (req) => {
+      const body = await req.json().catch(() => ({}));
+      const threadId = Number(body?.metadata?.event_payload?.thread_id);
+      const behaviour = scripts.get(threadId)?.shift() ?? { kind: "ok" };
+      const request: SlackRequest = {
+        threadId,
+        text: String(body?.text ?? ""),
+        receivedAt: Date.now(),
+        behaviour: behaviour.kind,
+        accepted: false,
+      };
+      requests.push(request);
+      changed();
+      switch (behaviour.kind) {
+        case "ok":
+          if (options.latencyMs) {
+            await new Promise((r) => setTimeout(r, options.latencyMs));
+          }
+          return accept(request);
+        case "rate_limited":
+          return Response.json({ ok: false, error: "ratelimited" }, {
+            status: 429,
+            headers: { "retry-after": String(behaviour.retryAfterSeconds) },
+          });
+        case "server_error":
+          return Response.json({ ok: false, error: "internal_error" }, {
+            status: 500,
+          });
+        case "accept_then_hang":
+          accept(request);
+          await untilGone(req.signal);
+          return new Response(null, { status: 504 });
+        case "hold": {
+          const released = new Promise<boolean>((resolve) => {
+            held.set(threadId, [
+              ...(held.get(threadId) ?? []),
+              () => resolve(true),
+            ]);
+            void untilGone(req.signal).then(() => resolve(false));
+          });
+          if (await released && !req.signal.aborted) return accept(request);
+          changed();
+          return new Response(null, { status: 504 });
+        }
       }
-    }
-  });
+    },
+  );
 
   return {
     url: `http://127.0.0.1:${server.addr.port}/api/chat.postMessage`,
@@ -141,7 +157,11 @@ export function startSlackStandIn(options: SlackStandInOptions = {}): SlackStand
         };
         const timer = setTimeout(() => {
           cleanup();
-          reject(new Error(`Slack stand-in: timed out after ${timeoutMs} ms waiting for ${what}`));
+          reject(
+            new Error(
+              `Slack stand-in: timed out after ${timeoutMs} ms waiting for ${what}`,
+            ),
+          );
         }, timeoutMs);
         const cleanup = () => {
           clearTimeout(timer);

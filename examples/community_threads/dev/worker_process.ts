@@ -18,9 +18,14 @@ import { startClassifyWorker } from "../supabase/functions/_shared/baseline/clas
 import { startDeliverWorker } from "../supabase/functions/_shared/baseline/deliver_worker.ts";
 
 const [version, step] = Deno.args;
-if ((version !== "baseline" && version !== "sluice") || (step !== "classify" && step !== "deliver_slack")) {
+if (
+  (version !== "baseline" && version !== "sluice") ||
+  (step !== "classify" && step !== "deliver_slack")
+) {
   console.error(
-    `Cannot start a worker: expected <baseline|sluice> <classify|deliver_slack>, got ${JSON.stringify(Deno.args)}`,
+    `Cannot start a worker: expected <baseline|sluice> <classify|deliver_slack>, got ${
+      JSON.stringify(Deno.args)
+    }`,
   );
   Deno.exit(2);
 }

@@ -60,29 +60,52 @@ export function assertDomainOutcomes(
 ): void {
   const accepted = new Map<number, string[]>();
   for (const post of slack.accepted()) {
-    accepted.set(post.threadId, [...(accepted.get(post.threadId) ?? []), post.ts!]);
+    accepted.set(post.threadId, [
+      ...(accepted.get(post.threadId) ?? []),
+      post.ts!,
+    ]);
   }
   for (const [id, thread] of outcomes) {
     assert.ok(
       ["alerted", "ignored", "failed"].includes(thread.status),
       `thread ${id} ended ${thread.status}`,
     );
-    assert.deepEqual(thread.transitions, ["classified", thread.status], `thread ${id} transitions`);
+    assert.deepEqual(
+      thread.transitions,
+      ["classified", thread.status],
+      `thread ${id} transitions`,
+    );
     const posts = accepted.get(id) ?? [];
-    const expected = duplicates.get(id) ?? (thread.status === "alerted" ? 1 : 0);
-    assert.equal(posts.length, expected, `thread ${id} (${thread.status}): accepted posts`);
+    const expected = duplicates.get(id) ??
+      (thread.status === "alerted" ? 1 : 0);
+    assert.equal(
+      posts.length,
+      expected,
+      `thread ${id} (${thread.status}): accepted posts`,
+    );
     if (thread.status === "alerted") {
       assert.equal(thread.delivery, "sent", `thread ${id} delivery`);
-      assert.ok(posts.includes(thread.slackTs!), `thread ${id} slack_ts ${thread.slackTs}`);
+      assert.ok(
+        posts.includes(thread.slackTs!),
+        `thread ${id} slack_ts ${thread.slackTs}`,
+      );
     }
-    if (thread.status === "ignored") assert.equal(thread.delivery, null, `thread ${id} delivery`);
-    if (thread.status === "failed") assert.equal(thread.delivery, "failed", `thread ${id} delivery`);
+    if (thread.status === "ignored") {
+      assert.equal(thread.delivery, null, `thread ${id} delivery`);
+    }
+    if (thread.status === "failed") {
+      assert.equal(thread.delivery, "failed", `thread ${id} delivery`);
+    }
   }
 }
 
 /** How many threads ended in each status. */
-export function countStatuses(outcomes: Map<number, ThreadOutcome>): Record<string, number> {
+export function countStatuses(
+  outcomes: Map<number, ThreadOutcome>,
+): Record<string, number> {
   const counts: Record<string, number> = {};
-  for (const { status } of outcomes.values()) counts[status] = (counts[status] ?? 0) + 1;
+  for (const { status } of outcomes.values()) {
+    counts[status] = (counts[status] ?? 0) + 1;
+  }
   return counts;
 }

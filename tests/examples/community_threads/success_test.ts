@@ -12,13 +12,20 @@ for (const version of VERSIONS) {
       const outcomes = await app.outcomes();
       assert.deepEqual(countStatuses(outcomes), { alerted: 5, ignored: 5 });
       assertDomainOutcomes(outcomes, slack);
-      assert.equal(slack.requests.length, 5, "one post per urgent thread, no retries");
+      assert.equal(
+        slack.requests.length,
+        5,
+        "one post per urgent thread, no retries",
+      );
     });
   });
 
   Deno.test(`community threads (${version}): concurrency — 2 workers per step, 2 intake connections`, async () => {
     await withScenario(version, async ({ app, slack }) => {
-      await Promise.all([app.startWorkers("classify", 2), app.startWorkers("deliver_slack", 2)]);
+      await Promise.all([
+        app.startWorkers("classify", 2),
+        app.startWorkers("deliver_slack", 2),
+      ]);
       const ids = await app.submit(makeThreads(60, 3), 2);
       await app.waitForTerminal(ids);
       const outcomes = await app.outcomes();

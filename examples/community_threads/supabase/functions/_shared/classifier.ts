@@ -29,9 +29,21 @@ export interface Classifier {
   classify(thread: ThreadText, signal?: AbortSignal): Promise<Classification>;
 }
 
-const RULES: readonly { pattern: RegExp; category: Classification["category"]; urgency: 0 | 1 | 2 | 3 }[] = [
-  { pattern: /\b(outage|down|breach|security|data loss)\b/i, category: "incident", urgency: 3 },
-  { pattern: /\b(bug|error|crash(es|ed)?|broken)\b/i, category: "bug", urgency: 2 },
+const RULES: readonly {
+  pattern: RegExp;
+  category: Classification["category"];
+  urgency: 0 | 1 | 2 | 3;
+}[] = [
+  {
+    pattern: /\b(outage|down|breach|security|data loss)\b/i,
+    category: "incident",
+    urgency: 3,
+  },
+  {
+    pattern: /\b(bug|error|crash(es|ed)?|broken)\b/i,
+    category: "bug",
+    urgency: 2,
+  },
   { pattern: /\?/, category: "question", urgency: 1 },
 ];
 
@@ -62,7 +74,9 @@ export function classifyByRules(thread: ThreadText): Classification {
  * @param env The environment to read `CLASSIFY_DELAY_MS` from.
  * @throws {RangeError} When `CLASSIFY_DELAY_MS` is not a whole number >= 0.
  */
-export function classifierFromEnv(env: Readonly<Record<string, string | undefined>>): Classifier {
+export function classifierFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): Classifier {
   const delayMs = Number(env.CLASSIFY_DELAY_MS ?? "0");
   if (!Number.isInteger(delayMs) || delayMs < 0) {
     throw new RangeError(

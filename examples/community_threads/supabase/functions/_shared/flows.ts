@@ -28,10 +28,17 @@ export const DELIVERY_ATTEMPTS = 4;
  * after the exponential backoff, and the last failed attempt marks the thread `failed`.
  */
 export const communityThreads = withStepQueues(
-  new Flow<{ threadId: number }>({ slug: "community_threads", maxAttempts: 3, baseDelay: 1 })
+  new Flow<{ threadId: number }>({
+    slug: "community_threads",
+    maxAttempts: 3,
+    baseDelay: 1,
+  })
     .step({ slug: "classify", timeout: 30 }, async (input, ctx) => {
       const thread = await loadThread(ctx.sql, input.threadId);
-      const classification = await classifierFromEnv(ctx.env).classify(thread, ctx.signal);
+      const classification = await classifierFromEnv(ctx.env).classify(
+        thread,
+        ctx.signal,
+      );
       await ctx.sql.begin((tx) => recordClassification(tx, input.threadId, classification));
       return classification;
     })
@@ -45,15 +52,24 @@ export const communityThreads = withStepQueues(
       },
       async (_deps, ctx) => {
         const { threadId } = ctx.flowInput;
-        const result = await attemptDelivery(ctx.sql, slackFromEnv(ctx.env), threadId, ctx.signal);
-        if (result.kind === "sent" || result.kind === "already_sent") return { slackTs: result.ts };
+        const result = await attemptDelivery(
+          ctx.sql,
+          slackFromEnv(ctx.env),
+          threadId,
+          ctx.signal,
+        );
+        if (result.kind === "sent" || result.kind === "already_sent") {
+          return { slackTs: result.ts };
+        }
         if (result.kind === "already_failed") return { slackTs: null };
         const reason = failureReason(result);
         if (ctx.attempt >= DELIVERY_ATTEMPTS) {
           await ctx.sql.begin((tx) => recordDeliveryFailed(tx, threadId, reason));
         }
         if (result.kind === "rate_limited") {
-          throw new RetryAfterError(result.retryAfterSeconds, { cause: new Error(reason) });
+          throw new RetryAfterError(result.retryAfterSeconds, {
+            cause: new Error(reason),
+          });
         }
         throw new Error(reason);
       },

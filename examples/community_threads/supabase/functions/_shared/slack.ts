@@ -24,7 +24,11 @@ export type PostResult =
    * `ambiguous`, Slack may have accepted the message (the request went out, the answer never
    * came back).
    */
-  | { readonly kind: "failed"; readonly reason: string; readonly ambiguous: boolean };
+  | {
+    readonly kind: "failed";
+    readonly reason: string;
+    readonly ambiguous: boolean;
+  };
 
 /** Where and how to post. */
 export interface SlackSettings {
@@ -42,7 +46,9 @@ export interface SlackSettings {
  *
  * @throws {TypeError} When `SLACK_URL` is missing or `SLACK_TIMEOUT_MS` is not a positive integer.
  */
-export function slackFromEnv(env: Readonly<Record<string, string | undefined>>): SlackSettings {
+export function slackFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): SlackSettings {
   const url = env.SLACK_URL;
   if (url === undefined || url === "") {
     throw new TypeError("Cannot post to Slack: SLACK_URL is not set");
@@ -79,7 +85,10 @@ export async function postAlert(
       body: JSON.stringify({
         channel: slack.channel,
         text: alert.text,
-        metadata: { event_type: "community_thread_alert", event_payload: { thread_id: alert.threadId } },
+        metadata: {
+          event_type: "community_thread_alert",
+          event_payload: { thread_id: alert.threadId },
+        },
       }),
       signal: abort,
     });
@@ -92,14 +101,21 @@ export async function postAlert(
   const text = await response.text().catch(() => "");
   if (response.status === 429) {
     const retryAfter = Number(response.headers.get("retry-after") ?? "30");
-    return { kind: "rate_limited", retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : 30 };
+    return {
+      kind: "rate_limited",
+      retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : 30,
+    };
   }
   const body = parseJson(text);
   if (response.ok && body?.ok === true && typeof body.ts === "string") {
     return { kind: "sent", ts: body.ts };
   }
   const detail = typeof body?.error === "string" ? body.error : text.slice(0, 200);
-  return { kind: "failed", reason: `Slack answered HTTP ${response.status}: ${detail}`, ambiguous: false };
+  return {
+    kind: "failed",
+    reason: `Slack answered HTTP ${response.status}: ${detail}`,
+    ambiguous: false,
+  };
 }
 
 function parseJson(text: string): Record<string, unknown> | undefined {

@@ -13,7 +13,10 @@ import { communityThreads } from "./flows.ts";
 import { insertThread, type NewThread } from "./threads.ts";
 
 /** Stores `thread` and starts its `community_threads` run; returns the thread id. */
-export async function submitThread(sql: Sql, thread: NewThread): Promise<number> {
+export async function submitThread(
+  sql: Sql,
+  thread: NewThread,
+): Promise<number> {
   return await sql.begin(async (tx) => {
     const threadId = await insertThread(tx, thread);
     const input: FlowInput<typeof communityThreads> = { threadId };

@@ -33,7 +33,10 @@ export type DeliveryOutcome =
  * Inserts a thread in status `new` and returns its id. Call it in the transaction that also hands
  * the thread to classification, so that no thread is stored without its work.
  */
-export async function insertThread(tx: TransactionSql, thread: NewThread): Promise<number> {
+export async function insertThread(
+  tx: TransactionSql,
+  thread: NewThread,
+): Promise<number> {
   const [row] = await tx<{ id: number }[]>`
     insert into public.threads (title, body) values (${thread.title}, ${thread.body}) returning id
   `;
@@ -45,11 +48,16 @@ export async function insertThread(tx: TransactionSql, thread: NewThread): Promi
  *
  * @throws {Error} When no thread has id `threadId`.
  */
-export async function loadThread(sql: Sql, threadId: number): Promise<ThreadText> {
+export async function loadThread(
+  sql: Sql,
+  threadId: number,
+): Promise<ThreadText> {
   const [row] = await sql<ThreadText[]>`
     select title, body from public.threads where id = ${threadId}
   `;
-  if (row === undefined) throw new Error(`Cannot load thread ${threadId}: no such thread`);
+  if (row === undefined) {
+    throw new Error(`Cannot load thread ${threadId}: no such thread`);
+  }
   return row;
 }
 
@@ -67,7 +75,9 @@ export async function recordClassification(
   const [thread] = await tx<{ status: string }[]>`
     select status from public.threads where id = ${threadId} for update
   `;
-  if (thread === undefined) throw new Error(`Cannot classify thread ${threadId}: no such thread`);
+  if (thread === undefined) {
+    throw new Error(`Cannot classify thread ${threadId}: no such thread`);
+  }
   if (thread.status !== "new") return "already_recorded";
   const { category, urgency, urgent } = classification;
   await tx`
@@ -95,7 +105,9 @@ export async function attemptDelivery(
   threadId: number,
   signal?: AbortSignal,
 ): Promise<DeliveryOutcome> {
-  const [pending] = await sql<{ category: string; urgency: number; title: string }[]>`
+  const [pending] = await sql<
+    { category: string; urgency: number; title: string }[]
+  >`
     update public.deliveries d
     set posts_tried = d.posts_tried + 1, updated_at = clock_timestamp()
     from public.threads t, public.classifications c
@@ -104,7 +116,8 @@ export async function attemptDelivery(
     returning c.category, c.urgency, t.title
   `;
   if (pending === undefined) return await settledDelivery(sql, threadId);
-  const text = `[${pending.category}, urgency ${pending.urgency}] ${pending.title} (thread ${threadId})`;
+  const text =
+    `[${pending.category}, urgency ${pending.urgency}] ${pending.title} (thread ${threadId})`;
   const result = await postAlert(slack, { threadId, text }, signal);
   if (result.kind === "sent") {
     await sql.begin(async (tx) => {
@@ -124,19 +137,26 @@ export async function attemptDelivery(
     });
   } else {
     await sql`
-      update public.deliveries set last_error = ${failureReason(result)}, updated_at = clock_timestamp()
+      update public.deliveries set last_error = ${
+      failureReason(result)
+    }, updated_at = clock_timestamp()
       where thread_id = ${threadId} and status = 'pending'
     `;
   }
   return result;
 }
 
-async function settledDelivery(sql: Sql, threadId: number): Promise<DeliveryOutcome> {
+async function settledDelivery(
+  sql: Sql,
+  threadId: number,
+): Promise<DeliveryOutcome> {
   const [row] = await sql<{ status: string; slack_ts: string | null }[]>`
     select status, slack_ts from public.deliveries where thread_id = ${threadId}
   `;
   if (row === undefined) {
-    throw new Error(`Cannot deliver an alert for thread ${threadId}: it has no delivery`);
+    throw new Error(
+      `Cannot deliver an alert for thread ${threadId}: it has no delivery`,
+    );
   }
   return row.status === "sent"
     ? { kind: "already_sent", ts: row.slack_ts }
@@ -164,7 +184,9 @@ export async function recordDeliveryFailed(
 }
 
 /** Why a post that was not accepted failed, for `deliveries.last_error` and error messages. */
-export function failureReason(result: Exclude<PostResult, { kind: "sent" }>): string {
+export function failureReason(
+  result: Exclude<PostResult, { kind: "sent" }>,
+): string {
   switch (result.kind) {
     case "rate_limited":
       return `rate limited by Slack (Retry-After: ${result.retryAfterSeconds} s)`;

@@ -21,7 +21,9 @@ export interface BaselineWorkerOptions {
 }
 
 /** Starts a worker on `classify_threads`. */
-export function startClassifyWorker(options: BaselineWorkerOptions): QueueWorker {
+export function startClassifyWorker(
+  options: BaselineWorkerOptions,
+): QueueWorker {
   const classifier = classifierFromEnv(options.env ?? Deno.env.toObject());
   const { sql } = options;
   return startQueueWorker<{ thread_id: number }>({
@@ -35,9 +37,15 @@ export function startClassifyWorker(options: BaselineWorkerOptions): QueueWorker
       const thread = await loadThread(sql, body.thread_id);
       const classification = await classifier.classify(thread, signal);
       await sql.begin(async (tx) => {
-        const outcome = await recordClassification(tx, body.thread_id, classification);
+        const outcome = await recordClassification(
+          tx,
+          body.thread_id,
+          classification,
+        );
         if (outcome === "recorded" && classification.urgent) {
-          await tx`select pgmq.send('deliver_slack_alerts', ${tx.json({ thread_id: body.thread_id })}::jsonb)`;
+          await tx`select pgmq.send('deliver_slack_alerts', ${
+            tx.json({ thread_id: body.thread_id })
+          }::jsonb)`;
         }
       });
       return { kind: "done" };

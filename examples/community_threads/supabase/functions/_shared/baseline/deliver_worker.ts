@@ -12,7 +12,9 @@ import type { BaselineWorkerOptions } from "./classify_worker.ts";
 import { type QueueWorker, startQueueWorker } from "./queue_worker.ts";
 
 /** Starts a worker on `deliver_slack_alerts`. */
-export function startDeliverWorker(options: BaselineWorkerOptions): QueueWorker {
+export function startDeliverWorker(
+  options: BaselineWorkerOptions,
+): QueueWorker {
   const slack = slackFromEnv(options.env ?? Deno.env.toObject());
   const { sql } = options;
   return startQueueWorker<{ thread_id: number }>({
@@ -25,10 +27,16 @@ export function startDeliverWorker(options: BaselineWorkerOptions): QueueWorker 
     maxConcurrent: options.maxConcurrent ?? 10,
     async handle({ body }, signal) {
       const result = await attemptDelivery(sql, slack, body.thread_id, signal);
-      if (result.kind === "sent" || result.kind === "already_sent") return { kind: "done" };
+      if (result.kind === "sent" || result.kind === "already_sent") {
+        return { kind: "done" };
+      }
       if (result.kind === "already_failed") return { kind: "done" };
       if (result.kind === "rate_limited") {
-        return { kind: "retry", delaySeconds: result.retryAfterSeconds, reason: failureReason(result) };
+        return {
+          kind: "retry",
+          delaySeconds: result.retryAfterSeconds,
+          reason: failureReason(result),
+        };
       }
       throw new Error(failureReason(result));
     },

@@ -15,7 +15,11 @@ export type HandlerOutcome =
   /** Handled: delete the message. */
   | { readonly kind: "done" }
   /** Read it again after `delaySeconds` (an attempt is used up). */
-  | { readonly kind: "retry"; readonly delaySeconds: number; readonly reason: string };
+  | {
+    readonly kind: "retry";
+    readonly delaySeconds: number;
+    readonly reason: string;
+  };
 
 /** A message as read from PGMQ. */
 export interface QueueMessage<Body> {
@@ -42,9 +46,16 @@ export interface QueueWorkerOptions<Body> {
   /** Messages handled at once. */
   readonly maxConcurrent: number;
   /** Handles one message; a throw is a failed attempt. `signal` aborts before the visibility ends. */
-  readonly handle: (message: QueueMessage<Body>, signal: AbortSignal) => Promise<HandlerOutcome>;
+  readonly handle: (
+    message: QueueMessage<Body>,
+    signal: AbortSignal,
+  ) => Promise<HandlerOutcome>;
   /** The domain's reaction to a dead letter, in the transaction that moves it. */
-  readonly onDeadLetter: (tx: TransactionSql, body: Body, reason: string) => Promise<void>;
+  readonly onDeadLetter: (
+    tx: TransactionSql,
+    body: Body,
+    reason: string,
+  ) => Promise<void>;
   /** Reports a failed attempt or a dead letter. @default {console.warn} */
   readonly log?: (line: string) => void;
 }
@@ -63,26 +74,39 @@ const MAX_BACKOFF_SECONDS = 300;
 const POLL_SECONDS = 1;
 
 /** Starts reading `options.queue`; see the module documentation for what happens to a message. */
-export function startQueueWorker<Body>(options: QueueWorkerOptions<Body>): QueueWorker {
+export function startQueueWorker<Body>(
+  options: QueueWorkerOptions<Body>,
+): QueueWorker {
   const { sql, queue, visibilitySeconds, maxAttempts, maxConcurrent } = options;
   const log = options.log ?? ((line: string) => console.warn(line));
   const stopping = new AbortController();
   const inFlight = new Set<Promise<void>>();
 
-  const settle = async (message: QueueMessage<Body>, outcome: HandlerOutcome) => {
+  const settle = async (
+    message: QueueMessage<Body>,
+    outcome: HandlerOutcome,
+  ) => {
     if (outcome.kind === "done") {
       await sql`select pgmq.delete(${queue}, ${message.msgId}::bigint)`;
       return;
     }
-    log(`${queue}: message ${message.msgId} attempt ${message.readCount} failed: ${outcome.reason}`);
+    log(
+      `${queue}: message ${message.msgId} attempt ${message.readCount} failed: ${outcome.reason}`,
+    );
     if (message.readCount >= maxAttempts) {
       await sql.begin(async (tx) => {
-        const letter = { ...message.body, error: outcome.reason, attempts: message.readCount };
+        const letter = {
+          ...message.body,
+          error: outcome.reason,
+          attempts: message.readCount,
+        };
         await tx`select pgmq.send(${options.deadLetterQueue}, ${tx.json(letter)}::jsonb)`;
         await tx`select pgmq.delete(${queue}, ${message.msgId}::bigint)`;
         await options.onDeadLetter(tx, message.body, outcome.reason);
       });
-      log(`${queue}: message ${message.msgId} dead-lettered after ${message.readCount} attempts`);
+      log(
+        `${queue}: message ${message.msgId} dead-lettered after ${message.readCount} attempts`,
+      );
       return;
     }
     await sql`select pgmq.set_vt(${queue}, ${message.msgId}::bigint, ${outcome.delaySeconds}::integer)`;
@@ -96,7 +120,10 @@ export function startQueueWorker<Body>(options: QueueWorkerOptions<Body>): Queue
       outcome = await options.handle(message, deadline);
     } catch (error) {
       const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      const delaySeconds = Math.min(2 ** (message.readCount - 1), MAX_BACKOFF_SECONDS);
+      const delaySeconds = Math.min(
+        2 ** (message.readCount - 1),
+        MAX_BACKOFF_SECONDS,
+      );
       outcome = { kind: "retry", delaySeconds, reason };
     }
     try {
@@ -127,7 +154,11 @@ export function startQueueWorker<Body>(options: QueueWorkerOptions<Body>): Queue
         continue;
       }
       for (const row of rows) {
-        const message = { msgId: Number(row.msg_id), readCount: row.read_ct, body: row.message };
+        const message = {
+          msgId: Number(row.msg_id),
+          readCount: row.read_ct,
+          body: row.message,
+        };
         const task: Promise<void> = process(message).finally(() => inFlight.delete(task));
         inFlight.add(task);
       }

@@ -13,10 +13,14 @@ import type { BaselineWorkerOptions } from "./classify_worker.ts";
 import type { QueueWorker } from "./queue_worker.ts";
 
 /** Serves a baseline worker started by `start`. */
-export function serveBaselineWorker(start: (options: BaselineWorkerOptions) => QueueWorker): void {
+export function serveBaselineWorker(
+  start: (options: BaselineWorkerOptions) => QueueWorker,
+): void {
   const url = Deno.env.get("SUPABASE_DB_URL");
   if (url === undefined || url === "") {
-    throw new TypeError("Cannot start the baseline worker: SUPABASE_DB_URL is not set");
+    throw new TypeError(
+      "Cannot start the baseline worker: SUPABASE_DB_URL is not set",
+    );
   }
   let worker: QueueWorker | undefined;
   const sql = postgres(url, { prepare: false, max: 4 });
