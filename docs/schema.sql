@@ -875,7 +875,7 @@ begin
   end if;
   execute format('grant usage on schema sluice, pgmq to %s', role_name);
   execute format('grant create on schema pgmq to %s', role_name);
-  execute format('grant execute on all functions in schema sluice to %s', role_name);
+  execute format('grant execute on all routines in schema sluice to %s', role_name);
   execute format(
     'grant select, insert, update, delete on all tables in schema sluice, pgmq to %s', role_name);
   execute format('grant usage, select, update on all sequences in schema sluice, pgmq to %s',

@@ -5,7 +5,7 @@
 -- Per-schema default privileges can add to PostgreSQL's built-in ones but not take PUBLIC's
 -- EXECUTE away (only a database-wide default could, and that would reach the user's own
 -- functions too). So every later migration that creates a function in schema sluice ends with
--- `revoke all on all functions in schema sluice from public;`, and the test suite fails when any
+-- `revoke all on all routines in schema sluice from public;`, and the test suite fails when any
 -- sluice function is executable by PUBLIC. Grants to named roles do follow new objects: see
 -- sluice.grant_access().
 --
@@ -20,7 +20,7 @@
 -- compat layer matches it): each of them works on queue tables or pgmq.meta, which PUBLIC cannot
 -- read or write, and revoking it would break other users of a shared pgmq (Supabase Queues).
 
-revoke all on all functions in schema sluice from public;
+revoke all on all routines in schema sluice from public;
 revoke all on all tables in schema sluice from public;
 revoke all on all sequences in schema sluice from public;
 
@@ -40,7 +40,7 @@ begin
   end if;
   execute format('grant usage on schema sluice, pgmq to %s', role_name);
   execute format('grant create on schema pgmq to %s', role_name);
-  execute format('grant execute on all functions in schema sluice to %s', role_name);
+  execute format('grant execute on all routines in schema sluice to %s', role_name);
   execute format(
     'grant select, insert, update, delete on all tables in schema sluice, pgmq to %s', role_name);
   execute format('grant usage, select, update on all sequences in schema sluice, pgmq to %s',

@@ -230,4 +230,4 @@ end;
 $$;
 
 -- PostgreSQL grants EXECUTE on new functions to PUBLIC; sluice functions are for granted roles only.
-revoke all on all functions in schema sluice from public;
+revoke all on all routines in schema sluice from public;

@@ -166,7 +166,7 @@ Deno.test("prune_data_older_than() commits each batch: claims run and see progre
     const claimWorker = await registerWorker(claimer, "held", "held", "held_claimer");
     const [task] = await readAndClaim(claimer, "held", claimWorker, "held");
     assert.equal(task.run_id, live);
-    assert.equal(await completeTask(claimer, task, "ok"), true);
+    assert.equal(await completeTask(claimer, task, "ok"), "completed");
     assert.equal((await run(claimer, live)).status, "completed");
   } finally {
     released.resolve();

@@ -127,7 +127,7 @@ Deno.test("a map's tasks hold their own element from the start, and the claim ha
     claimed.filter((t) => t.step_slug === "items").map((t) => [t.task_index, t.input]),
     elements.map((e, i) => [i, e]),
   );
-  assert.equal(await completeTask(db.sql, list, ["p", { q: 1 }]), true);
+  assert.equal(await completeTask(db.sql, list, ["p", { q: 1 }]), "completed");
   assert.deepEqual(await stored("each"), ["p", { q: 1 }], "a dependent map's, when it starts");
   const each = await readAndClaim(db.sql, "wide", workerId, "wide");
   assert.deepEqual(each.map((t) => t.input), ["p", { q: 1 }]);
