@@ -255,9 +255,15 @@ if (import.meta.main) {
   console.log("Orchestration code of examples/community_threads\n");
   console.log(codeTable(counts));
   const results: Measurement[] = [];
+  const failures: string[] = [];
   for (const version of versions) {
     console.error(`bench: ${version}: ${whole(settings.threads)} threads ...`);
-    results.push(await measure(version, settings));
+    try {
+      results.push(await measure(version, settings));
+    } catch (error) {
+      // A version that fails (a worker process died) is a result too; the other still runs.
+      failures.push(`${version}: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
   console.log(
     `\nFlood: ${
@@ -267,4 +273,6 @@ if (import.meta.main) {
       `${navigator.hardwareConcurrency} CPUs; ${results[0]?.server ?? ""}\n`,
   );
   console.log(latencyTable(settings, results));
+  for (const failure of failures) console.log(`\nFAILED ${failure}`);
+  if (failures.length > 0) Deno.exitCode = 1;
 }

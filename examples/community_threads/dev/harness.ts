@@ -54,6 +54,7 @@ export class App implements AsyncDisposable {
   /** The options it was created with. */
   readonly options: AppOptions;
   readonly #workers = new Set<WorkerProcess>();
+  readonly #died: string[] = [];
 
   /** @param options Which version, database and Slack. */
   constructor(options: AppOptions) {
@@ -87,11 +88,13 @@ export class App implements AsyncDisposable {
         },
       }),
     ).catch(() => {});
+    let killed = false;
     const worker: WorkerProcess = {
       version,
       step,
       pid: child.pid,
       async kill(signal) {
+        killed = true;
         try {
           child.kill(signal);
         } catch {
@@ -102,7 +105,15 @@ export class App implements AsyncDisposable {
       stderr: () => errors,
     };
     this.#workers.add(worker);
-    void child.status.then(() => this.#workers.delete(worker));
+    void child.status.then((status) => {
+      this.#workers.delete(worker);
+      // A worker that ends on its own is a failure of the scenario, not a step of it.
+      if (!killed) {
+        this.#died.push(
+          `${step} worker ${child.pid} exited (${JSON.stringify(status)}):\n${errors}`,
+        );
+      }
+    });
     // Wait for "ready"; keep draining stdout afterwards so the child never blocks on it.
     const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
     let out = "";
@@ -164,6 +175,9 @@ export class App implements AsyncDisposable {
         where id = any(${ids as number[]}::int[]) and status not in ('alerted', 'ignored', 'failed')
       `;
       if (open === 0) return;
+      if (this.#died.length > 0) {
+        throw new Error(`${this.options.version}: a worker died:\n${this.#died.join("\n")}`);
+      }
       if (Date.now() > deadline) {
         const rows = await this.options.sql`
           select id, status from public.threads
