@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import { assertDomainOutcomes, countStatuses, VERSIONS, withScenario } from "./_scenario.ts";
+
+const OUTAGE = { title: "Login outage", body: "Nobody can log in." };
+
+for (const version of VERSIONS) {
+  Deno.test(`community threads (${version}): retry — 429 waits Retry-After, 500 retries, 4 × 500 fails the thread`, async () => {
+    await withScenario(version, async ({ app, slack, sql }) => {
+      await app.startWorker("classify");
+      await app.startWorker("deliver_slack");
+      // Thread ids are 1, 2, 3 in a fresh database: script Slack before they arrive.
+      const [limited, flaky, broken] = [1, 2, 3];
+      slack.script(limited, { kind: "rate_limited", retryAfterSeconds: 2 });
+      slack.script(flaky, { kind: "server_error" });
+      slack.script(broken, ...Array(4).fill({ kind: "server_error" }));
+      const ids = await app.submit([OUTAGE, OUTAGE, OUTAGE]);
+      assert.deepEqual(ids, [limited, flaky, broken]);
+      await app.waitForTerminal(ids);
+
+      const outcomes = await app.outcomes();
+      assert.deepEqual(countStatuses(outcomes), { alerted: 2, failed: 1 });
+      assertDomainOutcomes(outcomes, slack);
+      const posts = (id: number) => slack.requests.filter((r) => r.threadId === id);
+      assert.deepEqual(posts(limited).map((r) => r.behaviour), [
+        "rate_limited",
+        "ok",
+      ]);
+      const waited = posts(limited)[1].receivedAt -
+        posts(limited)[0].receivedAt;
+      assert.ok(
+        waited >= 1500,
+        `the retry after a 429 with Retry-After: 2 came after ${waited} ms`,
+      );
+      assert.deepEqual(posts(flaky).map((r) => r.behaviour), [
+        "server_error",
+        "ok",
+      ]);
+      assert.equal(
+        posts(broken).length,
+        4,
+        "the broken thread was posted once per attempt",
+      );
+      assert.equal(outcomes.get(broken)!.postsTried, 4);
+
+      if (version === "baseline") {
+        const letters = await sql<
+          { message: { thread_id: number; attempts: number } }[]
+        >`
+          select message from pgmq.q_deliver_slack_alerts_dlq
+        `;
+        assert.deepEqual(
+          letters.map((l) => [l.message.thread_id, l.message.attempts]),
+          [[broken, 4]],
+        );
+      } else {
+        const runs = await sql<{ thread_id: number; status: string }[]>`
+          select (input->>'threadId')::int as thread_id, status from sluice.runs order by 1
+        `;
+        assert.deepEqual(runs.map((r) => [r.thread_id, r.status]), [
+          [limited, "completed"],
+          [flaky, "completed"],
+          [broken, "failed"],
+        ]);
+      }
+    });
+  });
+}
