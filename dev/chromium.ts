@@ -240,6 +240,7 @@ export async function launchChromium(executable: string): Promise<Browser> {
     stdout: "null",
     stderr: "piped",
   }).spawn();
+  const stderr = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
   const stop = async () => {
     try {
       child.kill("SIGKILL");
@@ -247,11 +248,14 @@ export async function launchChromium(executable: string): Promise<Browser> {
       // Already gone.
     }
     await child.status;
+    // Chromium's helper processes inherit stderr and may outlive the main one for a moment:
+    // cancelling closes the pipe now instead of whenever the last of them exits.
+    await stderr.cancel().catch(() => {});
     await Deno.remove(profile, { recursive: true }).catch(() => {});
   };
   let address: string;
   try {
-    address = await devToolsAddress(child.stderr);
+    address = await devToolsAddress(stderr);
   } catch (error) {
     await stop();
     throw error;
@@ -287,8 +291,7 @@ export async function launchChromium(executable: string): Promise<Browser> {
 }
 
 /** Reads Chromium's stderr until it prints `DevTools listening on ws://...`; drains the rest. */
-async function devToolsAddress(stderr: ReadableStream<Uint8Array>): Promise<string> {
-  const reader = stderr.pipeThrough(new TextDecoderStream()).getReader();
+async function devToolsAddress(reader: ReadableStreamDefaultReader<string>): Promise<string> {
   let text = "";
   const timeout = setTimeout(() => reader.cancel(), 30_000);
   try {

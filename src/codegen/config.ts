@@ -68,6 +68,12 @@ export interface CodegenConfig {
   readonly functionsDir: string;
   /** The project's import map, sorted by specifier. */
   readonly imports: readonly ImportMapEntry[];
+  /**
+   * Import map specifiers whose local target may lie outside the deploy root
+   * (`sluice.allowOutsideDeployRoot`): only for a project that is run from a checkout and never
+   * deployed as it is, such as an example inside sluice's own repository.
+   */
+  readonly allowOutsideDeployRoot: readonly string[];
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -159,8 +165,20 @@ export async function readCodegenConfig(configPath: string): Promise<CodegenConf
   if (typeof functionsDir !== "string" || functionsDir === "") {
     throw invalid(`"sluice.functionsDir" must be a path, got ${JSON.stringify(functionsDir)}`);
   }
+  const allowOutsideDeployRoot = settings.allowOutsideDeployRoot ?? [];
+  if (
+    !Array.isArray(allowOutsideDeployRoot) ||
+    !allowOutsideDeployRoot.every((entry) => typeof entry === "string" && entry !== "")
+  ) {
+    throw invalid(
+      `"sluice.allowOutsideDeployRoot" must be a list of import map specifiers, got ${
+        JSON.stringify(allowOutsideDeployRoot)
+      }`,
+    );
+  }
   const root = dirname(path);
   return {
+    allowOutsideDeployRoot: allowOutsideDeployRoot as string[],
     root,
     configPath: path,
     flowsModule: resolve(root, flows),

@@ -28,7 +28,8 @@ export function deployRoot(config: CodegenConfig): string {
 }
 
 /**
- * Refuses a flows module or local import map target outside the deploy root.
+ * Refuses a flows module or local import map target outside the deploy root, except the import
+ * map specifiers the project lists in `sluice.allowOutsideDeployRoot`.
  *
  * @param config The generator settings.
  * @throws {CodegenError} `outside_deploy_root`, naming the file.
@@ -44,7 +45,9 @@ export function assertInsideDeployRoot(config: CodegenConfig): void {
   const root = deployRoot(config);
   const imports = [
     { what: "the flows module", path: config.flowsModule },
-    ...config.imports.filter((entry) => entry.local).map((entry) => ({
+    ...config.imports.filter((entry) =>
+      entry.local && !config.allowOutsideDeployRoot.includes(entry.specifier)
+    ).map((entry) => ({
       what: `the import map entry ${JSON.stringify(entry.specifier)} of ${config.configPath}`,
       path: entry.target,
     })),

@@ -1,3 +1,4 @@
+import { relative } from "node:path";
 import assert from "node:assert/strict";
 import { CodegenError, generateFunctions } from "../../src/codegen/mod.ts";
 import { main } from "../../src/codegen/cli.ts";
@@ -185,6 +186,39 @@ Deno.test("generateFunctions() refuses a flows module outside the deploy root, w
     },
   );
   await assert.rejects(Deno.stat(`${p.root}/supabase/functions`), Deno.errors.NotFound);
+  await Deno.remove(outside, { recursive: true });
+});
+
+Deno.test("a local import map entry outside the deploy root is refused unless sluice.allowOutsideDeployRoot lists it", async () => {
+  await using p = await project();
+  const outside = await Deno.makeTempDir({ prefix: "sluice-outside-" });
+  const settings = (allow?: string[]) =>
+    JSON.stringify({
+      imports: { "@shared/": `${relative(p.root, outside)}/` },
+      sluice: {
+        flows: "./flows.ts",
+        ...(allow === undefined ? {} : { allowOutsideDeployRoot: allow }),
+      },
+    });
+  await p.write("deno.json", settings());
+  await assert.rejects(
+    generateFunctions({ configPath: p.configPath }),
+    (error: unknown) => {
+      assert.ok(error instanceof CodegenError);
+      assert.equal(error.reason, "outside_deploy_root");
+      assert.match(error.message, /the import map entry "@shared\/"/);
+      return true;
+    },
+  );
+  await assert.rejects(Deno.stat(`${p.root}/supabase/functions`), Deno.errors.NotFound);
+  await p.write("deno.json", settings(["@shared/"]));
+  await generateFunctions({ configPath: p.configPath });
+  assert.match(await p.read("supabase/functions/greet/deno.json"), /"@shared\/"/);
+  await p.write("deno.json", settings([""]));
+  await assert.rejects(
+    generateFunctions({ configPath: p.configPath }),
+    /"sluice.allowOutsideDeployRoot" must be a list of import map specifiers, got \[""\]/,
+  );
   await Deno.remove(outside, { recursive: true });
 });
 
