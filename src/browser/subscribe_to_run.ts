@@ -7,6 +7,7 @@
 
 import type { SupabaseClient } from "@supabase/supabase-js";
 import type { DeployableFlow } from "../dsl/types.ts";
+import { assertUuid } from "../dsl/uuid.ts";
 import {
   type RunEvent,
   type RunEventPayload,
@@ -15,8 +16,6 @@ import {
 } from "../events/run_event.ts";
 import { RunEventFeed } from "../events/run_event_feed.ts";
 import { type RpcName, rpcOf } from "./_rpc.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Options of {@linkcode subscribeToRun}.
@@ -77,11 +76,7 @@ export function subscribeToRun<F extends DeployableFlow = never>(
   options: SubscribeToRunOptions<F> = {},
 ): AsyncGenerator<RunEvent<F>, void, undefined> {
   const runId = typeof run === "string" ? run : run?.runId;
-  if (typeof runId !== "string" || !UUID.test(runId)) {
-    throw new TypeError(
-      `Cannot subscribe to run: the run id must be a UUID, got ${JSON.stringify(runId)}`,
-    );
-  }
+  assertUuid(runId, "Cannot subscribe to run");
   return subscribe(supabase, runId, options) as AsyncGenerator<RunEvent<F>, void, undefined>;
 }
 

@@ -8,7 +8,7 @@ import type { Sql } from "../db/postgres.ts";
 import { readRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import type { SkipReason } from "../events/run_event.ts";
-import { assertUuid } from "./_uuid.ts";
+import { assertUuid } from "../dsl/uuid.ts";
 
 /**
  * A run's status: `started` until every step is resolved, then `completed` or `failed`.

@@ -6,7 +6,7 @@
  */
 
 import type { Sql } from "../db/postgres.ts";
-import { assertUuid } from "./_uuid.ts";
+import { assertUuid } from "../dsl/uuid.ts";
 
 /**
  * A task's status: `queued` (waiting in its queue, also between retries), `started` (a worker

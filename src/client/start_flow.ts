@@ -10,7 +10,7 @@ import type { Json } from "../dsl/json.ts";
 import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
-import { assertUuid } from "./_uuid.ts";
+import { assertUuid } from "../dsl/uuid.ts";
 
 /**
  * Options of {@linkcode startFlow}.

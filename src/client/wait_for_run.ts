@@ -9,7 +9,7 @@ import { readRunOutcome } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowOutput } from "../dsl/types.ts";
 import { positive } from "./_positive.ts";
-import { assertUuid } from "./_uuid.ts";
+import { assertUuid } from "../dsl/uuid.ts";
 import { watchRun } from "./watch_run.ts";
 import { RunFailedError, RunTimeoutError } from "./errors.ts";
 

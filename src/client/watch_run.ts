@@ -16,7 +16,7 @@ import {
 } from "../events/run_event.ts";
 import { RunEventFeed } from "../events/run_event_feed.ts";
 import { positive } from "./_positive.ts";
-import { assertUuid } from "./_uuid.ts";
+import { assertUuid } from "../dsl/uuid.ts";
 
 /**
  * Options of {@linkcode watchRun}.

@@ -19,6 +19,7 @@ import {
   readRouteCoverage,
   workerFunctionExists,
 } from "../db/ops_queries.ts";
+import { isUuid } from "../dsl/uuid.ts";
 import { ACTIONS, isActionName } from "./actions.ts";
 import { confirmPage, resultPage } from "./action_page.ts";
 import { MIN_SECRET_LENGTH, newToken, TokenCheck } from "./auth.ts";
@@ -94,7 +95,6 @@ export class DashboardOptionsError extends Error {
 const LOOPBACK = ["127.0.0.1", "::1", "localhost"];
 const RUN_STATUSES = ["started", "completed", "failed"];
 const RUNS_PER_PAGE = 50;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function htmlResponse(body: string, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(body, {
@@ -227,7 +227,7 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
     const runMatch = /^\/runs\/([^/]+)(\/events)?$/.exec(path);
     if (runMatch !== null) {
       const runId = runMatch[1];
-      if (!UUID.test(runId)) {
+      if (!isUuid(runId)) {
         return problem(
           404,
           "No such run",
