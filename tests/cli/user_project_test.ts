@@ -280,6 +280,59 @@ await sql.end();
     project.ran.add("deno task sluice run <run_id>");
     assert.match(watched, /completed/);
 
+    // The dashboard, loaded from the package like every other command: it shows the finished run
+    // behind its secret and refuses a request without it.
+    const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const dashboardPort = (probe.addr as Deno.NetAddr).port;
+    probe.close();
+    const secret = "user-project-dashboard-secret";
+    const dashboard = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "--config",
+        "deno.json",
+        `${pkg.url}cli.ts`,
+        "dashboard",
+        "--port",
+        String(dashboardPort),
+        "--secret",
+        secret,
+      ],
+      cwd: project.dir,
+      env: project.env,
+      clearEnv: true,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    project.ran.add("deno task sluice dashboard");
+    const dashboardOutput = Promise.all([
+      new Response(dashboard.stdout).text(),
+      new Response(dashboard.stderr).text(),
+    ]);
+    const runUrl = `http://127.0.0.1:${dashboardPort}/runs/${runId}`;
+    const runHtml = await waitUntil(
+      async () => {
+        try {
+          const response = await fetch(runUrl, { headers: { authorization: `Bearer ${secret}` } });
+          const text = await response.text();
+          return response.status === 200 ? text : undefined;
+        } catch {
+          return undefined; // not listening yet
+        }
+      },
+      "the dashboard's run page",
+      60_000,
+    );
+    assert.match(runHtml, /greet_user/);
+    assert.match(runHtml, /completed/);
+    const refused = await fetch(runUrl);
+    await refused.body?.cancel();
+    assert.equal(refused.status, 401);
+    dashboard.kill("SIGINT");
+    assert.equal((await dashboard.status).code, 0, (await dashboardOutput).join("\n"));
+
     // Re-running install and migrate changes nothing.
     const before = await project.snapshot();
     assert.match(await project.sh(`deno run -A ${pkg.url}cli.ts install`), /nothing to do/);
