@@ -13,6 +13,111 @@
 CREATE SCHEMA sluice;
 
 --
+-- Name: activate_alias(text, text, bigint, boolean, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.activate_alias(alias text, flow_slug text, expected_generation bigint, force boolean DEFAULT false, activated_by text DEFAULT NULL::text) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_alias text := activate_alias.alias;
+  v_target text := activate_alias.flow_slug;
+  v_current sluice.aliases;
+  v_generation bigint;
+  v_missing text;
+begin
+  if v_alias is null or not sluice.is_valid_slug(v_alias) then
+    raise exception 'Cannot activate alias %: an alias is a slug (starts with a letter; letters, digits and single underscores; no trailing underscore)',
+      coalesce(quote_literal(v_alias), 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if expected_generation is null or expected_generation < 0 then
+    raise exception 'Cannot activate alias "%": expected_generation must be 0 (a new alias) or the alias''s current generation, got %',
+      v_alias, coalesce(expected_generation::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if not exists (select 1 from sluice.flows f where f.flow_slug = v_target) then
+    raise exception 'Cannot activate alias "%": no flow "%" (a flow exists once a worker for it has started and compiled it)',
+      v_alias, coalesce(v_target, 'null')
+      using errcode = 'no_data_found';
+  end if;
+  if exists (
+    select 1 from sluice.flows f
+    where lower(f.flow_slug) = lower(v_alias) and f.flow_slug <> v_alias
+  ) or exists (
+    select 1 from sluice.aliases a
+    where lower(a.alias) = lower(v_alias) and a.alias <> v_alias
+  ) then
+    raise exception 'Cannot activate alias "%": it differs only in case from the flow or alias "%"',
+      v_alias, (
+        select n from (
+          select f.flow_slug as n from sluice.flows f where lower(f.flow_slug) = lower(v_alias)
+          union all
+          select a.alias from sluice.aliases a where lower(a.alias) = lower(v_alias)
+        ) names where n <> v_alias limit 1)
+      using errcode = 'duplicate_object';
+  end if;
+
+  if not coalesce(force, false) then
+    select string_agg(format('%s (queue %s)', s.step_slug, s.queue_name), ', ' order by s.step_index)
+    into v_missing
+    from sluice.steps s
+    where s.flow_slug = v_target
+      and not exists (
+        select 1 from sluice.live_workers w
+        where w.deprecated_at is null
+          and w.queue_name = s.queue_name
+          and w.flow_slug = s.flow_slug
+          and (w.step_slug is null or w.step_slug = s.step_slug)
+      );
+    if v_missing is not null then
+      raise exception 'Cannot activate alias "%" on flow "%": no live worker serves step %; start its workers first, or pass force',
+        v_alias, v_target, v_missing
+        using errcode = 'SLA02';
+    end if;
+  end if;
+
+  if expected_generation = 0 then
+    insert into sluice.aliases as a (alias, flow_slug, generation)
+    values (v_alias, v_target, 1)
+    on conflict on constraint aliases_pkey do nothing
+    returning a.generation into v_generation;
+  else
+    select * into v_current from sluice.aliases a where a.alias = v_alias;
+    if v_current.flow_slug = v_target and v_current.generation = expected_generation then
+      return v_current.generation;
+    end if;
+    -- The compare-and-swap: a concurrent activation that committed first has moved the
+    -- generation on, and this update then matches no row.
+    update sluice.aliases a
+    set flow_slug = v_target, generation = a.generation + 1, activated_at = now()
+    where a.alias = v_alias and a.generation = expected_generation
+    returning a.generation into v_generation;
+  end if;
+
+  if v_generation is null then
+    select * into v_current from sluice.aliases a where a.alias = v_alias;
+    raise exception 'Cannot activate alias "%": expected generation % but it is %',
+      v_alias, expected_generation,
+      case when v_current.alias is null then 'absent (generation 0)'
+        else format('at generation %s (flow "%s")', v_current.generation, v_current.flow_slug) end
+      using errcode = 'SLA01',
+        hint = 'Another activation won; read the alias again and decide whether to activate';
+  end if;
+
+  insert into sluice.alias_history (
+    alias, flow_slug, generation, previous_flow_slug, activated_by, forced
+  )
+  values (
+    v_alias, v_target, v_generation,
+    case when expected_generation > 0 then v_current.flow_slug end,
+    coalesce(activate_alias.activated_by, current_user), coalesce(force, false)
+  );
+  return v_generation;
+end;
+$$;
+
+--
 -- Name: archive_messages(text[], bigint[]); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -436,6 +541,54 @@ end;
 $$;
 
 --
+-- Name: create_run(text, text, jsonb, uuid); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.create_run(flow_slug text, started_via text, input jsonb, run_id uuid) RETURNS uuid
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_flow text := create_run.flow_slug;
+  v_run_id uuid := coalesce(create_run.run_id, gen_random_uuid());
+  v_root_map text;
+begin
+  if create_run.input is null then
+    raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow
+      using errcode = 'null_value_not_allowed';
+  end if;
+
+  select s.step_slug into v_root_map
+  from sluice.steps s
+  where s.flow_slug = v_flow and s.step_type = 'map' and s.deps_count = 0
+  order by s.step_index
+  limit 1;
+  if v_root_map is not null and jsonb_typeof(create_run.input) <> 'array' then
+    raise exception 'Cannot start flow "%": root map step "%" maps over the run input, which must be an array, got %',
+      v_flow, v_root_map, jsonb_typeof(create_run.input)
+      using errcode = 'invalid_parameter_value';
+  end if;
+
+  if exists (select 1 from sluice.runs r where r.run_id = v_run_id) then
+    raise exception 'Cannot start flow "%": run % already exists', v_flow, v_run_id
+      using errcode = 'unique_violation';
+  end if;
+
+  insert into sluice.runs (run_id, flow_slug, started_via, input, remaining_steps)
+  select v_run_id, v_flow, create_run.started_via, create_run.input, count(*)
+  from sluice.steps s
+  where s.flow_slug = v_flow;
+
+  insert into sluice.step_states (run_id, step_slug, flow_slug, remaining_deps)
+  select v_run_id, s.step_slug, s.flow_slug, s.deps_count
+  from sluice.steps s
+  where s.flow_slug = v_flow;
+
+  perform sluice.start_ready_steps(v_run_id);
+  return v_run_id;
+end;
+$$;
+
+--
 -- Name: definition_shape(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -496,6 +649,7 @@ declare
   v_queues text[];
   v_ids bigint[];
   v_queue text;
+  v_aliases text;
 begin
   if not exists (select 1 from sluice.flows f where f.flow_slug = delete_flow_and_data.flow_slug)
   then
@@ -504,6 +658,15 @@ begin
   end if;
   perform pg_advisory_xact_lock(
     hashtextextended('sluice.flow:' || lower(delete_flow_and_data.flow_slug), 0));
+
+  select string_agg(format('"%s"', a.alias), ', ' order by a.alias) into v_aliases
+  from sluice.aliases a
+  where a.flow_slug = delete_flow_and_data.flow_slug and a.alias <> a.flow_slug;
+  if v_aliases is not null then
+    raise exception 'Cannot delete flow "%": alias % points at it; activate the alias on another flow first',
+      delete_flow_and_data.flow_slug, v_aliases
+      using errcode = 'dependent_objects_still_exist';
+  end if;
 
   select array_agg(t.queue_name), array_agg(t.message_id) into v_queues, v_ids
   from sluice.step_tasks t
@@ -673,11 +836,7 @@ begin
       'differences', to_jsonb(v_differences));
   end if;
 
-  perform sluice.delete_flow_and_data(v_flow);
-  v_flow := definition ->> 'flow_slug';
-  perform sluice.lock_queue_names(v_shape);
-  perform sluice.validate_routes(definition, v_shape);
-  perform sluice.create_flow(definition, v_shape);
+  perform sluice.recreate_flow(v_flow, definition, v_shape);
   return jsonb_build_object('outcome', 'recompiled', 'differences', to_jsonb(v_differences));
 end;
 $$;
@@ -1187,6 +1346,32 @@ end;
 $$;
 
 --
+-- Name: recreate_flow(text, jsonb, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.recreate_flow(old_slug text, definition jsonb, shape jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_kept sluice.aliases[];
+begin
+  with kept as (
+    delete from sluice.aliases a
+    where a.flow_slug = recreate_flow.old_slug and a.alias <> recreate_flow.old_slug
+    returning a.*
+  )
+  select array_agg(k) into v_kept from kept k;
+  perform sluice.delete_flow_and_data(old_slug);
+  perform sluice.lock_queue_names(shape);
+  perform sluice.validate_routes(definition, shape);
+  perform sluice.create_flow(definition, shape);
+  insert into sluice.aliases (alias, flow_slug, generation, activated_at)
+  select k.alias, definition ->> 'flow_slug', k.generation, k.activated_at
+  from unnest(v_kept) k;
+end;
+$$;
+
+--
 -- Name: refresh_runtime_options(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1234,6 +1419,19 @@ begin
         (e.step #>> '{options,base_delay}')::integer,
         (e.step #>> '{options,timeout}')::integer,
         (e.step #>> '{options,start_delay}')::integer);
+end;
+$$;
+
+--
+-- Name: refuse_alias_history_change(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.refuse_alias_history_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  raise exception 'Cannot % sluice.alias_history: the alias history is append-only', lower(tg_op)
+    using errcode = 'insufficient_privilege';
 end;
 $$;
 
@@ -1698,8 +1896,6 @@ CREATE FUNCTION sluice.start_flow(flow_ref text, input jsonb, run_id uuid DEFAUL
     AS $$
 declare
   v_flow text;
-  v_run_id uuid := coalesce(start_flow.run_id, gen_random_uuid());
-  v_root_map text;
 begin
   select a.flow_slug into v_flow from sluice.aliases a where a.alias = start_flow.flow_ref;
   if v_flow is null then
@@ -1710,40 +1906,27 @@ begin
       using errcode = 'no_data_found',
         hint = 'A flow exists once a worker for it has started and compiled it';
   end if;
+  return sluice.create_run(v_flow, start_flow.flow_ref, start_flow.input, start_flow.run_id);
+end;
+$$;
 
-  if start_flow.input is null then
-    raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow
-      using errcode = 'null_value_not_allowed';
+--
+-- Name: start_flow_version(text, jsonb, uuid); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.start_flow_version(flow_slug text, input jsonb, run_id uuid DEFAULT NULL::uuid) RETURNS uuid
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if not exists (
+    select 1 from sluice.flows f where f.flow_slug = start_flow_version.flow_slug
+  ) then
+    raise exception 'Cannot start flow "%": no such flow', start_flow_version.flow_slug
+      using errcode = 'no_data_found',
+        hint = 'A flow exists once a worker for it has started and compiled it';
   end if;
-
-  select s.step_slug into v_root_map
-  from sluice.steps s
-  where s.flow_slug = v_flow and s.step_type = 'map' and s.deps_count = 0
-  order by s.step_index
-  limit 1;
-  if v_root_map is not null and jsonb_typeof(start_flow.input) <> 'array' then
-    raise exception 'Cannot start flow "%": root map step "%" maps over the run input, which must be an array, got %',
-      v_flow, v_root_map, jsonb_typeof(start_flow.input)
-      using errcode = 'invalid_parameter_value';
-  end if;
-
-  if exists (select 1 from sluice.runs r where r.run_id = v_run_id) then
-    raise exception 'Cannot start flow "%": run % already exists', v_flow, v_run_id
-      using errcode = 'unique_violation';
-  end if;
-
-  insert into sluice.runs (run_id, flow_slug, started_via, input, remaining_steps)
-  select v_run_id, v_flow, start_flow.flow_ref, start_flow.input, count(*)
-  from sluice.steps s
-  where s.flow_slug = v_flow;
-
-  insert into sluice.step_states (run_id, step_slug, flow_slug, remaining_deps)
-  select v_run_id, s.step_slug, s.flow_slug, s.deps_count
-  from sluice.steps s
-  where s.flow_slug = v_flow;
-
-  perform sluice.start_ready_steps(v_run_id);
-  return v_run_id;
+  return sluice.create_run(start_flow_version.flow_slug, start_flow_version.flow_slug,
+    start_flow_version.input, start_flow_version.run_id);
 end;
 $$;
 
@@ -2553,8 +2736,17 @@ CREATE TABLE sluice.alias_history (
     alias text NOT NULL,
     flow_slug text NOT NULL,
     generation bigint NOT NULL,
-    activated_at timestamp with time zone DEFAULT now() NOT NULL
+    activated_at timestamp with time zone DEFAULT now() NOT NULL,
+    previous_flow_slug text,
+    activated_by text DEFAULT CURRENT_USER NOT NULL,
+    forced boolean DEFAULT false NOT NULL
 );
+
+--
+-- Name: TABLE alias_history; Type: COMMENT; Schema: sluice; Owner: -
+--
+
+COMMENT ON TABLE sluice.alias_history IS 'Every activation of every alias, append-only: sluice.activate_alias inserts, nothing updates or deletes.';
 
 --
 -- Name: aliases; Type: TABLE; Schema: sluice; Owner: -
@@ -2760,6 +2952,44 @@ CREATE VIEW sluice.route_coverage AS
   GROUP BY s.flow_slug, s.step_slug, s.step_index, s.queue_name;
 
 --
+-- Name: version_drain; Type: VIEW; Schema: sluice; Owner: -
+--
+
+CREATE VIEW sluice.version_drain AS
+ WITH counts AS (
+         SELECT f.flow_slug,
+            COALESCE(( SELECT array_agg(a.alias ORDER BY a.alias) AS array_agg
+                   FROM sluice.aliases a
+                  WHERE ((a.flow_slug = f.flow_slug) AND (a.alias <> f.flow_slug))), '{}'::text[]) AS aliases,
+            ( SELECT a.flow_slug
+                   FROM sluice.aliases a
+                  WHERE (a.alias = f.flow_slug)) AS self_alias_points_at,
+            ( SELECT (count(*))::integer AS count
+                   FROM sluice.runs r
+                  WHERE ((r.flow_slug = f.flow_slug) AND (r.status = 'started'::text))) AS active_runs,
+            ( SELECT (count(*))::integer AS count
+                   FROM sluice.step_tasks t
+                  WHERE ((t.flow_slug = f.flow_slug) AND (t.status = 'queued'::text))) AS queued_tasks,
+            ( SELECT (count(*))::integer AS count
+                   FROM sluice.step_tasks t
+                  WHERE ((t.flow_slug = f.flow_slug) AND (t.status = 'started'::text))) AS started_tasks,
+            ( SELECT (count(*))::integer AS count
+                   FROM sluice.live_workers w
+                  WHERE (w.flow_slug = f.flow_slug)) AS live_workers
+           FROM sluice.flows f
+        )
+ SELECT c.flow_slug,
+    c.aliases,
+    c.self_alias_points_at,
+    c.active_runs,
+    c.queued_tasks,
+    c.started_tasks,
+    c.live_workers,
+    ((c.active_runs = 0) AND (c.queued_tasks = 0) AND (c.started_tasks = 0)) AS work_drained,
+    ((c.active_runs = 0) AND (c.queued_tasks = 0) AND (c.started_tasks = 0) AND (c.live_workers = 0) AND (cardinality(c.aliases) = 0)) AS drained
+   FROM counts c;
+
+--
 -- Name: worker_function_drain; Type: VIEW; Schema: sluice; Owner: -
 --
 
@@ -2911,6 +3141,12 @@ CREATE INDEX deps_dependents_idx ON sluice.deps USING btree (flow_slug, dep_slug
 CREATE UNIQUE INDEX flows_lower_slug_key ON sluice.flows USING btree (lower(flow_slug));
 
 --
+-- Name: runs_active_idx; Type: INDEX; Schema: sluice; Owner: -
+--
+
+CREATE INDEX runs_active_idx ON sluice.runs USING btree (flow_slug) WHERE (status = 'started'::text);
+
+--
 -- Name: runs_finished_idx; Type: INDEX; Schema: sluice; Owner: -
 --
 
@@ -2963,6 +3199,12 @@ CREATE INDEX steps_queue_name_idx ON sluice.steps USING btree (queue_name);
 --
 
 CREATE INDEX workers_queue_live_idx ON sluice.workers USING btree (queue_name) WHERE (stopped_at IS NULL);
+
+--
+-- Name: alias_history alias_history_append_only; Type: TRIGGER; Schema: sluice; Owner: -
+--
+
+CREATE TRIGGER alias_history_append_only BEFORE DELETE OR UPDATE ON sluice.alias_history FOR EACH ROW EXECUTE FUNCTION sluice.refuse_alias_history_change();
 
 --
 -- Name: runs runs_finished_event; Type: TRIGGER; Schema: sluice; Owner: -

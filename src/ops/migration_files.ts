@@ -28,4 +28,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261130001500_sluice_privileges.sql",
   "20261130001600_sluice_rollout.sql",
   "20261130001700_sluice_run_events.sql",
+  "20261130001800_sluice_aliases.sql",
 ];
