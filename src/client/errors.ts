@@ -151,3 +151,101 @@ export class RunTimeoutError extends Error {
     this.status = status;
   }
 }
+
+/**
+ * Thrown by `activateAlias()` when the alias is no longer at the expected generation: another
+ * activation won the compare-and-swap. Nothing changed. Read the alias again and decide whether
+ * to activate; retrying blindly would undo the other activation.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { activateAlias, AliasConflictError, connect } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await activateAlias(sql, "orders", "orders_v2", { expectedGeneration: 1 });
+ * } catch (error) {
+ *   if (error instanceof AliasConflictError) console.error(error.actualFlowSlug);
+ * }
+ * ```
+ */
+export class AliasConflictError extends Error {
+  /** Always `"AliasConflictError"`. */
+  override name = "AliasConflictError";
+  /** The alias. */
+  readonly alias: string;
+  /** The flow the caller tried to activate. */
+  readonly flowSlug: string;
+  /** The generation the caller expected. */
+  readonly expectedGeneration: number;
+  /** The alias's generation when the activation ran (0: no such alias). */
+  readonly actualGeneration: number;
+  /** The flow the alias pointed at then (`null`: no such alias). */
+  readonly actualFlowSlug: string | null;
+
+  /**
+   * Creates the error.
+   *
+   * @param message The database's message.
+   * @param fields The alias, the flows and the generations.
+   */
+  constructor(message: string, fields: {
+    readonly alias: string;
+    readonly flowSlug: string;
+    readonly expectedGeneration: number;
+    readonly actualGeneration: number;
+    readonly actualFlowSlug: string | null;
+  }) {
+    super(message);
+    this.alias = fields.alias;
+    this.flowSlug = fields.flowSlug;
+    this.expectedGeneration = fields.expectedGeneration;
+    this.actualGeneration = fields.actualGeneration;
+    this.actualFlowSlug = fields.actualFlowSlug;
+  }
+}
+
+/**
+ * Thrown by `activateAlias()` (without `force`) when a step of the target flow has no live,
+ * non-deprecated worker: runs started through the alias would wait. Nothing changed. Start the
+ * missing workers, or activate with `force` to let the tasks wait durably.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { activateAlias, AliasWorkersMissingError, connect } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await activateAlias(sql, "orders", "orders_v2", { expectedGeneration: 1 });
+ * } catch (error) {
+ *   if (error instanceof AliasWorkersMissingError) console.error(error.missingRoutes);
+ * }
+ * ```
+ */
+export class AliasWorkersMissingError extends Error {
+  /** Always `"AliasWorkersMissingError"`. */
+  override name = "AliasWorkersMissingError";
+  /** The alias. */
+  readonly alias: string;
+  /** The flow the caller tried to activate. */
+  readonly flowSlug: string;
+  /** The steps no live worker serves, with their queues. */
+  readonly missingRoutes: readonly { readonly stepSlug: string; readonly queueName: string }[];
+
+  /**
+   * Creates the error.
+   *
+   * @param message The database's message.
+   * @param fields The alias, the flow and the unserved routes.
+   */
+  constructor(message: string, fields: {
+    readonly alias: string;
+    readonly flowSlug: string;
+    readonly missingRoutes: readonly { readonly stepSlug: string; readonly queueName: string }[];
+  }) {
+    super(message);
+    this.alias = fields.alias;
+    this.flowSlug = fields.flowSlug;
+    this.missingRoutes = Object.freeze([...fields.missingRoutes]);
+  }
+}

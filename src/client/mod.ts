@@ -17,6 +17,7 @@
  * @module
  */
 
+export * from "./aliases.ts";
 export * from "./compile_flow.ts";
 export * from "../db/connect.ts";
 export * from "./errors.ts";

@@ -18,3 +18,9 @@ export type Sql<T extends Record<string, unknown> = {}> = postgres.Sql<T>;
 /** The client of one postgres.js transaction. */
 // deno-lint-ignore ban-types
 export type TransactionSql<T extends Record<string, unknown> = {}> = postgres.TransactionSql<T>;
+
+/**
+ * A client or the client of a transaction (`sql.begin(async (tx) => ...)`): what a producer
+ * statement runs on, so a run can start in the same transaction as the caller's own writes.
+ */
+export type Queryable = Sql | TransactionSql;

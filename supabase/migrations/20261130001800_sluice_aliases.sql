@@ -50,8 +50,8 @@ create index runs_active_idx on sluice.runs (flow_slug) where status = 'started'
 -- Refuses, before writing anything: an unknown target flow; an alias that is the name of a
 -- different flow (other than that flow's own self-alias, which may be re-pointed); unless `force`,
 -- a target with a route that no live, non-deprecated worker serves (its tasks would wait). A lost
--- race raises SQLSTATE SLA01 with the current generation and flow in the message; missing workers
--- raise SLA02 naming the routes.
+-- race raises SQLSTATE SLA01 (detail: the current generation and flow as JSON); missing workers
+-- raise SLA02 (detail: the unserved routes as JSON).
 create function sluice.activate_alias(
   alias text,
   flow_slug text,
@@ -68,6 +68,7 @@ declare
   v_current sluice.aliases;
   v_generation bigint;
   v_missing text;
+  v_missing_routes jsonb;
 begin
   if v_alias is null or not sluice.is_valid_slug(v_alias) then
     raise exception 'Cannot activate alias %: an alias is a slug (starts with a letter; letters, digits and single underscores; no trailing underscore)',
@@ -102,8 +103,10 @@ begin
   end if;
 
   if not coalesce(force, false) then
-    select string_agg(format('%s (queue %s)', s.step_slug, s.queue_name), ', ' order by s.step_index)
-    into v_missing
+    select string_agg(format('%s (queue %s)', s.step_slug, s.queue_name), ', ' order by s.step_index),
+      jsonb_agg(jsonb_build_object('step_slug', s.step_slug, 'queue_name', s.queue_name)
+        order by s.step_index)
+    into v_missing, v_missing_routes
     from sluice.steps s
     where s.flow_slug = v_target
       and not exists (
@@ -116,7 +119,7 @@ begin
     if v_missing is not null then
       raise exception 'Cannot activate alias "%" on flow "%": no live worker serves step %; start its workers first, or pass force',
         v_alias, v_target, v_missing
-        using errcode = 'SLA02';
+        using errcode = 'SLA02', detail = v_missing_routes::text;
     end if;
   end if;
 
@@ -145,6 +148,8 @@ begin
       case when v_current.alias is null then 'absent (generation 0)'
         else format('at generation %s (flow "%s")', v_current.generation, v_current.flow_slug) end
       using errcode = 'SLA01',
+        detail = jsonb_build_object('generation', coalesce(v_current.generation, 0),
+          'flow_slug', v_current.flow_slug)::text,
         hint = 'Another activation won; read the alias again and decide whether to activate';
   end if;
 

@@ -1,0 +1,87 @@
+/**
+ * Every SQL statement about aliases and versions: reading aliases and their history, the
+ * compare-and-swap activation (`sluice.activate_alias`) and what a version still holds
+ * (`sluice.version_drain`).
+ *
+ * @module
+ */
+
+import type { Queryable } from "./postgres.ts";
+
+/** A row of `sluice.aliases`. */
+export interface AliasRow {
+  readonly alias: string;
+  readonly flow_slug: string;
+  readonly generation: number;
+  readonly activated_at: Date;
+}
+
+/** A row of `sluice.alias_history`. */
+export interface AliasHistoryRow extends AliasRow {
+  readonly previous_flow_slug: string | null;
+  readonly activated_by: string;
+  readonly forced: boolean;
+}
+
+/** A row of `sluice.version_drain`. */
+export interface VersionDrainRow {
+  readonly flow_slug: string;
+  readonly aliases: readonly string[];
+  readonly self_alias_points_at: string | null;
+  readonly active_runs: number;
+  readonly queued_tasks: number;
+  readonly started_tasks: number;
+  readonly live_workers: number;
+  readonly work_drained: boolean;
+  readonly drained: boolean;
+}
+
+/** One alias, or `null` when there is none of that name. */
+export async function readAlias(sql: Queryable, alias: string): Promise<AliasRow | null> {
+  const rows = await sql<AliasRow[]>`
+    select a.alias, a.flow_slug, a.generation::integer as generation, a.activated_at
+    from sluice.aliases a where a.alias = ${alias}`;
+  return rows[0] ?? null;
+}
+
+/** Every alias, by name. */
+export async function readAliases(sql: Queryable): Promise<AliasRow[]> {
+  return await sql<AliasRow[]>`
+    select a.alias, a.flow_slug, a.generation::integer as generation, a.activated_at
+    from sluice.aliases a order by a.alias collate "C"`;
+}
+
+/** An alias's activations, oldest first. */
+export async function readAliasHistory(sql: Queryable, alias: string): Promise<AliasHistoryRow[]> {
+  return await sql<AliasHistoryRow[]>`
+    select h.alias, h.flow_slug, h.generation::integer as generation, h.activated_at,
+      h.previous_flow_slug, h.activated_by, h.forced
+    from sluice.alias_history h where h.alias = ${alias} order by h.generation`;
+}
+
+/** `sluice.activate_alias`: the new generation, or the database's error (SQLSTATE SLA01/SLA02). */
+export async function activateAliasRow(sql: Queryable, activation: {
+  readonly alias: string;
+  readonly flowSlug: string;
+  readonly expectedGeneration: number;
+  readonly force: boolean;
+  readonly activatedBy: string | null;
+}): Promise<number> {
+  const [{ generation }] = await sql<{ generation: number }[]>`
+    select sluice.activate_alias(${activation.alias}, ${activation.flowSlug},
+      ${activation.expectedGeneration}::bigint, ${activation.force},
+      ${activation.activatedBy})::integer as generation`;
+  return generation;
+}
+
+/** What the flow `flowSlug` still holds, or `null` when there is no such flow. */
+export async function readVersionDrain(
+  sql: Queryable,
+  flowSlug: string,
+): Promise<VersionDrainRow | null> {
+  const rows = await sql<VersionDrainRow[]>`
+    select v.flow_slug, v.aliases, v.self_alias_points_at, v.active_runs, v.queued_tasks,
+      v.started_tasks, v.live_workers, v.work_drained, v.drained
+    from sluice.version_drain v where v.flow_slug = ${flowSlug}`;
+  return rows[0] ?? null;
+}
