@@ -1,7 +1,7 @@
 // The RPCs the browser client calls, and how a flow names itself to them.
 
 import type { SupabaseClient } from "@supabase/supabase-js";
-import { routingOf } from "../dsl/routing.ts";
+import { startRefOf } from "../dsl/routing.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 
 /**
@@ -26,7 +26,11 @@ export function rpcOf(
   return (args) => supabase.schema(schema).rpc(name, args);
 }
 
-/** The name a run is started by: a flow's concrete slug, or the given alias or slug. */
+/**
+ * The name a run is started by: a deployed flow's alias, a concrete flow's slug, or the given
+ * alias or slug. The RPC resolves every name alias-first (`sluice.start_run`), including a
+ * concrete flow's slug.
+ */
 export function flowRefOf(flow: DeployableFlow | string): string {
-  return typeof flow === "string" ? flow : routingOf(flow).flow.slug;
+  return startRefOf(flow).ref;
 }

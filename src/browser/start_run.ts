@@ -42,7 +42,10 @@ export interface StartRunOptions {
  * have been granted EXECUTE on it explicitly: no role is by default.
  *
  * @param supabase A supabase-js client.
- * @param flow The flow (its concrete slug is used).
+ * @param flow The flow: a deployed flow sends its alias, a concrete flow its slug. The RPC
+ * resolves either name alias-first (an RPC takes a name; granting it per name is the access
+ * control), so once a concrete flow's own name is re-pointed to a newer version, its slug starts
+ * that version: pass the `DeployedFlow` whose input type matches the alias.
  * @param input The run input.
  * @param options Which RPC to call, and the input size limit.
  * @returns The run id.

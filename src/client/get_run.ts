@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Queryable } from "../db/postgres.ts";
 import { readRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import type { SkipReason } from "../events/run_event.ts";
@@ -124,7 +124,7 @@ export interface RunState<Input = Json, Output = Json> {
  *
  * @typeParam Input The run input type (not checked).
  * @typeParam Output The run output type (not checked).
- * @param sql The database client.
+ * @param sql The database client, or a transaction (`sql.begin(async (tx) => ...)`).
  * @param runId The run id.
  * @returns The run, or `null` when no run has that id.
  * @throws {TypeError} When `runId` is not a UUID.
@@ -139,7 +139,7 @@ export interface RunState<Input = Json, Output = Json> {
  * ```
  */
 export async function getRun<Input = Json, Output = Json>(
-  sql: Sql,
+  sql: Queryable,
   runId: string,
 ): Promise<RunState<Input, Output> | null> {
   assertUuid(runId, "Cannot get run");

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Queryable } from "../db/postgres.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 
 /**
@@ -71,7 +71,7 @@ interface RawTask {
 /**
  * Reads every task of a run, in step order then task index.
  *
- * @param sql The database client.
+ * @param sql The database client, or a transaction (`sql.begin(async (tx) => ...)`).
  * @param runId The run id.
  * @returns The tasks; empty when no run has that id (or none of its steps has started).
  * @throws {TypeError} When `runId` is not a UUID.
@@ -88,7 +88,7 @@ interface RawTask {
  * }
  * ```
  */
-export async function getRunTasks(sql: Sql, runId: string): Promise<TaskState[]> {
+export async function getRunTasks(sql: Queryable, runId: string): Promise<TaskState[]> {
   assertUuid(runId, "Cannot get the tasks of run");
   const rows = await sql<RawTask[]>`
     select t.step_slug, t.task_index, t.status, t.attempts_count, t.requeued_count,

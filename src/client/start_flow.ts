@@ -1,14 +1,16 @@
 /**
- * `startFlow()`: the producer's entry point (`sluice.start_flow`).
+ * `startFlow()`: the producer's entry point. A concrete flow object starts that concrete flow
+ * (`sluice.start_flow_version`); a deployed flow or a name starts through the alias first
+ * (`sluice.start_flow`).
  *
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Queryable } from "../db/postgres.ts";
 import { startFlowRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
-import { routingOf } from "../dsl/routing.ts";
+import { startRefOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 
@@ -40,12 +42,18 @@ export interface StartFlowOptions {
 }
 
 /**
- * Starts a run of a flow and returns its id. The run's first tasks are queued in the same
- * transaction. Given a flow, the input is typed as that flow's input; given a name (an alias or
- * a concrete slug), any JSON value is accepted.
+ * Starts a run of a flow and returns its id, with the input typed as that flow's input. The
+ * run's first tasks are queued in the same statement, so on a transaction (`sql.begin(async
+ * (tx) => ...)`) the run, its tasks and their messages commit or roll back with the caller's own
+ * writes.
  *
- * @param sql The database client.
- * @param flow The flow (its concrete slug is used), or an alias or concrete slug.
+ * A concrete flow (a `Flow` or a `withStepQueues()` flow) starts exactly that flow, by its
+ * concrete slug, even when an alias of the same name now points at another version: the input
+ * type is that version's. A `DeployedFlow` starts through its alias, on the flow the alias points
+ * at when the run starts; the run records both (`flowSlug`, `startedVia`).
+ *
+ * @param sql The database client, or a transaction.
+ * @param flow The flow: concrete, or deployed (started through its alias).
  * @param input The run input.
  * @param options The run id to use and the input size limit.
  * @returns The run id.
@@ -55,31 +63,37 @@ export interface StartFlowOptions {
  * `input.total: NaN is not JSON`. Nothing is written.
  * @throws {JsonSizeError} When the input's JSON text is larger than `maxInputBytes`.
  * @throws {RangeError} When `maxInputBytes` is not a positive integer.
- * @throws {Error} From the database when no flow or alias has that name (the flow exists once a
+ * @throws {Error} From the database when the flow or alias does not exist (a flow exists once a
  * worker for it has compiled it), the input is `null`, or a root map step gets an input that is
  * not an array.
  *
  * @example Usage
  * ```ts ignore
- * import { connect, Flow, startFlow } from "@sluice/sluice";
+ * import { connect, defineDeployedFlow, Flow, startFlow } from "@sluice/sluice";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
- * const flow = new Flow<{ orderId: number }>({ slug: "orders" })
+ * const ordersV2 = new Flow<{ orderId: number }>({ slug: "orders_v2" })
  *   .step({ slug: "load" }, (input) => ({ id: input.orderId }));
- * const runId = await startFlow(sql, flow, { orderId: 7 });
- * const sameFlowByName = await startFlow(sql, "orders", { orderId: 8 });
+ * const orders = defineDeployedFlow(ordersV2, { alias: "orders" });
+ * const viaAlias = await startFlow(sql, orders, { orderId: 7 }); // where "orders" points
+ * const thisVersion = await startFlow(sql, ordersV2, { orderId: 8 }); // always orders_v2
+ * await sql.begin(async (tx) => {
+ *   await tx`insert into app.orders (id) values (9)`;
+ *   await startFlow(tx, orders, { orderId: 9 }); // commits or rolls back with the insert
+ * });
  * ```
  */
 export function startFlow<F extends DeployableFlow>(
-  sql: Sql,
+  sql: Queryable,
   flow: F,
   input: FlowInput<F>,
   options?: StartFlowOptions,
 ): Promise<string>;
 /**
- * Starts a run of the flow an alias or concrete slug names, with any JSON input.
+ * Starts a run of the flow an alias or concrete slug names, with any JSON input: the name is
+ * resolved as an alias first (when the run starts), then as a concrete slug.
  *
- * @param sql The database client.
+ * @param sql The database client, or a transaction.
  * @param flowRef An alias or a concrete flow slug.
  * @param input The run input.
  * @param options The run id to use and the input size limit.
@@ -94,23 +108,23 @@ export function startFlow<F extends DeployableFlow>(
  * ```
  */
 export function startFlow(
-  sql: Sql,
+  sql: Queryable,
   flowRef: string,
   input: Json,
   options?: StartFlowOptions,
 ): Promise<string>;
 export async function startFlow(
-  sql: Sql,
+  sql: Queryable,
   flow: DeployableFlow | string,
   input: unknown,
   options: StartFlowOptions = {},
 ): Promise<string> {
-  const flowRef = typeof flow === "string" ? flow : routingOf(flow).flow.slug;
+  const { ref: flowRef, concrete } = startRefOf(flow);
   const action = `Cannot start flow ${JSON.stringify(flowRef)}`;
   if (options.runId !== undefined) assertUuid(options.runId, action);
   const maxBytes = options.maxInputBytes === undefined
     ? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   const inputJson = toJsonText(input, { action, root: "input", maxBytes });
-  return await startFlowRun(sql, { flowRef, inputJson, runId: options.runId });
+  return await startFlowRun(sql, { flowRef, concrete, inputJson, runId: options.runId });
 }

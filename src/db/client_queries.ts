@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { Queryable, Sql } from "./postgres.ts";
 import { sentAtOnce, textLiteral, uuidLiteral } from "./sql_literal.ts";
 
 /** What `sluice.ensure_flow_compiled` answered (docs/internals/contracts.md §3). */
@@ -28,19 +28,24 @@ export async function ensureFlowCompiled(
 }
 
 /**
- * `sluice.start_flow`: starts a run of the flow `flowRef` names with the input (JSON text, or
- * `undefined` for SQL `null`) and resolves the run id.
+ * Starts a run with the input (JSON text, or `undefined` for SQL `null`) and resolves the run
+ * id: `sluice.start_flow` resolves `flowRef` as an alias first; with `concrete`,
+ * `sluice.start_flow_version` starts exactly the flow `flowRef`, never through an alias.
  */
 export async function startFlowRun(
-  sql: Sql,
-  run: { flowRef: string; inputJson: string | undefined; runId: string | undefined },
+  sql: Queryable,
+  run: {
+    flowRef: string;
+    concrete: boolean;
+    inputJson: string | undefined;
+    runId: string | undefined;
+  },
 ): Promise<string> {
   const body = run.inputJson === undefined ? "null" : `${textLiteral(run.inputJson)}::jsonb`;
   const runId = run.runId === undefined ? "null::uuid" : uuidLiteral(run.runId);
+  const fn = run.concrete ? "sluice.start_flow_version" : "sluice.start_flow";
   const [{ run_id }] = await sql.unsafe<{ run_id: string }[]>(
-    sentAtOnce(
-      `select sluice.start_flow(${textLiteral(run.flowRef)}, ${body}, ${runId}) as run_id`,
-    ),
+    sentAtOnce(`select ${fn}(${textLiteral(run.flowRef)}, ${body}, ${runId}) as run_id`),
   );
   return run_id;
 }
@@ -97,7 +102,7 @@ export interface RunRow {
 }
 
 /** Reads a run and its step states in one snapshot; `null` when there is no such run. */
-export async function readRun(sql: Sql, runId: string): Promise<RunRow | null> {
+export async function readRun(sql: Queryable, runId: string): Promise<RunRow | null> {
   const rows = await sql<RunRow[]>`
     select r.run_id, r.flow_slug, r.started_via, r.status, r.input, r.output, r.error_message,
       r.remaining_steps, r.started_at, r.completed_at, r.failed_at,

@@ -18,6 +18,7 @@
 export * from "./condition.ts";
 export * from "./context.ts";
 export * from "./definition.ts";
+export * from "./deployed_flow.ts";
 export * from "./errors.ts";
 export * from "./flow.ts";
 export * from "./function_name.ts";

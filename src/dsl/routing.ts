@@ -1,7 +1,7 @@
 /**
  * Where each step's tasks are queued. A plain `Flow` routes every step to its own queue; wrappers
- * (`withStepQueues`, and later explicit routing) register their routes here when they construct
- * them. Only constructors of `src/dsl/` register, so a look-alike object is never treated as a
+ * (`withStepQueues`, `defineDeployedFlow`, and later explicit routing) register their routes here
+ * when they construct them. Only constructors of `src/dsl/` register, so a look-alike object is never treated as a
  * wrapper: extraction, clients and workers trust only what is registered, through
  * {@linkcode routingOf}. Not part of the public API.
  *
@@ -25,11 +25,15 @@ import { flowQueueName } from "./queue_name.ts";
  */
 export type QueueMode = "flow" | "step" | "routed";
 
-/** A flow with its queue mode and one queue name per step, in step order. */
+/**
+ * A flow with its queue mode and one queue name per step, in step order; for a deployed flow,
+ * also the alias it is started by.
+ */
 export interface Routing {
   readonly flow: AnyFlow;
   readonly queueMode: QueueMode;
   readonly queueNames: readonly string[];
+  readonly alias?: string;
 }
 
 const registry = new WeakMap<object, Routing>();
@@ -60,8 +64,20 @@ export function routingOf(value: unknown): Routing {
     throw new TypeError(
       `Cannot resolve the routes of ${
         formatValue(value)
-      }: expected a Flow or a flow returned by withStepQueues()`,
+      }: expected a Flow or a flow returned by withStepQueues() or defineDeployedFlow()`,
     );
   }
   return routing;
+}
+
+/**
+ * What a run of `flow` is started by: the alias of a deployed flow (resolved when the run
+ * starts), else the concrete slug; a string is a name given by the caller (an alias or a slug).
+ */
+export function startRefOf(flow: unknown): { readonly ref: string; readonly concrete: boolean } {
+  if (typeof flow === "string") return { ref: flow, concrete: false };
+  const routing = routingOf(flow);
+  return routing.alias === undefined
+    ? { ref: routing.flow.slug, concrete: true }
+    : { ref: routing.alias, concrete: false };
 }

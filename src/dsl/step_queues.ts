@@ -85,6 +85,15 @@ export interface StepQueuedFlow<F extends AnyFlow = AnyFlow> {
  * ```
  */
 export function withStepQueues<F extends AnyFlow>(flow: F): StepQueuedFlow<F> {
+  const routing = registeredRouting(flow);
+  if (routing?.alias !== undefined) {
+    throw new TypeError(
+      `Cannot add step queues to the deployed flow ${JSON.stringify(routing.flow.slug)} (alias ${
+        JSON.stringify(routing.alias)
+      }): add them to the concrete flow first, ` +
+        "defineDeployedFlow(withStepQueues(flow), { alias })",
+    );
+  }
   if (!(flow instanceof Flow)) {
     throw new TypeError(
       `Cannot add step queues to ${formatValue(flow)}: expected a Flow`,
@@ -120,5 +129,6 @@ export function withStepQueues<F extends AnyFlow>(flow: F): StepQueuedFlow<F> {
  * ```
  */
 export function isStepQueuedFlow(value: unknown): value is StepQueuedFlow {
-  return registeredRouting(value)?.queueMode === "step";
+  const routing = registeredRouting(value);
+  return routing?.queueMode === "step" && routing.alias === undefined;
 }

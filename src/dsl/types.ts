@@ -1,6 +1,6 @@
 /**
- * Utility types that read a flow's input, outputs and step slugs. Each accepts a plain `Flow` or
- * a `StepQueuedFlow`.
+ * Utility types that read a flow's input, outputs and step slugs. Each accepts a plain `Flow`, a
+ * `StepQueuedFlow` or a `DeployedFlow` of either.
  *
  * @module
  */
@@ -8,24 +8,29 @@
 import type { AnyFlow, Flow } from "./flow.ts";
 import type { StepOutputs, StepSignatures } from "./signature.ts";
 import type { StepQueuedFlow } from "./step_queues.ts";
+import type { DeployedFlow } from "./deployed_flow.ts";
 
 /**
- * A flow in any queue mode: a plain `Flow` or a wrapper around one.
+ * A flow in any queue mode: a plain `Flow` or a wrapper around one (step queues, an alias).
  *
  * @example Usage
  * ```ts
- * import { type DeployableFlow, Flow, withStepQueues } from "@sluice/sluice";
+ * import { type DeployableFlow, defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";
  *
  * const flow = new Flow({ slug: "f" }).step({ slug: "a" }, () => 1);
- * const deployable: DeployableFlow[] = [flow, withStepQueues(flow)];
+ * const deployable: DeployableFlow[] = [
+ *   flow,
+ *   withStepQueues(flow),
+ *   defineDeployedFlow(flow, { alias: "g" }),
+ * ];
  * ```
  */
-export type DeployableFlow = AnyFlow | StepQueuedFlow;
+export type DeployableFlow = AnyFlow | StepQueuedFlow | DeployedFlow;
 
 /**
  * The plain flow inside a deployable flow.
  *
- * @typeParam F A flow (plain or step-queued).
+ * @typeParam F A flow (plain, step-queued or deployed).
  *
  * @example Usage
  * ```ts
@@ -36,13 +41,15 @@ export type DeployableFlow = AnyFlow | StepQueuedFlow;
  * const plain: PlainFlow<typeof queued> = queued.flow;
  * ```
  */
-export type PlainFlow<F extends DeployableFlow> = F extends StepQueuedFlow<infer Inner> ? Inner
+export type PlainFlow<F extends DeployableFlow> = F extends DeployedFlow<infer Wrapped>
+  ? Wrapped extends StepQueuedFlow<infer Inner> ? Inner : Wrapped
+  : F extends StepQueuedFlow<infer Inner> ? Inner
   : F;
 
 /**
  * The step signatures of a flow, keyed by step slug.
  *
- * @typeParam F A flow (plain or step-queued).
+ * @typeParam F A flow (plain, step-queued or deployed).
  *
  * @example Usage
  * ```ts
@@ -59,7 +66,7 @@ export type FlowSteps<F extends DeployableFlow> = PlainFlow<F> extends Flow<unkn
 /**
  * The slugs of a flow's leaf steps: those no other step depends on.
  *
- * @typeParam F A flow (plain or step-queued).
+ * @typeParam F A flow (plain, step-queued or deployed).
  *
  * @example Usage
  * ```ts
@@ -79,7 +86,7 @@ export type LeafStepSlug<F extends DeployableFlow> = Exclude<
 /**
  * The input type of a flow.
  *
- * @typeParam F A flow (plain or step-queued).
+ * @typeParam F A flow (plain, step-queued or deployed).
  *
  * @example Usage
  * ```ts
@@ -97,7 +104,7 @@ export type FlowInput<F extends DeployableFlow> = PlainFlow<F> extends
  * The output type of a run: an object keyed by the flow's leaf steps (steps no other step
  * depends on) holding their outputs; leaves that may be skipped are optional keys.
  *
- * @typeParam F A flow (plain or step-queued).
+ * @typeParam F A flow (plain, step-queued or deployed).
  *
  * @example Usage
  * ```ts
@@ -114,7 +121,7 @@ export type FlowOutput<F extends DeployableFlow> = StepOutputs<FlowSteps<F>, Lea
 /**
  * The union of a flow's step slugs.
  *
- * @typeParam F A flow (plain or step-queued).
+ * @typeParam F A flow (plain, step-queued or deployed).
  *
  * @example Usage
  * ```ts
@@ -130,7 +137,7 @@ export type StepSlug<F extends DeployableFlow> = keyof FlowSteps<F> & string;
  * What a step's handler receives: the flow input for a root step, an object of dependency outputs
  * for a dependent step, one element for a map step.
  *
- * @typeParam F A flow (plain or step-queued).
+ * @typeParam F A flow (plain, step-queued or deployed).
  * @typeParam S A step slug of `F`.
  *
  * @example Usage
@@ -146,7 +153,7 @@ export type StepInput<F extends DeployableFlow, S extends StepSlug<F>> = FlowSte
 /**
  * What a step produces: its handler's (awaited) output, or the array of them for a map step.
  *
- * @typeParam F A flow (plain or step-queued).
+ * @typeParam F A flow (plain, step-queued or deployed).
  * @typeParam S A step slug of `F`.
  *
  * @example Usage

@@ -10,7 +10,11 @@ import type { CompileEnvironment } from "../client/compile_flow.ts";
 import { eitherMode } from "../dsl/either_mode.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { type ConnectionSource, resolveWorkerConfig } from "../worker/worker_config.ts";
-import type { StepWorkerOptions, WorkerOptions } from "../worker/worker_options.ts";
+import type {
+  AliasActivationOptions,
+  StepWorkerOptions,
+  WorkerOptions,
+} from "../worker/worker_options.ts";
 import { resolveWorkerTarget, type WorkerTarget } from "../worker/worker_target.ts";
 import type {
   EdgeRuntimeLike,
@@ -18,10 +22,15 @@ import type {
   WorkerFunctionOptions,
 } from "./edge_options.ts";
 
-/** Either mode's worker options; the public overloads tie each to its kind of flow. */
-export type AnyWorkerOptions = WorkerOptions | StepWorkerOptions;
+/**
+ * Either mode's worker options (`activate` for a deployed flow); the public overloads tie each to
+ * its kind of flow.
+ */
+export type AnyWorkerOptions = (WorkerOptions | StepWorkerOptions) & AliasActivationOptions;
 /** Either mode's worker function options. */
-export type AnyWorkerFunctionOptions = WorkerFunctionOptions | StepWorkerFunctionOptions;
+export type AnyWorkerFunctionOptions =
+  & (WorkerFunctionOptions | StepWorkerFunctionOptions)
+  & AliasActivationOptions;
 
 const DEFAULT_WALL_CLOCK_BUDGET_MS = 140_000;
 const DEFAULT_DRAIN_TIMEOUT_MS = 8_000;

@@ -5,11 +5,13 @@
  */
 
 import { eitherMode } from "../dsl/either_mode.ts";
+import type { DeployedFlow } from "../dsl/deployed_flow.ts";
 import type { AnyFlow } from "../dsl/flow.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
 import { jsonLineSink, Logger } from "../worker/logger.ts";
 import { processEnv } from "../worker/worker_config.ts";
+import type { AliasActivationOptions } from "../worker/worker_options.ts";
 import { createWorkerHandler } from "./create_worker_handler.ts";
 import type {
   StepWorkerFunctionOptions,
@@ -180,13 +182,64 @@ export function serveWorker<Q extends StepQueuedFlow>(
   flow: Q,
   options: StepServeWorkerOptions<StepSlug<Q>>,
 ): WorkerServer;
+/**
+ * Serves the worker function of a deployed plain flow: the wrapped flow's, whose worker also
+ * activates the alias at startup with `activate: "on-startup"` (see `startWorker`).
+ *
+ * @param flow A flow returned by `defineDeployedFlow()` around a plain flow.
+ * @param options `activate` plus the options of a plain flow's `serveWorker`.
+ * @returns The served function.
+ * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`, or options are
+ * inconsistent.
+ * @throws {RangeError} When a duration option or `poolSize` is out of range.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { defineDeployedFlow, Flow } from "@sluice/sluice";
+ * import { serveWorker } from "@sluice/sluice/edge";
+ *
+ * const v2 = new Flow({ slug: "greet_v2" }).step({ slug: "compose" }, () => "hi");
+ * serveWorker(defineDeployedFlow(v2, { alias: "greet" }), { activate: "on-startup" });
+ * ```
+ */
+export function serveWorker<F extends AnyFlow>(
+  flow: DeployedFlow<F>,
+  options?: ServeWorkerOptions & AliasActivationOptions,
+): WorkerServer;
+/**
+ * Serves one step's worker function of a deployed step-queued flow: the wrapped flow's
+ * (`stepSlug` required), whose worker also activates the alias at startup with
+ * `activate: "on-startup"` once every step has a live worker.
+ *
+ * @param flow A flow returned by `defineDeployedFlow()` around a `withStepQueues()` flow.
+ * @param options `stepSlug`, `activate` plus the options of a step's `serveWorker`.
+ * @returns The served function.
+ * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
+ * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`, or options are
+ * inconsistent.
+ * @throws {RangeError} When a duration option or `poolSize` is out of range.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";
+ * import { serveWorker } from "@sluice/sluice/edge";
+ *
+ * const v2 = withStepQueues(new Flow({ slug: "digest_v2" }).step({ slug: "classify" }, () => 1));
+ * serveWorker(defineDeployedFlow(v2, { alias: "digest" }), { stepSlug: "classify" });
+ * ```
+ */
+export function serveWorker<D extends DeployedFlow<StepQueuedFlow>>(
+  flow: D,
+  options: StepServeWorkerOptions<StepSlug<D>> & AliasActivationOptions,
+): WorkerServer;
 export function serveWorker(
   flow: DeployableFlow,
-  options: ServeWorkerOptions | StepServeWorkerOptions = {},
+  options: (ServeWorkerOptions | StepServeWorkerOptions) & AliasActivationOptions = {},
 ): WorkerServer {
-  const handler = eitherMode<ServeWorkerOptions | StepServeWorkerOptions, WorkerFunctionHandler>(
-    createWorkerHandler,
-  )(flow, options);
+  const handler = eitherMode<
+    (ServeWorkerOptions | StepServeWorkerOptions) & AliasActivationOptions,
+    WorkerFunctionHandler
+  >(createWorkerHandler)(flow, options);
   const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
     function_name: handler.functionName,
     isolate_id: handler.isolateId,

@@ -7,18 +7,23 @@
 
 import { type CompileEnvironment, compileFlow } from "../client/compile_flow.ts";
 import { connect } from "../db/connect.ts";
+import type { Sql } from "../db/postgres.ts";
 import { stopRefetchingTypes } from "../db/fetch_types.ts";
 import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
 import { eitherMode } from "../dsl/either_mode.ts";
+import type { DeployedFlow } from "../dsl/deployed_flow.ts";
 import type { AnyFlow } from "../dsl/flow.ts";
 import { DEFAULT_MAX_JSON_BYTES } from "../dsl/json_text.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
+import { activateOnStartup } from "./_alias_activation.ts";
 import { QueueListener } from "./_queue_listener.ts";
 import { type RuntimeSettings, WorkerRuntime } from "./_runtime.ts";
 import { jsonLineSink, Logger } from "./logger.ts";
 import type {
+  AliasActivationOptions,
+  AliasActivationResult,
   BaseWorkerOptions,
   StepWorkerOptions,
   StopOptions,
@@ -102,9 +107,87 @@ export function startWorker<Q extends StepQueuedFlow>(
   flow: Q,
   options: StepWorkerOptions<StepSlug<Q>>,
 ): Promise<WorkerHandle>;
+/**
+ * Starts a worker for a deployed plain flow (`defineDeployedFlow(flow, { alias })`): exactly the
+ * worker of the wrapped flow, which also activates the alias once it runs when
+ * `activate: "on-startup"` is set.
+ *
+ * With `"on-startup"`, after compiling, registering and starting to poll, the worker reads the
+ * alias: if it already points at this concrete flow nothing changes; else it activates it by
+ * compare-and-swap from the generation it read (recorded as `worker <id> (<function name>)`). A
+ * lost race or a step without a live worker is logged and not retried; any other failure is
+ * logged as an error. The worker keeps serving in every case; `handle.aliasActivation` and the
+ * "worker started" log record say what happened.
+ *
+ * @param flow A deployed plain flow.
+ * @param options `activate` plus the options of a plain flow's worker.
+ * @returns A handle to the running worker.
+ * @throws {StepSlugError} When a `stepSlug` is given.
+ * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`, or the options
+ * are inconsistent.
+ * @throws {RangeError} When a numeric option is out of range.
+ * @throws {FlowShapeMismatchError} In production, when the flow is compiled with another shape.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { defineDeployedFlow, Flow } from "@sluice/sluice";
+ * import { startWorker } from "@sluice/sluice/worker";
+ *
+ * const greetingsV2 = new Flow<{ name: string }>({ slug: "greetings_v2" })
+ *   .step({ slug: "greet" }, (input) => `Hi, ${input.name}!`);
+ * const greetings = defineDeployedFlow(greetingsV2, { alias: "greetings" });
+ * const worker = await startWorker(greetings, {
+ *   connectionString: Deno.env.get("DATABASE_URL")!,
+ *   activate: "on-startup",
+ * });
+ * console.log(worker.aliasActivation); // { alias: "greetings", outcome: "activated", generation: 2 }
+ * ```
+ */
+export function startWorker<F extends AnyFlow>(
+  flow: DeployedFlow<F>,
+  options: WorkerOptions & AliasActivationOptions,
+): Promise<WorkerHandle>;
+/**
+ * Starts one step's worker for a deployed step-queued flow: exactly the step worker of the
+ * wrapped flow (`stepSlug` required), which also activates the alias once it runs when
+ * `activate: "on-startup"` is set. The activation succeeds only when every step has a live
+ * worker: with every step's worker set to `"on-startup"`, the last one to start activates, the
+ * earlier ones report `workers_missing`.
+ *
+ * @param flow A deployed step-queued flow.
+ * @param options `stepSlug`, `activate` plus the options of a step worker.
+ * @returns A handle to the running worker.
+ * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
+ * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`, or the options
+ * are inconsistent.
+ * @throws {RangeError} When a numeric option is out of range.
+ * @throws {FlowShapeMismatchError} In production, when the flow is compiled with another shape.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";
+ * import { startWorker } from "@sluice/sluice/worker";
+ *
+ * const digestV2 = withStepQueues(
+ *   new Flow<{ text: string }>({ slug: "digest_v2" })
+ *     .step({ slug: "classify" }, (input) => input.text.length)
+ *     .step({ slug: "deliver", dependsOn: ["classify"] }, (deps) => deps.classify),
+ * );
+ * const digest = defineDeployedFlow(digestV2, { alias: "digest" });
+ * const worker = await startWorker(digest, {
+ *   stepSlug: "deliver",
+ *   connectionString: Deno.env.get("DATABASE_URL")!,
+ *   activate: "on-startup",
+ * });
+ * ```
+ */
+export function startWorker<D extends DeployedFlow<StepQueuedFlow>>(
+  flow: D,
+  options: StepWorkerOptions<StepSlug<D>> & AliasActivationOptions,
+): Promise<WorkerHandle>;
 export async function startWorker(
   flow: DeployableFlow,
-  options: WorkerOptions | StepWorkerOptions,
+  options: (WorkerOptions | StepWorkerOptions) & AliasActivationOptions,
 ): Promise<WorkerHandle> {
   if (typeof options !== "object" || options === null) {
     throw new TypeError("Cannot start worker: options are required");
@@ -182,6 +265,7 @@ export async function startWorker(
     };
     const runtime = new WorkerRuntime(sql, logger, listener, runtimeSettings);
     runtime.start();
+    const aliasActivation = await aliasActivationOf(sql, logger, target, workerId);
     logger.info("worker started", {
       function_name: target.functionName,
       flow_slug: target.flowSlug,
@@ -190,6 +274,11 @@ export async function startWorker(
       max_concurrent: settings.maxConcurrent,
       batch_size: settings.batchSize,
       wake_up: listener === null ? "long_poll" : "listen",
+      ...(aliasActivation === null ? {} : {
+        alias: aliasActivation.alias,
+        alias_activation: aliasActivation.outcome,
+        alias_generation: aliasActivation.generation,
+      }),
     });
     return {
       workerId,
@@ -197,6 +286,7 @@ export async function startWorker(
       queueName: target.queueName,
       flowSlug: target.flowSlug,
       stepSlug: target.stepSlug,
+      aliasActivation,
       get status() {
         return runtime.status;
       },
@@ -209,6 +299,27 @@ export async function startWorker(
     if (ownsPool) await sql.end({ timeout: 5 }).catch(() => {});
     throw error;
   }
+}
+
+/** What a deployed flow's worker does with its alias at startup; `null` for a concrete flow. */
+async function aliasActivationOf(
+  sql: Sql,
+  logger: Logger,
+  target: WorkerTarget,
+  workerId: string,
+): Promise<AliasActivationResult | null> {
+  if (target.alias === null) return null;
+  if (target.activate !== "on-startup") {
+    return Object.freeze({ alias: target.alias, outcome: "manual", generation: null });
+  }
+  return Object.freeze(
+    await activateOnStartup(sql, logger, {
+      alias: target.alias,
+      flowSlug: target.flowSlug,
+      workerId,
+      functionName: target.functionName,
+    }),
+  );
 }
 
 type Settings =

@@ -229,6 +229,97 @@ export interface StopOptions {
 }
 
 /**
+ * When a deployed flow's worker points the flow's alias at its concrete flow:
+ *
+ * - `"manual"`: never; an operator activates (`sluice aliases activate`, or `activateAlias()`).
+ * - `"on-startup"`: once it has compiled the flow, registered itself and started polling, by
+ *   compare-and-swap on the generation it read. It succeeds only when every step of the flow has
+ *   a live worker, so with one worker per step the last one to start activates.
+ *
+ * @example Usage
+ * ```ts
+ * import type { AliasActivationMode } from "@sluice/sluice/worker";
+ *
+ * const mode: AliasActivationMode = "on-startup";
+ * ```
+ */
+export type AliasActivationMode = "on-startup" | "manual";
+
+/**
+ * The option only a deployed flow's worker takes (`defineDeployedFlow()`).
+ *
+ * @example Usage
+ * ```ts
+ * import type { AliasActivationOptions } from "@sluice/sluice/worker";
+ *
+ * const options: AliasActivationOptions = { activate: "on-startup" };
+ * ```
+ */
+export interface AliasActivationOptions {
+  /**
+   * Whether the worker activates the flow's alias at startup (see {@linkcode AliasActivationMode}).
+   * A lost race or a step without a live worker is logged and not retried; the worker keeps
+   * serving either way.
+   *
+   * @default {"manual"}
+   */
+  readonly activate?: AliasActivationMode;
+}
+
+/**
+ * What a deployed flow's worker did with the alias at startup:
+ *
+ * - `manual`: nothing (`activate: "manual"`).
+ * - `already_active`: the alias already pointed at this concrete flow.
+ * - `activated`: it re-pointed (or created) the alias.
+ * - `conflict`: another activation changed the alias between the read and the swap; not retried.
+ * - `workers_missing`: a step of the flow had no live worker yet (its worker will activate when
+ *   it starts, if it is configured to).
+ * - `failed`: the activation failed otherwise (logged at error level); the worker keeps serving.
+ *
+ * @example Usage
+ * ```ts
+ * import type { AliasActivationOutcome } from "@sluice/sluice/worker";
+ *
+ * const outcome: AliasActivationOutcome = "workers_missing";
+ * ```
+ */
+export type AliasActivationOutcome =
+  | "manual"
+  | "already_active"
+  | "activated"
+  | "conflict"
+  | "workers_missing"
+  | "failed";
+
+/**
+ * The alias activation a deployed flow's worker attempted at startup.
+ *
+ * @example Usage
+ * ```ts
+ * import type { AliasActivationResult } from "@sluice/sluice/worker";
+ *
+ * const result: AliasActivationResult = {
+ *   alias: "orders",
+ *   outcome: "activated",
+ *   generation: 2,
+ * };
+ * ```
+ */
+export interface AliasActivationResult {
+  /** The alias. */
+  readonly alias: string;
+  /** What happened. */
+  readonly outcome: AliasActivationOutcome;
+  /**
+   * The alias's generation as the worker last saw it: the new one when `activated`, the current
+   * one when `already_active`, `workers_missing` or `conflict` (0: no such alias), `null` when
+   * `manual` or `failed`.
+   */
+  readonly generation: number | null;
+}
+
+/**
  * A running worker.
  *
  * @example Usage
@@ -255,6 +346,8 @@ export interface WorkerHandle {
   readonly flowSlug: string;
   /** The step of a step worker; `null` for a plain flow's worker. */
   readonly stepSlug: string | null;
+  /** A deployed flow's worker: what it did with the alias at startup; `null` otherwise. */
+  readonly aliasActivation: AliasActivationResult | null;
   /** Where the worker is in its life. */
   readonly status: WorkerStatus;
   /**

@@ -6,11 +6,18 @@
  */
 
 import { extractDefinition } from "../dsl/definition.ts";
+import type { DeployedFlow } from "../dsl/deployed_flow.ts";
 import type { AnyFlow } from "../dsl/flow.ts";
 import { workerFunctionName } from "../dsl/function_name.ts";
+import { routingOf } from "../dsl/routing.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";
 import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
-import type { StepWorkerOptions, WorkerOptions } from "./worker_options.ts";
+import type {
+  AliasActivationMode,
+  AliasActivationOptions,
+  StepWorkerOptions,
+  WorkerOptions,
+} from "./worker_options.ts";
 import { StepSlugError } from "./step_slug_error.ts";
 
 /**
@@ -26,6 +33,8 @@ import { StepSlugError } from "./step_slug_error.ts";
  *   stepSlugs: ["classify"],
  *   queueName: "thread_digest__classify",
  *   functionName: "thread-digest--classify",
+ *   alias: null,
+ *   activate: null,
  * };
  * ```
  */
@@ -43,7 +52,19 @@ export interface WorkerTarget {
    * (`null` step for a plain flow): the name `deno task gen:functions` gives its Edge Function.
    */
   readonly functionName: string;
+  /** A deployed flow's alias; `null` for a concrete flow. */
+  readonly alias: string | null;
+  /** A deployed flow's `activate` mode (default `"manual"`); `null` for a concrete flow. */
+  readonly activate: AliasActivationMode | null;
 }
+
+/** The options that decide a worker's target. */
+type TargetOptions = Pick<WorkerOptions, "functionName" | "stepSlug">;
+/** The options that decide a step worker's target. */
+type StepTargetOptions<Slug extends string> = Pick<
+  StepWorkerOptions<Slug>,
+  "functionName" | "stepSlug"
+>;
 
 /**
  * The target of a plain flow's worker: queue `lower(flow.slug)`, every step.
@@ -66,7 +87,7 @@ export interface WorkerTarget {
  */
 export function resolveWorkerTarget<F extends AnyFlow>(
   flow: F,
-  options?: Pick<WorkerOptions, "functionName" | "stepSlug">,
+  options?: TargetOptions,
 ): WorkerTarget;
 /**
  * The target of one step's worker of a step-queued flow: that step's private queue, that step
@@ -96,14 +117,69 @@ export function resolveWorkerTarget<F extends AnyFlow>(
  */
 export function resolveWorkerTarget<Q extends StepQueuedFlow>(
   flow: Q,
-  options: Pick<StepWorkerOptions<StepSlug<Q>>, "functionName" | "stepSlug">,
+  options: StepTargetOptions<StepSlug<Q>>,
+): WorkerTarget;
+/**
+ * The target of a deployed plain flow's worker: that of the wrapped flow, plus its alias and
+ * whether the worker activates it at startup.
+ *
+ * @param flow A flow returned by `defineDeployedFlow()` around a plain flow.
+ * @param options `functionName` and `activate`; a `stepSlug` is rejected.
+ * @returns What the worker serves.
+ * @throws {StepSlugError} When a `stepSlug` is given (reason `not_step_queued`).
+ * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`.
+ *
+ * @example Usage
+ * ```ts
+ * import { defineDeployedFlow, Flow } from "@sluice/sluice";
+ * import { resolveWorkerTarget } from "@sluice/sluice/worker";
+ *
+ * const v2 = new Flow({ slug: "greet_user_v2" }).step({ slug: "compose" }, () => "hi");
+ * const greet = defineDeployedFlow(v2, { alias: "greet_user" });
+ * const target = resolveWorkerTarget(greet, { activate: "on-startup" });
+ * console.log(target.queueName, target.alias); // "greet_user_v2" "greet_user"
+ * ```
+ */
+export function resolveWorkerTarget<F extends AnyFlow>(
+  flow: DeployedFlow<F>,
+  options?: TargetOptions & AliasActivationOptions,
+): WorkerTarget;
+/**
+ * The target of one step's worker of a deployed step-queued flow: that of the wrapped flow, plus
+ * its alias and whether the worker activates it at startup.
+ *
+ * @param flow A flow returned by `defineDeployedFlow()` around a `withStepQueues()` flow.
+ * @param options `stepSlug` (required), `functionName` and `activate`.
+ * @returns What the worker serves.
+ * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
+ * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`.
+ *
+ * @example Usage
+ * ```ts
+ * import { defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";
+ * import { resolveWorkerTarget } from "@sluice/sluice/worker";
+ *
+ * const v2 = withStepQueues(new Flow({ slug: "digest_v2" }).step({ slug: "classify" }, () => 1));
+ * const digest = defineDeployedFlow(v2, { alias: "digest" });
+ * console.log(resolveWorkerTarget(digest, { stepSlug: "classify" }).queueName);
+ * // "digest_v2__classify"
+ * ```
+ */
+export function resolveWorkerTarget<D extends DeployedFlow<StepQueuedFlow>>(
+  flow: D,
+  options: StepTargetOptions<StepSlug<D>> & AliasActivationOptions,
 ): WorkerTarget;
 export function resolveWorkerTarget(
   flow: DeployableFlow,
-  options: { readonly functionName?: string; readonly stepSlug?: string } = {},
+  options: {
+    readonly functionName?: string;
+    readonly stepSlug?: string;
+    readonly activate?: AliasActivationMode;
+  } = {},
 ): WorkerTarget {
-  // Rejects anything but a Flow or a genuine step-queued flow (a TypeError).
+  // Rejects anything but a Flow or a genuine wrapper (a TypeError).
   const definition = extractDefinition(flow);
+  const alias = routingOf(flow).alias ?? null;
   const flowSlug = definition.flow_slug;
   const steps = definition.routes.map((route) => route.step_slug);
   const stepSlug: unknown = options.stepSlug;
@@ -115,7 +191,7 @@ export function resolveWorkerTarget(
   };
   const validSlugs = steps.map((slug) => JSON.stringify(slug)).join(", ");
 
-  let target: Omit<WorkerTarget, "functionName">;
+  let target: Omit<WorkerTarget, "functionName" | "alias" | "activate">;
   if (definition.queue_mode === "flow") {
     const queueName = definition.routes[0].queue_name;
     if (stepSlug !== undefined) {
@@ -157,5 +233,37 @@ export function resolveWorkerTarget(
         `non-empty string, got ${JSON.stringify(functionName)}`,
     );
   }
-  return Object.freeze({ ...target, stepSlugs: Object.freeze(target.stepSlugs), functionName });
+  return Object.freeze({
+    ...target,
+    stepSlugs: Object.freeze(target.stepSlugs),
+    functionName,
+    alias,
+    activate: activationMode(flowSlug, alias, options.activate),
+  });
+}
+
+/** The `activate` option checked: only a deployed flow's worker takes one. */
+function activationMode(
+  flowSlug: string,
+  alias: string | null,
+  activate: unknown,
+): AliasActivationMode | null {
+  const context = `Cannot start worker for flow ${JSON.stringify(flowSlug)}`;
+  if (alias === null) {
+    if (activate === undefined) return null;
+    throw new TypeError(
+      `${context}: activate ${
+        JSON.stringify(activate)
+      } is only for a deployed flow's worker (the alias to activate comes from ` +
+        "defineDeployedFlow(flow, { alias })); remove activate",
+    );
+  }
+  if (activate === undefined) return "manual";
+  if (activate !== "on-startup" && activate !== "manual") {
+    throw new TypeError(
+      `${context} (alias ${JSON.stringify(alias)}): activate must be "on-startup" or "manual", ` +
+        `got ${JSON.stringify(activate)}`,
+    );
+  }
+  return activate;
 }

@@ -1,0 +1,78 @@
+/**
+ * A deployed flow's worker activating its alias at startup (`activate: "on-startup"`): one
+ * compare-and-swap from the generation it read, never retried. Losing the race or meeting a step
+ * without a live worker is an expected outcome while versions roll out, reported and logged;
+ * any other failure is logged as an error and the worker keeps serving its concrete flow, whose
+ * work does not depend on where the alias points.
+ *
+ * @module
+ */
+
+import { activateAlias, getAlias } from "../client/aliases.ts";
+import { AliasConflictError, AliasWorkersMissingError } from "../client/errors.ts";
+import type { Queryable } from "../db/postgres.ts";
+import { describeError } from "./describe_error.ts";
+import type { Logger } from "./logger.ts";
+import type { AliasActivationResult } from "./worker_options.ts";
+
+/** Who is recorded in the alias history, and what is activated. */
+export interface StartupActivation {
+  readonly alias: string;
+  readonly flowSlug: string;
+  readonly workerId: string;
+  readonly functionName: string;
+}
+
+/** Points `alias` at `flowSlug` unless it already does; reports what happened. */
+export async function activateOnStartup(
+  sql: Queryable,
+  logger: Logger,
+  target: StartupActivation,
+): Promise<AliasActivationResult> {
+  const { alias, flowSlug } = target;
+  let expected = 0;
+  try {
+    const current = await getAlias(sql, alias);
+    if (current?.flowSlug === flowSlug) {
+      return { alias, outcome: "already_active", generation: current.generation };
+    }
+    expected = current?.generation ?? 0;
+    const generation = await activateAlias(sql, alias, flowSlug, {
+      expectedGeneration: expected,
+      activatedBy: `worker ${target.workerId} (${target.functionName})`,
+    });
+    logger.info("alias activated", {
+      alias,
+      flow_slug: flowSlug,
+      previous_flow_slug: current?.flowSlug ?? null,
+      generation,
+    });
+    return { alias, outcome: "activated", generation };
+  } catch (error) {
+    if (error instanceof AliasConflictError) {
+      logger.warn("alias not activated: another activation changed it first (not retried)", {
+        alias,
+        flow_slug: flowSlug,
+        expected_generation: error.expectedGeneration,
+        actual_generation: error.actualGeneration,
+        actual_flow_slug: error.actualFlowSlug,
+      });
+      return { alias, outcome: "conflict", generation: error.actualGeneration };
+    }
+    if (error instanceof AliasWorkersMissingError) {
+      logger.info("alias not activated yet: a step has no live worker (its worker activates)", {
+        alias,
+        flow_slug: flowSlug,
+        generation: expected,
+        missing_steps: error.missingRoutes.map((route) => route.stepSlug),
+      });
+      return { alias, outcome: "workers_missing", generation: expected };
+    }
+    logger.error("alias not activated; the worker keeps serving its flow", {
+      alias,
+      flow_slug: flowSlug,
+      error: describeError(error),
+    });
+    return { alias, outcome: "failed", generation: null };
+  }
+}
