@@ -1,6 +1,7 @@
 // Shared helpers of the worker and client tests: fast worker settings, log capture, polling.
 import type { DeployableFlow } from "../../src/dsl/types.ts";
 import {
+  type AliasActivationOptions,
   type BaseWorkerOptions,
   startWorker,
   type StepWorkerOptions,
@@ -20,12 +21,13 @@ export interface TestWorker extends WorkerHandle, AsyncDisposable {
 
 /**
  * Starts a worker with test-friendly intervals (overridable) and a log capture; for a step-queued
- * flow give `stepSlug` (tests of the typed API call `startWorker` itself).
+ * flow give `stepSlug`, for a deployed flow optionally `activate` (tests of the typed API call
+ * `startWorker` itself).
  */
 export async function testWorker(
   flow: DeployableFlow,
   db: TestDatabase,
-  options: Partial<BaseWorkerOptions> & { stepSlug?: string } = {},
+  options: Partial<BaseWorkerOptions> & AliasActivationOptions & { stepSlug?: string } = {},
 ): Promise<TestWorker> {
   const logs = new LogCapture();
   const start = startWorker as (
@@ -51,6 +53,7 @@ export async function testWorker(
     queueName: handle.queueName,
     flowSlug: handle.flowSlug,
     stepSlug: handle.stepSlug,
+    aliasActivation: handle.aliasActivation,
     get status() {
       return handle.status;
     },
