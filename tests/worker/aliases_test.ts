@@ -159,7 +159,7 @@ Deno.test('activate: "on-startup" for a step-queued V2: earlier step workers rep
   });
 });
 
-Deno.test('two deployed workers of different versions activating one alias at once: exactly one wins, the other reports the conflict, both keep serving', async () => {
+Deno.test("two deployed workers of different versions activating one alias at once: exactly one wins, the other reports the conflict, both keep serving", async () => {
   await using db = await freshDatabase();
   const v1 = ordersFlow("orders", "v1");
   const v2 = ordersFlow("orders_v2", "v2");
