@@ -1,11 +1,12 @@
 /**
  * Which worker functions a flows module needs: one per step of every step-queued flow, one per
- * plain flow.
+ * plain flow. A deployed flow (`defineDeployedFlow()`) needs the functions of the flow it wraps.
  *
  * @module
  */
 
 import { extractDefinition } from "../dsl/definition.ts";
+import { aliasOf, type DeployedFlow, isDeployedFlow } from "../dsl/deployed_flow.ts";
 import { Flow } from "../dsl/flow.ts";
 import { workerFunctionName } from "../dsl/function_name.ts";
 import { routingOf } from "../dsl/routing.ts";
@@ -29,6 +30,7 @@ import { byCodePoint } from "./_util.ts";
  *   stepSlug: "classify",
  *   queueName: "thread_digest__classify",
  *   queueMode: "step",
+ *   alias: "thread_digest",
  * };
  * ```
  */
@@ -45,10 +47,17 @@ export interface WorkerFunctionSpec {
   readonly queueName: string;
   /** The flow's queue mode. */
   readonly queueMode: "flow" | "step";
+  /** The alias of a deployed flow (activated by an operator); `null` for a concrete flow. */
+  readonly alias: string | null;
 }
 
 function isDeployable(value: unknown): value is DeployableFlow {
-  return value instanceof Flow || isStepQueuedFlow(value);
+  return value instanceof Flow || isStepQueuedFlow(value) || isDeployedFlow(value);
+}
+
+/** The concrete flow a deployable export serves: a deployed flow's wrapped flow, else itself. */
+function concreteOf(value: DeployableFlow): Exclude<DeployableFlow, DeployedFlow> {
+  return isDeployedFlow(value) ? value.flow : value as Exclude<DeployableFlow, DeployedFlow>;
 }
 
 /** A named export wins over `default`; then code-point order, so the choice is stable. */
@@ -57,15 +66,17 @@ function preferredExport(names: readonly string[]): string {
 }
 
 /**
- * Finds every exported `Flow` and step-queued flow of a module namespace and lists the worker
- * functions they need, sorted by function name. The same flow object exported under several names
- * counts once.
+ * Finds every exported `Flow`, step-queued flow and deployed flow of a module namespace and lists
+ * the worker functions they need, sorted by function name. The same flow object exported under
+ * several names counts once, and so does a concrete flow exported both as itself and deployed
+ * under an alias: its functions serve the deployed export and the manifest records the alias.
  *
  * @param namespace The flows module's exports (`await import(url)`).
  * @param modulePath The module's path, for error messages.
  * @returns The worker functions, sorted by `functionName`.
  * @throws {CodegenError} When the module exports no flow (`no_flows`), a flow without steps
- * (`empty_flow`), two flows with one slug (`duplicate_flow`), or a flow whose names break the
+ * (`empty_flow`), two flows with one slug or one flow under two aliases (`duplicate_flow`), or a
+ * flow whose names break the
  * rules (`invalid_name`, see {@linkcode assertSafeSpec}).
  * @throws {QueueNameError} When a plain flow's slug is too long to be a queue name.
  *
@@ -83,26 +94,49 @@ export function planWorkerFunctions(
   namespace: Readonly<Record<string, unknown>>,
   modulePath: string,
 ): WorkerFunctionSpec[] {
-  const exportsByFlow = new Map<DeployableFlow, string[]>();
+  // Exports grouped by the concrete flow they serve; `deployed`: the deployed ones' names by alias.
+  const exportsByFlow = new Map<
+    DeployableFlow,
+    { names: string[]; deployed: Map<string, string[]> }
+  >();
   for (const name of Object.keys(namespace).sort(byCodePoint)) {
     const value = namespace[name];
     if (!isDeployable(value)) continue;
-    exportsByFlow.set(value, [...exportsByFlow.get(value) ?? [], name]);
+    const concrete = concreteOf(value);
+    const group = exportsByFlow.get(concrete) ??
+      { names: [] as string[], deployed: new Map<string, string[]>() };
+    group.names.push(name);
+    const alias = aliasOf(value);
+    if (alias !== undefined) group.deployed.set(alias, [...group.deployed.get(alias) ?? [], name]);
+    exportsByFlow.set(concrete, group);
   }
   if (exportsByFlow.size === 0) {
     throw new CodegenError(
       `Cannot generate worker functions: ${
         JSON.stringify(modulePath)
-      } exports no Flow and no flow returned by withStepQueues() (only top-level exports count)`,
+      } exports no Flow and no flow returned by withStepQueues() or defineDeployedFlow() ` +
+        "(only top-level exports count)",
       { reason: "no_flows", path: modulePath },
     );
   }
 
   const exportBySlug = new Map<string, string>();
   const specs: WorkerFunctionSpec[] = [];
-  for (const [deployable, names] of exportsByFlow) {
-    const exportName = preferredExport(names);
-    const plain = routingOf(deployable).flow;
+  for (const [concrete, { names, deployed }] of exportsByFlow) {
+    const plain = routingOf(concrete).flow;
+    if (deployed.size > 1) {
+      const pair = [...deployed.values()].map(preferredExport).sort(byCodePoint).slice(0, 2);
+      throw new CodegenError(
+        `Cannot generate worker functions: exports ${pair[0]} and ${pair[1]} of ${
+          JSON.stringify(modulePath)
+        } deploy flow ${JSON.stringify(plain.slug)} under the aliases ${
+          [...deployed.keys()].map((alias) => JSON.stringify(alias)).join(", ")
+        }; export one deployment per concrete flow`,
+        { reason: "duplicate_flow", path: modulePath, flowSlug: plain.slug, exportNames: pair },
+      );
+    }
+    const [[alias, deployedNames] = [null, names]] = deployed;
+    const exportName = preferredExport(deployedNames);
     if (plain.steps.length === 0) {
       throw new CodegenError(
         `Cannot generate worker functions: flow ${
@@ -127,7 +161,7 @@ export function planWorkerFunctions(
     }
     exportBySlug.set(key, exportName);
 
-    const definition = extractDefinition(deployable);
+    const definition = extractDefinition(concrete);
     if (definition.queue_mode === "step") {
       for (const route of definition.routes) {
         specs.push({
@@ -137,6 +171,7 @@ export function planWorkerFunctions(
           stepSlug: route.step_slug,
           queueName: route.queue_name,
           queueMode: "step",
+          alias,
         });
       }
     } else {
@@ -147,6 +182,7 @@ export function planWorkerFunctions(
         stepSlug: null,
         queueName: definition.routes[0].queue_name,
         queueMode: "flow",
+        alias,
       });
     }
   }
@@ -179,6 +215,7 @@ const QUEUE_NAME = /^[a-z][a-z0-9_]*$/;
  *   stepSlug: null,
  *   queueName: "orders",
  *   queueMode: "flow",
+ *   alias: null,
  * }, "flows.ts");
  * ```
  */
@@ -186,6 +223,7 @@ export function assertSafeSpec(spec: WorkerFunctionSpec, modulePath: string): vo
   const problems: [string, unknown, string | undefined][] = [
     ["flow slug", spec.flowSlug, slugProblem(spec.flowSlug)],
     ["step slug", spec.stepSlug, spec.stepSlug === null ? undefined : slugProblem(spec.stepSlug)],
+    ["alias", spec.alias, spec.alias === null ? undefined : slugProblem(spec.alias)],
     [
       "function name",
       spec.functionName,

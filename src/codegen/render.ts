@@ -61,6 +61,10 @@ function entrypoint(config: CodegenConfig, spec: WorkerFunctionSpec, dir: string
     `// ${GENERATED_MARKER}`,
     `// Worker function ${JSON.stringify(spec.functionName)}: ${serves},`,
     `// polling queue ${JSON.stringify(spec.queueName)}.`,
+    ...(spec.alias === null ? [] : [
+      `// Deployed as alias ${JSON.stringify(spec.alias)}; an operator activates it ` +
+      "(sluice aliases activate).",
+    ]),
     `import { serveWorker } from "@sluice/sluice/edge";`,
     `import * as flows from ${JSON.stringify(modulePath(dir, config.flowsModule))};`,
     "",
@@ -90,6 +94,7 @@ function manifest(config: CodegenConfig, specs: readonly WorkerFunctionSpec[]): 
     step_slug: spec.stepSlug,
     queue_name: spec.queueName,
     queue_mode: spec.queueMode,
+    ...(spec.alias === null ? {} : { alias: spec.alias }),
   }));
   const body = {
     $comment: GENERATED_MARKER,

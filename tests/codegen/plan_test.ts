@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Flow, withStepQueues } from "../../mod.ts";
+import { defineDeployedFlow, Flow, withStepQueues } from "../../mod.ts";
 import { CodegenError, type CodegenErrorReason } from "../../src/codegen/errors.ts";
 import { planWorkerFunctions } from "../../src/codegen/plan.ts";
 
@@ -38,6 +38,7 @@ Deno.test("planWorkerFunctions() plans one function per plain flow and one per s
       stepSlug: null,
       queueName: "greet_user",
       queueMode: "flow",
+      alias: null,
     },
     {
       functionName: "thread-digest--classify",
@@ -46,6 +47,7 @@ Deno.test("planWorkerFunctions() plans one function per plain flow and one per s
       stepSlug: "classify",
       queueName: "thread_digest__classify",
       queueMode: "step",
+      alias: null,
     },
     {
       functionName: "thread-digest--fetch-posts",
@@ -54,6 +56,7 @@ Deno.test("planWorkerFunctions() plans one function per plain flow and one per s
       stepSlug: "fetch_posts",
       queueName: "thread_digest__fetch_posts",
       queueMode: "step",
+      alias: null,
     },
   ]);
 });
@@ -104,5 +107,32 @@ Deno.test("planWorkerFunctions() rejects a flow exported both plain and step-que
     () => planWorkerFunctions({ inner, queued }, "flows.ts"),
     { reason: "duplicate_flow", flowSlug: "Thread_Digest", exportNames: ["inner", "queued"] },
     /a concrete flow has one shape and one queue mode/,
+  );
+});
+
+Deno.test("planWorkerFunctions() plans a deployed flow as the flow it wraps, once, with its alias", () => {
+  const digest = defineDeployedFlow(queued, { alias: "digest" });
+  const specs = planWorkerFunctions({ queued, digest, greet: plain }, "flows.ts");
+  assert.deepEqual(specs.map((spec) => [spec.functionName, spec.exportName, spec.alias]), [
+    ["greet-user", "greet", null],
+    ["thread-digest--classify", "digest", "digest"],
+    ["thread-digest--fetch-posts", "digest", "digest"],
+  ]);
+  // A look-alike of a deployed flow is not a flow.
+  assert.deepEqual(
+    planWorkerFunctions({ greet: plain, fake: { ...digest } }, "flows.ts").map((s) => s.alias),
+    [null],
+  );
+});
+
+Deno.test("planWorkerFunctions() rejects one concrete flow deployed under two aliases", () => {
+  assertCodegenError(
+    () =>
+      planWorkerFunctions({
+        digest: defineDeployedFlow(queued, { alias: "digest" }),
+        threads: defineDeployedFlow(queued, { alias: "threads" }),
+      }, "flows.ts"),
+    { reason: "duplicate_flow", flowSlug: "Thread_Digest", exportNames: ["digest", "threads"] },
+    /exports digest and threads of "flows.ts" deploy flow "Thread_Digest" under the aliases "digest", "threads"; export one deployment per concrete flow$/,
   );
 });
