@@ -1,11 +1,13 @@
-// Runs every command of docs/rollout.md and docs/monitoring.md, in document order, against real
-// workers of the example flows: each `sh` line through the real CLI process (a few lines that
-// need a Supabase project or git are stood in for, listed below), each `sql` block as written.
-// A command the docs add without a stand-in here fails this test, so docs and test stay in sync.
+// Runs every command of docs/rollout.md, docs/monitoring.md and docs/versions.md, in document
+// order, against real workers of the example flows and their next versions: each `sh` line
+// through the real CLI process (a few lines that need a Supabase project or git are stood in for,
+// listed below), each `sql` block as written. A command the docs add without a stand-in here fails
+// this test, so docs and test stay in sync.
 import assert from "node:assert/strict";
 import { fileURLToPath as fromFileUrl } from "node:url";
-import { Flow } from "../../mod.ts";
-import { greetUser, threadDigest } from "../../examples/flows.ts";
+import { defineDeployedFlow, Flow, startFlow, waitForRun, withStepQueues } from "../../mod.ts";
+import { greetUser, type Post, threadDigest } from "../../examples/flows.ts";
+import { resolveWorkerTarget } from "../../src/worker/mod.ts";
 import type { DeployableFlow } from "../../src/dsl/types.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { type TestWorker, testWorker, waitUntil } from "../worker/_helpers.ts";
@@ -13,18 +15,52 @@ import { type TestWorker, testWorker, waitUntil } from "../worker/_helpers.ts";
 const REPO = new URL("../../", import.meta.url);
 const MANIFEST = "supabase/functions/sluice.manifest.json";
 
-/** The next version of greet_user, for the new-version sequence. */
-const greetUserV2 = new Flow<{ name: string }>({ slug: "greet_user_v2" })
-  .step({ slug: "compose" }, (input) => `Hi, ${input.name}!`);
+/** The next version of greet_user, deployed under its name, for the new-version sequences. */
+const greetUserV2 = defineDeployedFlow(
+  new Flow<{ name: string }>({ slug: "greet_user_v2" })
+    .step({ slug: "compose" }, (input) => `Hi, ${input.name}!`),
+  { alias: "greet_user" },
+);
 
-/** Every worker function of the scenario: its flow and, for a step function, its step. */
+/** The next version of thread_digest, deployed under its name (docs/versions.md). */
+const threadDigestV2 = defineDeployedFlow(
+  withStepQueues(
+    new Flow<{ threadId: string; posts: Post[] }>({ slug: "thread_digest_v2", timeout: 30 })
+      .array({ slug: "fetch_posts" }, (input) => input.posts)
+      .map({ slug: "classify", array: "fetch_posts" }, (post) => post.text.length)
+      .step({ slug: "deliver", dependsOn: ["classify"] }, (deps) => ({ posts: deps.classify })),
+  ),
+  { alias: "thread_digest" },
+);
+
+/** Every worker function of the scenarios: its flow and, for a step function, its step. */
 const FUNCTIONS: Record<string, { flow: DeployableFlow; stepSlug?: string }> = {
   "greet-user": { flow: greetUser },
   "thread-digest--fetch-posts": { flow: threadDigest, stepSlug: "fetch_posts" },
   "thread-digest--classify": { flow: threadDigest, stepSlug: "classify" },
   "thread-digest--deliver": { flow: threadDigest, stepSlug: "deliver" },
   "greet-user-v2": { flow: greetUserV2 },
+  "thread-digest-v2--fetch-posts": { flow: threadDigestV2, stepSlug: "fetch_posts" },
+  "thread-digest-v2--classify": { flow: threadDigestV2, stepSlug: "classify" },
+  "thread-digest-v2--deliver": { flow: threadDigestV2, stepSlug: "deliver" },
 };
+
+/** The manifest entry `deno task gen:functions` writes for a function of {@linkcode FUNCTIONS}. */
+function manifestEntry(name: string) {
+  const { flow, stepSlug } = FUNCTIONS[name];
+  const target = (resolveWorkerTarget as (
+    flow: DeployableFlow,
+    options: { functionName: string; stepSlug?: string },
+  ) => ReturnType<typeof resolveWorkerTarget>)(flow, { functionName: name, stepSlug });
+  return {
+    function_name: name,
+    flow_slug: target.flowSlug,
+    step_slug: target.stepSlug,
+    queue_name: target.queueName,
+    queue_mode: target.stepSlug === null ? "flow" : "step",
+    ...(target.alias === null ? {} : { alias: target.alias }),
+  };
+}
 
 /** The fenced code blocks of a Markdown file, with their info string. */
 function codeBlocks(markdown: string): { lang: string; body: string }[] {
@@ -49,7 +85,18 @@ class Scenario {
   readonly workers: TestWorker[] = [];
   readonly vars: Record<string, string> = {};
 
-  constructor(readonly db: TestDatabase, readonly dir: string) {}
+  /**
+   * @param generations The functions each `deno task gen:functions` of the doc adds, in order.
+   * @param redeploy Whether a sequence starting with `gen:functions` first redeploys every
+   * function (rollout.md's new-version sequence starts from a healthy deploy, whatever the
+   * sections before did); versions.md's sequences follow each other.
+   */
+  constructor(
+    readonly db: TestDatabase,
+    readonly dir: string,
+    readonly generations: string[][],
+    readonly redeploy: boolean,
+  ) {}
 
   async manifest(): Promise<{ functions: { function_name: string }[] }> {
     return JSON.parse(await Deno.readTextFile(`${this.dir}/${MANIFEST}`));
@@ -78,17 +125,18 @@ class Scenario {
       Deno.copyFile(`${this.dir}/${MANIFEST}`, `${this.dir}/old.manifest.json`),
     "supabase functions deploy": () => this.deployAll(),
     "deno task gen:functions": async () => {
+      const added = this.generations.shift() ?? assert.fail("no functions left to generate");
       const manifest = await this.manifest();
-      manifest.functions.push({
-        function_name: "greet-user-v2",
-        flow_slug: "greet_user_v2",
-        step_slug: null,
-        queue_name: "greet_user_v2",
-        queue_mode: "flow",
-      } as never);
+      manifest.functions.push(...added.map(manifestEntry));
       await Deno.writeTextFile(`${this.dir}/${MANIFEST}`, JSON.stringify(manifest));
     },
     "supabase functions deploy greet-user-v2": () => this.start("greet-user-v2"),
+    "supabase functions deploy thread-digest-v2--fetch-posts thread-digest-v2--classify thread-digest-v2--deliver":
+      async () => {
+        for (const step of ["fetch-posts", "classify", "deliver"]) {
+          await this.start(`thread-digest-v2--${step}`);
+        }
+      },
   };
 
   /** Runs one documented `deno task ops` line as a process in the project directory. */
@@ -121,8 +169,9 @@ class Scenario {
         commands++;
       }
       if (block.lang !== "sh") continue;
-      // The new-version sequence starts from a healthy deploy, whatever the sections before did.
-      if (block.body.startsWith("deno task gen:functions")) await this.deployAll();
+      if (this.redeploy && block.body.startsWith("deno task gen:functions")) {
+        await this.deployAll();
+      }
       for (const line of block.body.split("\n").filter((text) => text.trim() !== "")) {
         const standIn = this.standIns[line];
         if (standIn !== undefined) await standIn();
@@ -145,7 +194,7 @@ Deno.test("every command of docs/rollout.md and docs/monitoring.md runs against 
   const dir = await Deno.makeTempDir();
   await Deno.mkdir(`${dir}/supabase/functions`, { recursive: true });
   await Deno.copyFile(new URL(MANIFEST, REPO), `${dir}/${MANIFEST}`);
-  await using scenario = new Scenario(db, dir);
+  await using scenario = new Scenario(db, dir, [["greet-user-v2"]], true);
   await scenario.deployAll();
   const [{ run_id }] = await db
     .sql`select sluice.start_flow('greet_user', '{"name": "Ada"}') as run_id`;
@@ -160,6 +209,14 @@ Deno.test("every command of docs/rollout.md and docs/monitoring.md runs against 
     select enabled from sluice.worker_functions where function_name = 'greet-user'
   `;
   assert.equal(enabled, false, "the old version was retired");
+  // The callers' name now starts the new version.
+  const next = await startFlow(db.sql, greetUserV2, { name: "Grace" });
+  assert.deepEqual(await waitForRun(db.sql, next, { timeoutMs: 15_000, flow: greetUserV2 }), {
+    compose: "Hi, Grace!",
+  });
+  const [started] = await db
+    .sql`select flow_slug, started_via from sluice.runs where run_id = ${next}`;
+  assert.deepEqual({ ...started }, { flow_slug: "greet_user_v2", started_via: "greet_user" });
 
   // A stray message on a live step queue pauses its function: the monitoring doc's way out.
   const [{ id }] = await db.sql`
@@ -183,4 +240,53 @@ Deno.test("every command of docs/rollout.md and docs/monitoring.md runs against 
     select count(*)::integer as count from pgmq.a_thread_digest__classify where msg_id = ${id}
   `;
   assert.equal(archived.count, 1);
+});
+
+Deno.test("every command of docs/versions.md runs against real workers: both versions switch through their alias", async () => {
+  await using db = await freshDatabase();
+  const dir = await Deno.makeTempDir();
+  await Deno.mkdir(`${dir}/supabase/functions`, { recursive: true });
+  await Deno.copyFile(new URL(MANIFEST, REPO), `${dir}/${MANIFEST}`);
+  await using scenario = new Scenario(db, dir, [
+    ["greet-user-v2"],
+    ["thread-digest-v2--fetch-posts", "thread-digest-v2--classify", "thread-digest-v2--deliver"],
+  ], false);
+  await scenario.deployAll();
+  // Runs started by the callers' names before the switch, on the first versions.
+  const posts = [{ id: 1, text: "why?" }, { id: 2, text: "ok" }];
+  const before = [
+    await startFlow(db.sql, greetUserV2, { name: "Ada" }),
+    await startFlow(db.sql, threadDigestV2, { threadId: "t1", posts }),
+  ];
+
+  assert.ok(await scenario.runDoc("docs/versions.md") >= 18);
+
+  const runs = await db.sql`
+    select flow_slug, started_via, status from sluice.runs
+    where run_id = any(${before}::uuid[]) order by started_via`;
+  // greet_user's runs went with its definition (delete_flow_and_data); thread_digest's stayed.
+  assert.deepEqual(runs.map((run) => ({ ...run })), [
+    { flow_slug: "thread_digest", started_via: "thread_digest", status: "completed" },
+  ]);
+  const after = [
+    await startFlow(db.sql, greetUserV2, { name: "Grace" }),
+    await startFlow(db.sql, threadDigestV2, { threadId: "t2", posts }),
+  ];
+  assert.deepEqual(await waitForRun(db.sql, after[0], { timeoutMs: 15_000, flow: greetUserV2 }), {
+    compose: "Hi, Grace!",
+  });
+  assert.deepEqual(
+    await waitForRun(db.sql, after[1], { timeoutMs: 15_000, flow: threadDigestV2 }),
+    { deliver: { posts: [4, 2] } },
+  );
+  const aliases = await db.sql`
+    select alias, flow_slug, generation::int as generation from sluice.aliases
+    where alias in ('greet_user', 'thread_digest') order by alias`;
+  assert.deepEqual(aliases.map((row) => ({ ...row })), [
+    { alias: "greet_user", flow_slug: "greet_user_v2", generation: 2 },
+    { alias: "thread_digest", flow_slug: "thread_digest_v2", generation: 2 },
+  ]);
+  const [{ workers }] = await db.sql`
+    select count(*)::int as workers from sluice.live_workers where flow_slug = 'thread_digest'`;
+  assert.equal(workers, 0, "the old thread_digest workers were drained");
 });
