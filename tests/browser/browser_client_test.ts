@@ -4,6 +4,8 @@
 import assert from "node:assert/strict";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import { startRun, subscribeToRun } from "../../src/browser/mod.ts";
+import { activateAlias } from "../../src/client/aliases.ts";
+import { defineDeployedFlow } from "../../src/dsl/deployed_flow.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import {
@@ -75,6 +77,25 @@ Deno.test(
       await new MixedRunDriver(db.sql, "web").finish();
       await within(watcher.done, "the terminal event");
       assert.deepEqual(watcher.events, mixedEvents(runId, "web"));
+    });
+  },
+);
+
+Deno.test(
+  "startRun() of a deployed flow sends its alias, resolved when the run starts",
+  SUPABASE_JS,
+  async () => {
+    await using db = await browserDatabase();
+    await activateAlias(db.sql, "web_live", "web", { expectedGeneration: 0, force: true });
+    const live = defineDeployedFlow(
+      new Flow<{ tier: string }>({ slug: "web_next" }).step({ slug: "list" }, () => [1]),
+      { alias: "web_live" },
+    );
+    await withSupabase(db, ROLE, async (supabase) => {
+      const runId = await startRun(supabase, live, { tier: "gold" });
+      const [run] = await db.sql`
+        select flow_slug, started_via from sluice.runs where run_id = ${runId}::uuid`;
+      assert.deepEqual({ ...run }, { flow_slug: "web", started_via: "web_live" });
     });
   },
 );
