@@ -7,6 +7,7 @@ import {
   type WorkerFunctionOptions,
   type WorkerFunctionStatus,
 } from "../../src/edge/mod.ts";
+import type { AliasActivationOptions } from "../../src/worker/mod.ts";
 import type { TestDatabase } from "../_db.ts";
 
 import type { LogCapture } from "../_support.ts";
@@ -89,7 +90,7 @@ export function testHandler(
   flow: DeployableFlow,
   db: TestDatabase,
   logs: LogCapture,
-  options: Partial<WorkerFunctionOptions | StepWorkerFunctionOptions> = {},
+  options: Partial<WorkerFunctionOptions | StepWorkerFunctionOptions> & AliasActivationOptions = {},
 ): WorkerFunctionHandler {
   const create = createWorkerHandler as (
     flow: DeployableFlow,

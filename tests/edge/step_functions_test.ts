@@ -1,8 +1,10 @@
 // Worker functions of a step-queued flow: one per step, each starting a step worker on its step's
 // queue, named as `deno task gen:functions` names it, and respawning under that name.
 import assert from "node:assert/strict";
+import { getAlias } from "../../src/client/aliases.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
+import { defineDeployedFlow } from "../../src/dsl/deployed_flow.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { withStepQueues } from "../../src/dsl/step_queues.ts";
 import { createWorkerHandler } from "../../src/edge/mod.ts";
@@ -92,4 +94,38 @@ Deno.test("createWorkerHandler checks a step-queued flow's stepSlug at creation,
     () => createWorkerHandler(digest.flow, { ...options, stepSlug: "classify" }),
     (error: unknown) => error instanceof StepSlugError && error.reason === "not_step_queued",
   );
+});
+
+Deno.test('worker functions of a deployed step-queued flow with activate: "on-startup": the last step to start activates the alias', async () => {
+  await using db = await freshDatabase();
+  await using _edge = standInEdgeRuntime();
+  const logs = new LogCapture();
+  const deployed = defineDeployedFlow(digest, { alias: "digest" });
+  assert.throws(
+    // @ts-expect-error not an activation mode
+    () => createWorkerHandler(deployed, { stepSlug: "classify", activate: "now", secret: SECRET }),
+    /activate must be "on-startup" or "manual", got "now"/,
+  );
+  const options = { activate: "on-startup", lifecycleEvents: new EventTarget() } as const;
+  await using classify = testHandler(deployed, db, logs, { ...options, stepSlug: "classify" });
+  await using deliver = testHandler(deployed, db, logs, { ...options, stepSlug: "deliver" });
+  // Named and queued after the concrete flow.
+  assert.equal(classify.functionName, "edge-digest--classify");
+  await using classifyServer = serve(classify.fetch);
+  await using deliverServer = serve(deliver.fetch);
+
+  assert.equal((await call(classifyServer.url)).body.status, "running");
+  assert.equal(await getAlias(db.sql, "digest"), null, "deliver has no worker yet");
+  assert.equal((await call(deliverServer.url)).body.status, "running");
+  const alias = await getAlias(db.sql, "digest");
+  assert.deepEqual([alias?.flowSlug, alias?.generation], ["edge_digest", 1]);
+  assert.deepEqual(
+    logs.find("info", "worker started").map((record) => record.fields.alias_activation),
+    ["workers_missing", "activated"],
+  );
+
+  const runId = await startFlow(db.sql, deployed, { text: "hello" });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow: deployed }), {
+    deliver: "a comment",
+  });
 });
