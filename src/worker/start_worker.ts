@@ -1,6 +1,7 @@
 /**
  * `startWorker()`: compiles a flow, registers a worker and starts polling its queue — the flow's
- * one queue for a plain flow, one step's private queue for a step-queued flow.
+ * one queue for a plain flow, one step's private queue for a step-queued flow; a deployed flow's
+ * worker is the wrapped flow's, and may activate the alias once it runs.
  *
  * @module
  */
