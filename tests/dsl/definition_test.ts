@@ -247,7 +247,7 @@ Deno.test("extractDefinition() rejects values that are neither a Flow nor a real
     assert.throws(() => extractDefinition(value as typeof queued), {
       name: "TypeError",
       message:
-        /^Cannot resolve the routes of .*: expected a Flow or a flow returned by withStepQueues\(\)$/,
+        /^Cannot resolve the routes of .*: expected a Flow or a flow returned by withStepQueues\(\) or defineDeployedFlow\(\)$/,
     });
   }
 });
