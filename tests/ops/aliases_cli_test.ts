@@ -199,6 +199,18 @@ Deno.test("aliases activate checks live workers per step, wins the CAS once, nev
   assert.equal(apiHistory[0].forced, true);
   assert.equal(apiHistory[0].previousFlowSlug, null);
 
+  const noFlow = await opsDone(
+    db,
+    "aliases",
+    "activate",
+    "orders",
+    "no_such_flow",
+    "--expect-generation",
+    "2",
+  );
+  assert.equal(noFlow.code, 1);
+  assert.match(noFlow.err, /Cannot activate alias "orders": no flow "no_such_flow"/);
+
   const unknown = await opsDone(db, "aliases", "history", "no_such_alias");
   assert.equal(unknown.code, 1);
   assert.match(unknown.err, /no such alias \(see aliases list\)/);

@@ -30,7 +30,7 @@ export const aliasesHistoryCommand: OpsCommand = {
   async run(sql, args, io) {
     const [alias] = args.positional;
     const history = await getAliasHistory(sql, alias);
-    if (history.length === 0 && !args.json) {
+    if (history.length === 0) {
       io.err(
         `Cannot show the history of alias ${JSON.stringify(alias)}: no such alias ` +
           "(see aliases list)",
@@ -38,7 +38,7 @@ export const aliasesHistoryCommand: OpsCommand = {
       return 1;
     }
     printListing(io, args, history, {
-      empty: "",
+      empty: "No activations.",
       headers: ["GENERATION", "FROM", "TO", "ACTIVATED AT", "BY", "FORCED"],
       cells: (entry) => [
         String(entry.generation),
@@ -50,6 +50,6 @@ export const aliasesHistoryCommand: OpsCommand = {
       ],
       align: ["right", "left", "left", "left", "left", "left"],
     });
-    return history.length === 0 ? 1 : 0;
+    return 0;
   },
 };
