@@ -4,30 +4,13 @@
 // worker drains the old version's run.
 import assert from "node:assert/strict";
 import { Flow, withStepQueues } from "../../mod.ts";
-import { main } from "../../src/ops/cli.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
+import { ops, opsDone } from "./_ops.ts";
 import { latch, testWorker, waitUntil } from "../worker/_helpers.ts";
 
-/** Output of an ops command, collected line by line while it runs. */
-class Output {
-  readonly out: string[] = [];
-  readonly err: string[] = [];
-  readonly io = {
-    out: (line: string) => void this.out.push(line),
-    err: (line: string) => void this.err.push(line),
-  };
-}
-
-/** Runs `deno task ops <args>` in-process; the output fills while the returned promise runs. */
-function ops(db: TestDatabase, args: string[]) {
-  const output = new Output();
-  const code = main(args, { databaseUrl: db.url, io: output.io });
-  return { code, output };
-}
-
-async function opsDone(db: TestDatabase, ...args: string[]) {
-  const { code, output } = ops(db, args);
-  return { code: await code, out: output.out.join("\n"), err: output.err.join("\n") };
+/** `aliases activate <args>` to its end. */
+function activate(db: TestDatabase, ...args: string[]) {
+  return opsDone(db, "aliases", "activate", ...args);
 }
 
 /** The alias rows and history rows: what a refused activation must leave as it was. */
@@ -52,32 +35,16 @@ Deno.test("aliases activate checks live workers per step, wins the CAS once, nev
   await using _v1 = await testWorker(ordersV1, db);
   await using _total = await testWorker(ordersV2, db, { stepSlug: "total" });
 
-  const usage = await opsDone(db, "aliases", "activate", "orders", "orders_v2");
+  const usage = await activate(db, "orders", "orders_v2");
   assert.equal(usage.code, 2);
   assert.match(usage.err, /--expect-generation N is required/);
   assert.match(usage.err, /read it with `aliases list` \(GENERATION\), or give 0 to create/);
-  const bad = await opsDone(
-    db,
-    "aliases",
-    "activate",
-    "orders",
-    "orders_v2",
-    "--expect-generation",
-    "one",
-  );
+  const bad = await activate(db, "orders", "orders_v2", "--expect-generation", "one");
   assert.equal(bad.code, 2);
   assert.match(bad.err, /\(got "one"\)/);
 
   const before = await aliasState(db);
-  const missing = await opsDone(
-    db,
-    "aliases",
-    "activate",
-    "orders",
-    "orders_v2",
-    "--expect-generation",
-    "1",
-  );
+  const missing = await activate(db, "orders", "orders_v2", "--expect-generation", "1");
   assert.equal(missing.code, 1);
   assert.equal(missing.out, "");
   assert.match(
@@ -87,10 +54,8 @@ Deno.test("aliases activate checks live workers per step, wins the CAS once, nev
   assert.deepEqual(await aliasState(db), before, "a refused activation writes nothing");
 
   await using _notify = await testWorker(ordersV2, db, { stepSlug: "notify" });
-  const activated = await opsDone(
+  const activated = await activate(
     db,
-    "aliases",
-    "activate",
     "orders",
     "orders_v2",
     "--expect-generation=1",
@@ -104,29 +69,13 @@ Deno.test("aliases activate checks live workers per step, wins the CAS once, nev
       "started through it from now on start on orders_v2.",
   );
 
-  const again = await opsDone(
-    db,
-    "aliases",
-    "activate",
-    "orders",
-    "orders_v2",
-    "--expect-generation",
-    "2",
-  );
+  const again = await activate(db, "orders", "orders_v2", "--expect-generation", "2");
   assert.equal(again.code, 0, again.err);
   assert.match(again.out, /already points at flow "orders_v2" at generation 2; nothing changed/);
 
   // A stale generation (the operator read the alias before the switch) loses, and says to what.
   const stateBeforeLoss = await aliasState(db);
-  const lost = await opsDone(
-    db,
-    "aliases",
-    "activate",
-    "orders",
-    "orders",
-    "--expect-generation",
-    "1",
-  );
+  const lost = await activate(db, "orders", "orders", "--expect-generation", "1");
   assert.equal(lost.code, 1);
   assert.match(
     lost.err,
@@ -136,10 +85,8 @@ Deno.test("aliases activate checks live workers per step, wins the CAS once, nev
 
   // A new alias on a flow with a step nobody serves: only --force, and the history says so.
   await _notify.stop();
-  const forced = await opsDone(
+  const forced = await activate(
     db,
-    "aliases",
-    "activate",
     "orders_api",
     "orders_v2",
     "--expect-generation",
@@ -199,15 +146,7 @@ Deno.test("aliases activate checks live workers per step, wins the CAS once, nev
   assert.equal(apiHistory[0].forced, true);
   assert.equal(apiHistory[0].previousFlowSlug, null);
 
-  const noFlow = await opsDone(
-    db,
-    "aliases",
-    "activate",
-    "orders",
-    "no_such_flow",
-    "--expect-generation",
-    "2",
-  );
+  const noFlow = await activate(db, "orders", "no_such_flow", "--expect-generation", "2");
   assert.equal(noFlow.code, 1);
   assert.match(noFlow.err, /Cannot activate alias "orders": no flow "no_such_flow"/);
 
@@ -270,7 +209,7 @@ Deno.test("version-drain reports what the old version holds and --wait ends when
     .sql`select sluice.start_flow('orders', '{"id": 1}') as run_id`;
   await entered.promise;
   assert.equal(
-    (await opsDone(db, "aliases", "activate", "orders", "orders_v2", "--expect-generation", "1"))
+    (await activate(db, "orders", "orders_v2", "--expect-generation", "1"))
       .code,
     0,
   );
@@ -305,11 +244,11 @@ Deno.test("version-drain reports what the old version holds and --wait ends when
   const waiting = ops(db, ["version-drain", "orders", "--wait", "--interval", "50ms"]);
   let settled = false;
   void waiting.code.then(() => settled = true);
-  await waitUntil(() => waiting.output.out.length > 0 || null, "the wait to print its progress");
+  await waitUntil(() => waiting.output.text !== "" || null, "the wait to print its progress");
   assert.equal(settled, false, "the wait must not end while the run is active");
   release.resolve();
-  assert.equal(await waiting.code, 0, waiting.output.err.join("\n"));
-  const report = waiting.output.out.join("\n");
+  assert.equal(await waiting.code, 0, waiting.output.errors);
+  const report = waiting.output.text;
   assert.match(report, /^ {2}active runs {4}0$/m);
   assert.match(
     report,
