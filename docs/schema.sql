@@ -26,6 +26,7 @@ declare
   v_generation bigint;
   v_missing text;
   v_missing_routes jsonb;
+  v_name text;
 begin
   if v_alias is null or not sluice.is_valid_slug(v_alias) then
     raise exception 'Cannot activate alias %: an alias is a slug (starts with a letter; letters, digits and single underscores; no trailing underscore)',
@@ -37,6 +38,15 @@ begin
       v_alias, coalesce(expected_generation::text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
+
+  -- The flow locks of both names, in order: the checks below then see every compilation,
+  -- deletion and activation of these names that committed before, and none starts meanwhile.
+  for v_name in
+    select distinct lower(x) from unnest(array[v_alias, v_target]) x where x is not null order by 1
+  loop
+    perform pg_advisory_xact_lock(hashtextextended('sluice.flow:' || v_name, 0));
+  end loop;
+
   if not exists (select 1 from sluice.flows f where f.flow_slug = v_target) then
     raise exception 'Cannot activate alias "%": no flow "%" (a flow exists once a worker for it has started and compiled it)',
       v_alias, coalesce(v_target, 'null')
@@ -57,6 +67,11 @@ begin
           select a.alias from sluice.aliases a where lower(a.alias) = lower(v_alias)
         ) names where n <> v_alias limit 1)
       using errcode = 'duplicate_object';
+  end if;
+
+  select * into v_current from sluice.aliases a where a.alias = v_alias;
+  if v_current.flow_slug = v_target and v_current.generation = expected_generation then
+    return v_current.generation;
   end if;
 
   if not coalesce(force, false) then
@@ -86,10 +101,6 @@ begin
     on conflict on constraint aliases_pkey do nothing
     returning a.generation into v_generation;
   else
-    select * into v_current from sluice.aliases a where a.alias = v_alias;
-    if v_current.flow_slug = v_target and v_current.generation = expected_generation then
-      return v_current.generation;
-    end if;
     -- The compare-and-swap: a concurrent activation that committed first has moved the
     -- generation on, and this update then matches no row.
     update sluice.aliases a
@@ -502,7 +513,20 @@ CREATE FUNCTION sluice.create_flow(definition jsonb, shape jsonb) RETURNS void
 declare
   v_flow text := definition ->> 'flow_slug';
   v_queue text;
+  v_generation bigint;
+  v_alias text;
 begin
+  -- Names are one namespace, compared case-insensitively like flow slugs.
+  select a.alias into v_alias from sluice.aliases a
+  where lower(a.alias) = lower(v_flow) and a.alias <> v_flow
+  limit 1;
+  if v_alias is not null then
+    raise exception 'Cannot compile flow "%": it differs only in case from the alias "%"',
+      v_flow, v_alias
+      using errcode = 'duplicate_object',
+        hint = 'Deploy the flow under a slug no alias uses';
+  end if;
+
   insert into sluice.flows (flow_slug, queue_mode)
   values (v_flow, definition ->> 'queue_mode');
 
@@ -535,11 +559,15 @@ begin
   from jsonb_array_elements(shape -> 'steps') as sh(value)
   cross join lateral jsonb_array_elements_text(sh.value -> 'deps') as d(dep);
 
-  insert into sluice.aliases (alias, flow_slug) values (v_flow, v_flow)
-  on conflict (alias) do nothing;
+  -- validate_routes refused a name an alias of another flow holds, so the self-alias is new; its
+  -- generation continues the name's history (a reset flow's earlier activations stay counted).
+  insert into sluice.aliases as a (alias, flow_slug, generation)
+  select v_flow, v_flow, coalesce(max(h.generation), 0) + 1
+  from sluice.alias_history h
+  where h.alias = v_flow
+  returning a.generation into v_generation;
   insert into sluice.alias_history (alias, flow_slug, generation)
-  values (v_flow, v_flow, 1)
-  on conflict do nothing;
+  values (v_flow, v_flow, v_generation);
 
   perform sluice.refresh_runtime_options(definition);
 end;

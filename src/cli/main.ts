@@ -28,7 +28,8 @@ Development:
   dev [--config <deno.json>]      run every worker function here against DATABASE_URL
   flows reset <flow_slug>         delete a flow's definition and data (development only)
 Operations (DATABASE_URL; \`sluice ops --help\` lists them, docs/ops.md describes them):
-  coverage, queues, functions, runs, run, fence ..., clear-pause, prune
+  coverage, queues, functions, runs, run, fence ..., aliases ..., version-drain,
+  clear-pause, prune
 
 Exit codes: 0 done, 1 failed, 2 bad usage.`;
 

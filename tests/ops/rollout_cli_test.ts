@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { Flow } from "../../mod.ts";
 import { main } from "../../src/ops/cli.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
+import { ops, opsDone, Output } from "./_ops.ts";
 import { latch, testWorker, waitUntil } from "../worker/_helpers.ts";
 import {
   compileFlow,
@@ -21,33 +22,6 @@ import {
   testHandler,
   workerCounts,
 } from "../edge/_helpers.ts";
-
-/** Output of an ops command, collected line by line while it runs. */
-class Output {
-  readonly out: string[] = [];
-  readonly err: string[] = [];
-  readonly io = {
-    out: (line: string) => void this.out.push(line),
-    err: (line: string) => void this.err.push(line),
-  };
-  get text(): string {
-    return this.out.join("\n");
-  }
-  get errors(): string {
-    return this.err.join("\n");
-  }
-}
-
-/** Runs `deno task ops <args>` in-process; the output fills while the returned promise runs. */
-function ops(db: TestDatabase, args: string[], output = new Output()) {
-  const code = main(args, { databaseUrl: db.url, io: output.io });
-  return { code, output };
-}
-
-async function opsDone(db: TestDatabase, ...args: string[]) {
-  const { code, output } = ops(db, args);
-  return { code: await code, out: output.text, err: output.errors };
-}
 
 function manifestEntry(flow: string, functionName: string) {
   return {

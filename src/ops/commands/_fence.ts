@@ -2,7 +2,7 @@
 
 import type { Sql } from "../../db/postgres.ts";
 import { DEFAULT_STATE_FILE, readFenceState } from "../_fence_state.ts";
-import { type CommandArgs, type OptionSpec, optionString, parseDuration } from "./_command.ts";
+import { type CommandArgs, type OptionSpec, optionString } from "./_command.ts";
 
 /** Where `deno task gen:functions` writes the manifest in this layout. */
 export const DEFAULT_MANIFEST = "supabase/functions/sluice.manifest.json";
@@ -27,20 +27,6 @@ export const FUNCTIONS_OPTION: OptionSpec = {
   value: "NAME,...",
   summary: "comma-separated worker function names",
 };
-
-/** `--timeout DURATION` of a command that waits, with its default. */
-export function timeoutOption(fallback: string): OptionSpec {
-  return {
-    name: "timeout",
-    value: "DURATION",
-    summary: `give up after this long (90s, 5m, 1h; default ${fallback}) and exit 1`,
-  };
-}
-
-/** The `--timeout` in milliseconds. */
-export function timeoutMs(args: CommandArgs, fallback: string): number {
-  return parseDuration("timeout", optionString(args, "timeout", fallback));
-}
 
 /** The names of `--functions`, or `undefined` when not given; rejects an empty name. */
 export function functionsOption(args: CommandArgs): string[] | undefined {

@@ -7,15 +7,8 @@
 
 import type { Sql } from "../../db/postgres.ts";
 import { formatTime, type OpsCommand, type OpsIo } from "./_command.ts";
-import {
-  fencedNames,
-  FUNCTIONS_OPTION,
-  readDrain,
-  STATE_OPTION,
-  timeoutMs,
-  timeoutOption,
-} from "./_fence.ts";
-import { waitWithProgress } from "./_wait.ts";
+import { fencedNames, FUNCTIONS_OPTION, readDrain, STATE_OPTION } from "./_fence.ts";
+import { timeoutMs, timeoutOption, waitWithProgress } from "./_wait.ts";
 
 const DEFAULT_TIMEOUT = "10m";
 

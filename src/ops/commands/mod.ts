@@ -5,6 +5,9 @@
  */
 
 import type { OpsCommand } from "./_command.ts";
+import { aliasesActivateCommand } from "./aliases_activate.ts";
+import { aliasesHistoryCommand } from "./aliases_history.ts";
+import { aliasesListCommand } from "./aliases_list.ts";
 import { clearPauseCommand } from "./clear_pause.ts";
 import { coverageCommand } from "./coverage.ts";
 import { dashboardCommand } from "./dashboard.ts";
@@ -27,6 +30,7 @@ import { queuesArchiveCommand } from "./queues_archive.ts";
 import { queuesCommand } from "./queues.ts";
 import { runCommand } from "./run.ts";
 import { runsCommand } from "./runs.ts";
+import { versionDrainCommand } from "./version_drain.ts";
 
 export type { CommandArgs, OpsCommand, OpsIo, OptionSpec } from "./_command.ts";
 export { optionString } from "./_command.ts";
@@ -50,6 +54,10 @@ export const COMMANDS: readonly OpsCommand[] = [
   fenceDrainCommand,
   fenceRestoreCommand,
   fenceConfirmCommand,
+  aliasesListCommand,
+  aliasesActivateCommand,
+  aliasesHistoryCommand,
+  versionDrainCommand,
   pruneCommand,
   flowsResetCommand,
   dashboardCommand,
