@@ -85,3 +85,12 @@ export function lineReader(stream: ReadableStream<Uint8Array>): { next(): Promis
     },
   };
 }
+
+/**
+ * Blocks the event loop for `ms`, so that I/O completes and timers fall due meanwhile and the next
+ * turn of the loop handles them together (tests of the turn's ordering, not of durations).
+ */
+export function blockEventLoop(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) { /* blocking on purpose */ }
+}

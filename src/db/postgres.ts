@@ -8,6 +8,11 @@
 
 // deno-lint-ignore no-import-prefix
 import postgres from "npm:postgres@3.4.9";
+import { installCancellableImmediate } from "./cancellable_immediate.ts";
+
+// Before any client exists: under Deno 2.5 a write buffered by the driver can otherwise run after
+// it was cancelled and kill the process (see cancellable_immediate.ts).
+installCancellableImmediate();
 
 export default postgres;
 
