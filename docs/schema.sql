@@ -96,8 +96,11 @@ begin
   end if;
 
   if expected_generation = 0 then
+    -- A name used before (by a flow since deleted) continues its generations: the history is
+    -- append-only, and a generation read before the deletion must not match again.
     insert into sluice.aliases as a (alias, flow_slug, generation)
-    values (v_alias, v_target, 1)
+    values (v_alias, v_target, coalesce(
+      (select max(h.generation) from sluice.alias_history h where h.alias = v_alias), 0) + 1)
     on conflict on constraint aliases_pkey do nothing
     returning a.generation into v_generation;
   else

@@ -12,9 +12,17 @@
 -- callers' name). An alias never points to a missing flow: deleting a flow that a foreign alias
 -- points at is refused, and a development recompile keeps the aliases that point at the flow.
 --
--- Lock order: the alias row (update ... where generation = expected) and nothing else of sluice's
--- runtime tables, so activation cannot deadlock with claims, completions or starts; a start reads
--- the alias row without locking it and sees the generation committed before its statement.
+-- Generations never go back: a name's generation continues its history when a flow is compiled
+-- again after a reset, or an alias is created on a name used before, so a generation read before
+-- cannot win a compare-and-swap against a different alias (ABA) and the history stays keyed by
+-- (alias, generation).
+--
+-- Lock order: sluice.activate_alias takes the flow locks (advisory, lowercased names in order: the
+-- lock compilation and delete_flow_and_data take) of the alias's name and of the target, then the
+-- alias row (update ... where generation = expected); compilation and deletion take one flow lock
+-- first, so no cycle forms. No runtime table is locked, so activation cannot deadlock with claims,
+-- completions or starts; a start reads the alias row without locking it and sees the generation
+-- committed before its statement.
 
 alter table sluice.alias_history
   add column previous_flow_slug text,
@@ -48,10 +56,11 @@ create index runs_active_idx on sluice.runs (flow_slug) where status = 'started'
 -- with the current generation, changes nothing and returns that generation.
 --
 -- Refuses, before writing anything: an unknown target flow; an alias that is the name of a
--- different flow (other than that flow's own self-alias, which may be re-pointed); unless `force`,
--- a target with a route that no live, non-deprecated worker serves (its tasks would wait). A lost
--- race raises SQLSTATE SLA01 (detail: the current generation and flow as JSON); missing workers
--- raise SLA02 (detail: the unserved routes as JSON).
+-- different flow (other than that flow's own self-alias, which may be re-pointed) or differs only
+-- in case from a flow or alias; unless `force`, a target with a route that no live,
+-- non-deprecated worker serves (its tasks would wait). A lost race raises SQLSTATE SLA01 (detail:
+-- the current generation and flow as JSON); missing workers raise SLA02 (detail: the unserved
+-- routes as JSON).
 create function sluice.activate_alias(
   alias text,
   flow_slug text,
@@ -69,6 +78,7 @@ declare
   v_generation bigint;
   v_missing text;
   v_missing_routes jsonb;
+  v_name text;
 begin
   if v_alias is null or not sluice.is_valid_slug(v_alias) then
     raise exception 'Cannot activate alias %: an alias is a slug (starts with a letter; letters, digits and single underscores; no trailing underscore)',
@@ -80,6 +90,15 @@ begin
       v_alias, coalesce(expected_generation::text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
+
+  -- The flow locks of both names, in order: the checks below then see every compilation,
+  -- deletion and activation of these names that committed before, and none starts meanwhile.
+  for v_name in
+    select distinct lower(x) from unnest(array[v_alias, v_target]) x where x is not null order by 1
+  loop
+    perform pg_advisory_xact_lock(hashtextextended('sluice.flow:' || v_name, 0));
+  end loop;
+
   if not exists (select 1 from sluice.flows f where f.flow_slug = v_target) then
     raise exception 'Cannot activate alias "%": no flow "%" (a flow exists once a worker for it has started and compiled it)',
       v_alias, coalesce(v_target, 'null')
@@ -100,6 +119,11 @@ begin
           select a.alias from sluice.aliases a where lower(a.alias) = lower(v_alias)
         ) names where n <> v_alias limit 1)
       using errcode = 'duplicate_object';
+  end if;
+
+  select * into v_current from sluice.aliases a where a.alias = v_alias;
+  if v_current.flow_slug = v_target and v_current.generation = expected_generation then
+    return v_current.generation;
   end if;
 
   if not coalesce(force, false) then
@@ -124,15 +148,14 @@ begin
   end if;
 
   if expected_generation = 0 then
+    -- A name used before (by a flow since deleted) continues its generations: the history is
+    -- append-only, and a generation read before the deletion must not match again.
     insert into sluice.aliases as a (alias, flow_slug, generation)
-    values (v_alias, v_target, 1)
+    values (v_alias, v_target, coalesce(
+      (select max(h.generation) from sluice.alias_history h where h.alias = v_alias), 0) + 1)
     on conflict on constraint aliases_pkey do nothing
     returning a.generation into v_generation;
   else
-    select * into v_current from sluice.aliases a where a.alias = v_alias;
-    if v_current.flow_slug = v_target and v_current.generation = expected_generation then
-      return v_current.generation;
-    end if;
     -- The compare-and-swap: a concurrent activation that committed first has moved the
     -- generation on, and this update then matches no row.
     update sluice.aliases a
@@ -348,6 +371,77 @@ begin
   loop
     perform pgmq.drop_queue(v_queue);
   end loop;
+end;
+$$;
+
+-- Writes a validated definition: flow, queues and their registry rows, steps, deps, self-alias.
+-- As in migration 20261130001100, except that the self-alias continues its name's generations and
+-- a flow may not differ only in case from an alias.
+-- The caller holds the flow lock and the queue-name locks (sluice.lock_queue_names).
+create or replace function sluice.create_flow(definition jsonb, shape jsonb)
+returns void
+language plpgsql
+as $$
+declare
+  v_flow text := definition ->> 'flow_slug';
+  v_queue text;
+  v_generation bigint;
+  v_alias text;
+begin
+  -- Names are one namespace, compared case-insensitively like flow slugs.
+  select a.alias into v_alias from sluice.aliases a
+  where lower(a.alias) = lower(v_flow) and a.alias <> v_flow
+  limit 1;
+  if v_alias is not null then
+    raise exception 'Cannot compile flow "%": it differs only in case from the alias "%"',
+      v_flow, v_alias
+      using errcode = 'duplicate_object',
+        hint = 'Deploy the flow under a slug no alias uses';
+  end if;
+
+  insert into sluice.flows (flow_slug, queue_mode)
+  values (v_flow, definition ->> 'queue_mode');
+
+  for v_queue in
+    select distinct s ->> 'queue_name' from jsonb_array_elements(shape -> 'steps') s
+  loop
+    continue when exists (select 1 from sluice.queues q where q.queue_name = v_queue);
+    perform pgmq.create(v_queue);
+    insert into sluice.queues (queue_name, ownership, owner_flow_slug)
+    values (
+      v_queue,
+      case when definition ->> 'queue_mode' = 'routed' then 'shared' else 'private' end,
+      case when definition ->> 'queue_mode' = 'routed' then null else v_flow end
+    );
+  end loop;
+
+  insert into sluice.steps (
+    flow_slug, step_slug, step_index, step_type, map_source, deps_count,
+    required_input_pattern, forbidden_input_pattern, when_unmet, when_exhausted, queue_name
+  )
+  select v_flow, sh.value ->> 'step_slug', (sh.ord - 1)::integer, sh.value ->> 'step_type',
+    sh.value ->> 'map_source', jsonb_array_length(sh.value -> 'deps'),
+    nullif(sh.value -> 'required_input_pattern', 'null'::jsonb),
+    nullif(sh.value -> 'forbidden_input_pattern', 'null'::jsonb),
+    sh.value ->> 'when_unmet', sh.value ->> 'when_exhausted', sh.value ->> 'queue_name'
+  from jsonb_array_elements(shape -> 'steps') with ordinality as sh(value, ord);
+
+  insert into sluice.deps (flow_slug, dep_slug, step_slug)
+  select v_flow, d.dep, sh.value ->> 'step_slug'
+  from jsonb_array_elements(shape -> 'steps') as sh(value)
+  cross join lateral jsonb_array_elements_text(sh.value -> 'deps') as d(dep);
+
+  -- validate_routes refused a name an alias of another flow holds, so the self-alias is new; its
+  -- generation continues the name's history (a reset flow's earlier activations stay counted).
+  insert into sluice.aliases as a (alias, flow_slug, generation)
+  select v_flow, v_flow, coalesce(max(h.generation), 0) + 1
+  from sluice.alias_history h
+  where h.alias = v_flow
+  returning a.generation into v_generation;
+  insert into sluice.alias_history (alias, flow_slug, generation)
+  values (v_flow, v_flow, v_generation);
+
+  perform sluice.refresh_runtime_options(definition);
 end;
 $$;
 

@@ -420,6 +420,23 @@ Deno.test("a reset flow's self-alias continues its generations, so an old expect
   ]);
 });
 
+Deno.test("an alias created on a name a deleted flow used continues that name's generations", async () => {
+  await using db = await freshDatabase();
+  await twoVersions(db);
+  await db.sql`select sluice.delete_flow_and_data('orders')`;
+  assert.equal(await getAlias(db.sql, "orders"), null, "the self-alias went with its flow");
+
+  // Generation 1 of "orders" is in the append-only history: the new alias starts after it.
+  assert.equal(
+    await activateAlias(db.sql, "orders", "orders_v2", { expectedGeneration: 0, force: true }),
+    2,
+  );
+  assert.deepEqual(
+    (await getAliasHistory(db.sql, "orders")).map((row) => [row.generation, row.flowSlug]),
+    [[1, "orders"], [2, "orders_v2"]],
+  );
+});
+
 Deno.test("version_drain counts active runs, queued and started tasks, live workers and aliases", async () => {
   await using db = await freshDatabase();
   const v1Worker = await twoVersions(db);
