@@ -2283,6 +2283,7 @@ begin
       'attempt', c.attempts_count,
       'worker_id', c.last_worker_id,
       'timeout_seconds', coalesce(s.opt_timeout, f.opt_timeout),
+      'max_attempts', coalesce(s.opt_max_attempts, f.opt_max_attempts),
       'input', case
         when s.step_type = 'map' then c.input
         when s.deps_count = 0 then r.input

@@ -37,6 +37,8 @@ export interface ClaimedTask {
   readonly workerId: string;
   /** The effective step timeout in seconds. */
   readonly timeoutSeconds: number;
+  /** The effective max attempts (step, else flow): the last attempt is `attempt === maxAttempts`. */
+  readonly maxAttempts: number;
   readonly input: unknown;
   readonly flowInput: unknown;
 }
@@ -91,6 +93,7 @@ interface RawClaim {
     attempt: number;
     worker_id: string;
     timeout_seconds: number;
+    max_attempts: number;
     input: unknown;
     flow_input: unknown;
   }[];
@@ -142,6 +145,7 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
         attempt: task.attempt,
         workerId: task.worker_id,
         timeoutSeconds: task.timeout_seconds,
+        maxAttempts: task.max_attempts,
         input: task.input,
         flowInput: task.flow_input,
       })),

@@ -43,4 +43,11 @@ export interface StepContext<Input = unknown, Slug extends string = string> {
   readonly taskIndex: number;
   /** One-based attempt number of this task. */
   readonly attempt: number;
+  /**
+   * The step's effective `maxAttempts` (the step's option, else the flow's), as the database
+   * applies it when this attempt fails or stalls: `attempt === maxAttempts` is the last attempt.
+   * A stalled last attempt never reaches its handler's end, so code that must run when a task is
+   * exhausted belongs in a step that depends on it under `whenExhausted: "skip"`.
+   */
+  readonly maxAttempts: number;
 }

@@ -94,6 +94,7 @@ export async function executeTask(
     stepSlug: task.stepSlug,
     taskIndex: task.taskIndex,
     attempt: task.attempt,
+    maxAttempts: task.maxAttempts,
   };
 
   try {

@@ -172,3 +172,32 @@ Deno.test("an output that is not JSON-serializable fails the attempt", async () 
     /JsonValueError: Cannot store the output of step "call": output\.n: a bigint \(1n\) is not JSON/,
   );
 });
+
+Deno.test("ctx.maxAttempts is the effective max attempts the database retries by: the step's, else the flow's", async () => {
+  await using db = await freshDatabase();
+  const seen: string[] = [];
+  const flow = new Flow<{ n: number }>({ slug: "budgets", maxAttempts: 2 })
+    .step({ slug: "flow_budget" }, (input, ctx) => {
+      seen.push(`flow_budget ${ctx.attempt}/${ctx.maxAttempts}`);
+      return input.n;
+    })
+    .step({ slug: "own_budget", maxAttempts: 4 }, (_input, ctx) => {
+      seen.push(`own_budget ${ctx.attempt}/${ctx.maxAttempts}`);
+      // Retried at once until the last attempt, which the handler recognizes from the context.
+      if (ctx.attempt < ctx.maxAttempts) throw new RetryAfterError(0);
+      return "last attempt";
+    });
+  await using _worker = await testWorker(flow, db, { pollIntervalMs: 50 });
+
+  const runId = await startFlow(db.sql, flow, { n: 1 });
+  const output = await waitForRun(db.sql, runId, { timeoutMs: 15_000, flow });
+
+  assert.deepEqual(output, { flow_budget: 1, own_budget: "last attempt" });
+  assert.deepEqual(seen.toSorted(), [
+    "flow_budget 1/2",
+    "own_budget 1/4",
+    "own_budget 2/4",
+    "own_budget 3/4",
+    "own_budget 4/4",
+  ]);
+});
