@@ -280,6 +280,17 @@ await sql.end();
     project.ran.add("deno task sluice run <run_id>");
     assert.match(watched, /completed/);
 
+    // Aliases and a version's drain state, from the package like every other command: the flow's
+    // self-alias, and a version whose work is done while its workers still serve.
+    assert.match(
+      await project.sh("deno task sluice aliases list"),
+      /greet_user\s+greet_user\s+1\s+\S+\s+self/,
+    );
+    const drain = await project.sh("deno task sluice version-drain greet_user");
+    assert.match(drain, /Work drained: no active run/);
+    assert.match(drain, /its own name\s+still starts "greet_user"/);
+    assert.match(drain, /live workers\s+2/);
+
     // The dashboard, loaded from the package like every other command: it shows the finished run
     // behind its secret and refuses a request without it.
     const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
