@@ -4,6 +4,7 @@
  * @module
  */
 
+import { onlyRow } from "./only_row.ts";
 import type { Sql } from "./postgres.ts";
 
 /** What a worker function's `sluice.worker_functions` row says about starting a worker. */
@@ -57,7 +58,10 @@ export async function claimRespawn(
 ): Promise<boolean> {
   // Sent as text and cast by the server: typed as timestamptz, postgres.js would send it through
   // a JavaScript Date and drop the microseconds the comparison needs.
-  const [row] = await sql<{ claimed: boolean }[]>`
-    select sluice.claim_respawn(${functionName}, ${seenInvokedAt}::text::timestamptz) as claimed`;
+  const row = onlyRow(
+    "claim_respawn",
+    await sql<{ claimed: boolean }[]>`
+      select sluice.claim_respawn(${functionName}, ${seenInvokedAt}::text::timestamptz) as claimed`,
+  );
   return row.claimed;
 }

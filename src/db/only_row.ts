@@ -25,9 +25,12 @@ export class EmptyResultError extends Error {
 /**
  * The one row of `rows`.
  *
- * @throws {EmptyResultError} When there is none.
+ * @throws {EmptyResultError} When there is none (no first row, whatever the length says).
  */
 export function onlyRow<T>(operation: string, rows: readonly T[]): T {
-  if (rows.length === 0) throw new EmptyResultError(operation);
-  return rows[0];
+  // Not `rows.length`: a result cut short by a terminated connection has been seen to report a
+  // length with no row in it (the worker then read a field of `undefined`).
+  const row = rows[0];
+  if (row === undefined) throw new EmptyResultError(operation);
+  return row;
 }
