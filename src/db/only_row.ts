@@ -28,8 +28,9 @@ export class EmptyResultError extends Error {
  * @throws {EmptyResultError} When there is none (no first row, whatever the length says).
  */
 export function onlyRow<T>(operation: string, rows: readonly T[]): T {
-  // Not `rows.length`: a result cut short by a terminated connection has been seen to report a
-  // length with no row in it (the worker then read a field of `undefined`).
+  // Not `rows.length`: postgres.js 3.4.9 resets its row counter only on CommandComplete, so when a
+  // connection is terminated in the middle of a result, the first result on its replacement
+  // starts with that many holes (length > 0, no row 0). Seen in tests/worker/outage_test.ts.
   const row = rows[0];
   if (row === undefined) throw new EmptyResultError(operation);
   return row;
