@@ -30,7 +30,7 @@ export class EmptyResultError extends Error {
 export function onlyRow<T>(operation: string, rows: readonly T[]): T {
   // Not `rows.length`: postgres.js 3.4.9 resets its row counter only on CommandComplete, so when a
   // connection is terminated in the middle of a result, the first result on its replacement
-  // starts with that many holes (length > 0, no row 0). Seen in tests/worker/outage_test.ts.
+  // can start with holes (length > 0, no row 0), as tests/worker/outage_test.ts once met.
   const row = rows[0];
   if (row === undefined) throw new EmptyResultError(operation);
   return row;
