@@ -7,6 +7,7 @@
  */
 
 import type { CompileEnvironment } from "../client/compile_flow.ts";
+import { isDeployedFlow } from "../dsl/deployed_flow.ts";
 import { eitherMode } from "../dsl/either_mode.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { type ConnectionSource, resolveWorkerConfig } from "../worker/worker_config.ts";
@@ -122,6 +123,7 @@ export function resolveHostConfig(
       functionName,
       env,
       environment: options.environment ?? environmentSetting(setting("SLUICE_ENVIRONMENT")),
+      ...activationSetting(flow, options, setting("SLUICE_ACTIVATE_ALIAS")),
     },
   };
 }
@@ -132,6 +134,27 @@ export function resolveHostConfig(
  */
 function environmentSetting(value: string | null): CompileEnvironment | undefined {
   return value === null ? undefined : value as CompileEnvironment;
+}
+
+/**
+ * `SLUICE_ACTIVATE_ALIAS`, for a deployed flow whose options leave `activate` unset: one project
+ * secret lets every generated function of a deployed flow activate its alias at startup. Other
+ * flows have no alias to activate and ignore it. A value other than `on-startup` or `manual` is
+ * refused here, naming the variable.
+ */
+function activationSetting(
+  flow: DeployableFlow,
+  options: AnyWorkerFunctionOptions,
+  value: string | null,
+): AliasActivationOptions {
+  if (options.activate !== undefined || value === null || !isDeployedFlow(flow)) return {};
+  if (value !== "on-startup" && value !== "manual") {
+    throw new TypeError(
+      `Cannot create worker handler for deployed flow ${JSON.stringify(flow.alias)}: ` +
+        `SLUICE_ACTIVATE_ALIAS must be "on-startup" or "manual", got ${JSON.stringify(value)}`,
+    );
+  }
+  return { activate: value };
 }
 
 /** The error of a host without a secret: names the variables to set. */

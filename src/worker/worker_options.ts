@@ -261,7 +261,8 @@ export interface AliasActivationOptions {
    * A lost race or a step without a live worker is logged and not retried; the worker keeps
    * serving either way.
    *
-   * @default {"manual"}
+   * @default {"manual"; in a worker function (`serveWorker`, `createWorkerHandler`): env
+   * SLUICE_ACTIVATE_ALIAS when set, else "manual"}
    */
   readonly activate?: AliasActivationMode;
 }

@@ -129,3 +129,40 @@ Deno.test('worker functions of a deployed step-queued flow with activate: "on-st
     deliver: "a comment",
   });
 });
+
+Deno.test("SLUICE_ACTIVATE_ALIAS=on-startup lets a deployed flow's generated functions activate its alias; other flows ignore it", async () => {
+  await using db = await freshDatabase();
+  await using _edge = standInEdgeRuntime();
+  const logs = new LogCapture();
+  const deployed = defineDeployedFlow(digest, { alias: "digest_by_env" });
+  assert.throws(
+    () =>
+      createWorkerHandler(deployed, {
+        stepSlug: "classify",
+        secret: SECRET,
+        env: { SLUICE_ACTIVATE_ALIAS: "yes" },
+      }),
+    /SLUICE_ACTIVATE_ALIAS must be "on-startup" or "manual", got "yes"/,
+  );
+  // What a generated function passes: no activate option, the project's secrets as env.
+  const env = { SLUICE_ACTIVATE_ALIAS: "on-startup" };
+  const lifecycle = () => ({ lifecycleEvents: new EventTarget(), env });
+  await using classify = testHandler(deployed, db, logs, { ...lifecycle(), stepSlug: "classify" });
+  await using deliver = testHandler(deployed, db, logs, { ...lifecycle(), stepSlug: "deliver" });
+  // The same secret reaches a plain flow's function too: it has no alias of its own to move.
+  const plain = new Flow<{ n: number }>({ slug: "edge_plain_env" }).step({ slug: "a" }, (i) => i.n);
+  await using plainHandler = testHandler(plain, db, logs, lifecycle());
+  await using classifyServer = serve(classify.fetch);
+  await using deliverServer = serve(deliver.fetch);
+  await using plainServer = serve(plainHandler.fetch);
+
+  assert.equal((await call(plainServer.url)).body.status, "running");
+  assert.equal((await call(classifyServer.url)).body.status, "running");
+  assert.equal((await call(deliverServer.url)).body.status, "running");
+  const alias = await getAlias(db.sql, "digest_by_env");
+  assert.deepEqual([alias?.flowSlug, alias?.generation], ["edge_digest", 1]);
+  assert.deepEqual(
+    logs.find("info", "worker started").map((record) => record.fields.alias_activation),
+    [undefined, "workers_missing", "activated"],
+  );
+});
