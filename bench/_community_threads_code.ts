@@ -50,6 +50,8 @@ export const SLUICE_GENERATED: CodeSet = {
     "supabase/functions/community-threads--classify/deno.json",
     "supabase/functions/community-threads--deliver-slack/index.ts",
     "supabase/functions/community-threads--deliver-slack/deno.json",
+    "supabase/functions/community-threads--mark-failed/index.ts",
+    "supabase/functions/community-threads--mark-failed/deno.json",
     "supabase/functions/sluice.manifest.json",
     "supabase/functions/sluice.config.toml",
   ],

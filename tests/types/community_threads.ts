@@ -8,7 +8,10 @@ import { communityThreads } from "../../examples/community_threads/supabase/func
 import type { Classification } from "../../examples/community_threads/supabase/functions/_shared/classifier.ts";
 import type { Equals } from "./_equals.ts";
 
-const _slugs: Equals<StepSlug<typeof communityThreads>, "classify" | "deliver_slack"> = true;
+const _slugs: Equals<
+  StepSlug<typeof communityThreads>,
+  "classify" | "deliver_slack" | "mark_failed"
+> = true;
 const _input: Equals<FlowInput<typeof communityThreads>, { threadId: number }> = true;
 
 const connectionString = "postgres://localhost/db";

@@ -7,6 +7,9 @@
  *
  * Reads `DATABASE_URL`, `SLACK_URL`, `SLACK_TIMEOUT_MS`, `CLASSIFY_DELAY_MS` and
  * `WORKER_CONCURRENCY` (default 10); prints `ready` once it polls, stops gracefully on SIGTERM.
+ * The sluice version's `deliver_slack` process also runs the worker of `mark_failed`, the step that
+ * gives up on a delivery (its own Edge Function when deployed), so that the scenarios start the same
+ * processes for both versions.
  *
  * @module
  */
@@ -34,16 +37,23 @@ const maxConcurrent = Number(Deno.env.get("WORKER_CONCURRENCY") ?? "10");
 
 let stop: () => Promise<void>;
 if (version === "sluice") {
-  const worker = await startWorker(communityThreads, {
-    stepSlug: step,
-    connectionString: url,
-    maxConcurrent,
-    // Frequent heartbeats, so that stalled-task recovery runs soon after its window opens.
-    heartbeatIntervalMs: 1000,
-    stalledCheckIntervalMs: 1000,
-    logLevel: "warn",
-  });
-  stop = () => worker.stop();
+  const steps = step === "classify"
+    ? ["classify"] as const
+    : ["deliver_slack", "mark_failed"] as const;
+  const workers = await Promise.all(steps.map((stepSlug) =>
+    startWorker(communityThreads, {
+      stepSlug,
+      connectionString: url,
+      maxConcurrent,
+      // Frequent heartbeats, so that stalled-task recovery runs soon after its window opens.
+      heartbeatIntervalMs: 1000,
+      stalledCheckIntervalMs: 1000,
+      logLevel: "warn",
+    })
+  ));
+  stop = async () => {
+    await Promise.all(workers.map((worker) => worker.stop()));
+  };
 } else {
   const sql = postgres(url, { prepare: false, max: 4, onnotice: () => {} });
   const start = step === "classify" ? startClassifyWorker : startDeliverWorker;

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { Flow, withStepQueues } from "@sluice/sluice";
+import { Flow, getRunTasks, withStepQueues } from "@sluice/sluice";
 import { RetryAfterError } from "@sluice/sluice/worker";
 import { classifierFromEnv } from "./classifier.ts";
 import { slackFromEnv } from "./slack.ts";
@@ -19,13 +19,11 @@ import {
   recordDeliveryFailed,
 } from "./threads.ts";
 
-/** Attempts of one alert delivery, including the first. */
-export const DELIVERY_ATTEMPTS = 4;
-
 /**
  * Classifies a new thread, then alerts Slack about an urgent one. `deliver_slack` runs only when
  * `classify` said `urgent: true`; a Slack 429 retries after Slack's `Retry-After`, anything else
- * after the exponential backoff, and the last failed attempt marks the thread `failed`.
+ * after the exponential backoff. When its 4th attempt failed or stalled (its worker died), the step
+ * is skipped and `mark_failed` marks the thread `failed`; the run completes either way.
  */
 export const communityThreads = withStepQueues(
   new Flow<{ threadId: number }>({
@@ -47,15 +45,18 @@ export const communityThreads = withStepQueues(
         slug: "deliver_slack",
         dependsOn: ["classify"],
         if: { classify: { urgent: true } },
-        maxAttempts: DELIVERY_ATTEMPTS,
+        // A thread that needs no alert skips mark_failed too.
+        whenUnmet: "skip-cascade",
+        // Exhausted, however the last attempt ended: mark_failed runs without this step's output.
+        whenExhausted: "skip",
+        maxAttempts: 4,
         timeout: 3,
       },
       async (_deps, ctx) => {
-        const { threadId } = ctx.flowInput;
         const result = await attemptDelivery(
           ctx.sql,
           slackFromEnv(ctx.env),
-          threadId,
+          ctx.flowInput.threadId,
           ctx.signal,
         );
         if (result.kind === "sent" || result.kind === "already_sent") {
@@ -63,15 +64,27 @@ export const communityThreads = withStepQueues(
         }
         if (result.kind === "already_failed") return { slackTs: null };
         const reason = failureReason(result);
-        if (ctx.attempt >= DELIVERY_ATTEMPTS) {
-          await ctx.sql.begin((tx) => recordDeliveryFailed(tx, threadId, reason));
-        }
         if (result.kind === "rate_limited") {
           throw new RetryAfterError(result.retryAfterSeconds, {
             cause: new Error(reason),
           });
         }
         throw new Error(reason);
+      },
+    )
+    .step(
+      {
+        slug: "mark_failed",
+        dependsOn: ["deliver_slack"],
+        // Runs only when deliver_slack has no output (`{}` contains any object): it was exhausted.
+        ifNot: { deliver_slack: {} },
+      },
+      async (_deps, ctx) => {
+        const tasks = await getRunTasks(ctx.sql, ctx.runId);
+        const delivery = tasks.find((task) => task.stepSlug === "deliver_slack");
+        const reason = delivery?.lastError ?? "the alert delivery was given up on";
+        await ctx.sql.begin((tx) => recordDeliveryFailed(tx, ctx.flowInput.threadId, reason));
+        return { reason };
       },
     ),
 );
