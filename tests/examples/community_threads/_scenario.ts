@@ -12,6 +12,7 @@ import {
   App,
   type ThreadOutcome,
   type Version,
+  type WorkerProcess,
 } from "../../../examples/community_threads/dev/harness.ts";
 import {
   type SlackStandIn,
@@ -45,6 +46,25 @@ export async function withScenario(
     env: { SLACK_TIMEOUT_MS: "2000", ...env },
   });
   await fn({ app, slack, sql: db.sql });
+}
+
+/**
+ * Waits until the `post`-th post about `threadId` reached Slack (scripted to `hold`, so it is in
+ * flight), SIGKILLs `doomed`, the delivery worker making it, and starts a new delivery worker.
+ */
+export async function crashDeliveryDuringPost(
+  { app, slack }: Scenario,
+  doomed: WorkerProcess,
+  threadId: number,
+  post: number,
+): Promise<void> {
+  await slack.waitFor(
+    () => slack.requests.filter((r) => r.threadId === threadId).length >= post,
+    `post ${post} of thread ${threadId} to reach Slack`,
+  );
+  const status = await doomed.kill("SIGKILL");
+  assert.equal(status.signal, "SIGKILL");
+  await app.startWorker("deliver_slack");
 }
 
 /**

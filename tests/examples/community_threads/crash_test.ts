@@ -1,21 +1,22 @@
 import assert from "node:assert/strict";
 import { makeThreads } from "../../../examples/community_threads/dev/harness.ts";
-import { assertDomainOutcomes, countStatuses, VERSIONS, withScenario } from "./_scenario.ts";
+import {
+  assertDomainOutcomes,
+  countStatuses,
+  crashDeliveryDuringPost,
+  VERSIONS,
+  withScenario,
+} from "./_scenario.ts";
 
 for (const version of VERSIONS) {
   Deno.test(`community threads (${version}): crash — delivery worker SIGKILLed mid-post, a restarted one delivers once`, async () => {
-    await withScenario(version, async ({ app, slack, sql }) => {
+    await withScenario(version, async (scenario) => {
+      const { app, slack, sql } = scenario;
       await app.startWorker("classify");
       const doomed = await app.startWorker("deliver_slack");
       slack.script(1, { kind: "hold" });
       const ids = await app.submit(makeThreads(6));
-      await slack.waitFor(
-        () => slack.requests.some((r) => r.threadId === 1),
-        "the post of thread 1 to reach Slack",
-      );
-      const status = await doomed.kill("SIGKILL");
-      assert.equal(status.signal, "SIGKILL");
-      await app.startWorker("deliver_slack");
+      await crashDeliveryDuringPost(scenario, doomed, 1, 1);
       await app.waitForTerminal(ids, 60_000);
 
       const outcomes = await app.outcomes();

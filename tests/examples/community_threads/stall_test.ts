@@ -1,22 +1,23 @@
 import assert from "node:assert/strict";
 import { makeThreads } from "../../../examples/community_threads/dev/harness.ts";
-import { assertDomainOutcomes, countStatuses, VERSIONS, withScenario } from "./_scenario.ts";
+import {
+  assertDomainOutcomes,
+  countStatuses,
+  crashDeliveryDuringPost,
+  VERSIONS,
+  withScenario,
+} from "./_scenario.ts";
 
 for (const version of VERSIONS) {
   Deno.test(`community threads (${version}): stalled last attempt — delivery worker SIGKILLed during the 4th post`, async () => {
-    await withScenario(version, async ({ app, slack, sql }) => {
+    await withScenario(version, async (scenario) => {
+      const { app, slack, sql } = scenario;
       await app.startWorker("classify");
       const doomed = await app.startWorker("deliver_slack");
       // Thread 1 is urgent: three failed posts, then a 4th that hangs until its worker dies.
       slack.script(1, ...Array(3).fill({ kind: "server_error" }), { kind: "hold" });
       const ids = await app.submit(makeThreads(4));
-      await slack.waitFor(
-        () => slack.requests.filter((r) => r.threadId === 1).length === 4,
-        "the 4th post of thread 1 to reach Slack",
-      );
-      const status = await doomed.kill("SIGKILL");
-      assert.equal(status.signal, "SIGKILL");
-      await app.startWorker("deliver_slack");
+      await crashDeliveryDuringPost(scenario, doomed, 1, 4);
       await app.waitForTerminal(ids, 90_000);
 
       const outcomes = await app.outcomes();
