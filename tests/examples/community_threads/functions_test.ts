@@ -24,5 +24,5 @@ Deno.test("community threads: the committed step functions are what functions:ge
     "--check",
   ]);
   assert.equal(code, 0, `run \`deno task functions:generate\` in ${PROJECT}:\n${output}`);
-  assert.match(output, /up to date \(2 worker functions, 7 files\)/);
+  assert.match(output, /up to date \(3 worker functions, 9 files\)/);
 });
