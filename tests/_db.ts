@@ -142,7 +142,9 @@ export async function freshDatabase(options: FreshDatabaseOptions = {}): Promise
     name,
     connect,
     async [Symbol.asyncDispose]() {
-      await Promise.all(clients.map((client) => client.end()));
+      // Bounded: postgres.js 3.4.9's end() once waited forever here on a connection the server
+      // showed idle (CI, a community-threads scenario); after 5 s it destroys the connections.
+      await Promise.all(clients.map((client) => client.end({ timeout: 5 })));
       await withAdmin(admin, (sql) => sql.unsafe(`drop database if exists "${name}" with (force)`));
     },
   };
@@ -166,6 +168,6 @@ async function withAdmin<T>(url: string, fn: (sql: Sql) => Promise<T>): Promise<
   try {
     return await fn(sql);
   } finally {
-    await sql.end();
+    await sql.end({ timeout: 5 });
   }
 }
