@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { waitForRun } from "../../../mod.ts";
 import { assertDomainOutcomes, countStatuses, VERSIONS, withScenario } from "./_scenario.ts";
 
 const OUTAGE = { title: "Login outage", body: "Nobody can log in." };
@@ -55,6 +56,10 @@ for (const version of VERSIONS) {
       } else {
         // The exhausted delivery was skipped and mark_failed gave up on the thread: every run
         // completes, and the broken thread's run output says why its thread failed.
+        // A thread is terminal once its last domain write commits; its run finishes after it.
+        for (const { run_id } of await sql<{ run_id: string }[]>`select run_id from sluice.runs`) {
+          await waitForRun(sql, run_id, { timeoutMs: 30_000, listen: false });
+        }
         const runs = await sql<{ thread_id: number; status: string; output: unknown }[]>`
           select (input->>'threadId')::int as thread_id, status, output from sluice.runs order by 1
         `;

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { waitForRun } from "../../../mod.ts";
 import { makeThreads } from "../../../examples/community_threads/dev/harness.ts";
+import { communityThreads } from "../../../examples/community_threads/supabase/functions/_shared/flows.ts";
 import {
   assertDomainOutcomes,
   countStatuses,
@@ -40,15 +42,21 @@ for (const version of VERSIONS) {
         assert.deepEqual(countStatuses(outcomes), { alerted: 1, failed: 1, ignored: 2 });
         assert.equal(posts.length, 4);
         assert.equal(outcomes.get(1)!.postsTried, 4);
-        const [run] = await sql<{ status: string; output: { mark_failed: { reason: string } } }[]>`
-          select status, output from sluice.runs where (input->>'threadId')::int = 1
+        // The thread is failed once mark_failed's transaction commits; its run completes after.
+        const [{ run_id }] = await sql<{ run_id: string }[]>`
+          select run_id from sluice.runs where (input->>'threadId')::int = 1
         `;
-        assert.equal(run.status, "completed");
-        assert.match(run.output.mark_failed.reason, /^stalled: no report of attempt 4/);
+        const output = await waitForRun(sql, run_id, {
+          timeoutMs: 30_000,
+          listen: false,
+          flow: communityThreads,
+        });
+        const reason = output.mark_failed?.reason ?? "";
+        assert.match(reason, /^stalled: no report of attempt 4/);
         const [delivery] = await sql<{ last_error: string }[]>`
           select last_error from public.deliveries where thread_id = 1
         `;
-        assert.equal(delivery.last_error, run.output.mark_failed.reason);
+        assert.equal(delivery.last_error, reason);
       }
     });
   });
