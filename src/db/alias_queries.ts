@@ -44,11 +44,28 @@ export async function readAlias(sql: Queryable, alias: string): Promise<AliasRow
   return rows[0] ?? null;
 }
 
-/** Every alias, by name. */
-export async function readAliases(sql: Queryable): Promise<AliasRow[]> {
-  return await sql<AliasRow[]>`
-    select a.alias, a.flow_slug, a.generation::integer as generation, a.activated_at
-    from sluice.aliases a order by a.alias collate "C"`;
+/** A row of `sluice.aliases` with how it came to be. */
+export interface AliasListingRow extends AliasRow {
+  /**
+   * `self`: a flow's own name, pointing at it; `re-pointed`: a flow's own name (compilation
+   * created it) now pointing at another flow; `alias`: a name created by an activation.
+   */
+  readonly kind: "self" | "re-pointed" | "alias";
+}
+
+/** Every alias, by name, with its kind. */
+export async function readAliases(sql: Queryable): Promise<AliasListingRow[]> {
+  return await sql<AliasListingRow[]>`
+    select a.alias, a.flow_slug, a.generation::integer as generation, a.activated_at,
+      case
+        when a.alias = a.flow_slug then 'self'
+        when exists (
+          select 1 from sluice.alias_history h where h.alias = a.alias and h.flow_slug = a.alias
+        ) then 're-pointed'
+        else 'alias'
+      end as kind
+    from sluice.aliases a
+    order by a.alias collate "C"`;
 }
 
 /** An alias's activations, oldest first. */

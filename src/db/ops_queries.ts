@@ -193,35 +193,6 @@ export async function unknownWorkerFunctions(
   return rows.map((row) => row.name);
 }
 
-/** One alias for `aliases list`: its row and how it came to be. */
-export interface AliasListingRow extends Record<string, unknown> {
-  alias: string;
-  flow_slug: string;
-  generation: number;
-  activated_at: Date;
-  /**
-   * `self`: a flow's own name, pointing at it; `re-pointed`: a flow's own name (compilation
-   * created it) now pointing at another flow; `alias`: a name created by an activation.
-   */
-  kind: "self" | "re-pointed" | "alias";
-}
-
-/** Every alias by name, with its kind. */
-export async function readAliasListing(sql: Sql): Promise<AliasListingRow[]> {
-  return await sql<AliasListingRow[]>`
-    select a.alias, a.flow_slug, a.generation::integer as generation, a.activated_at,
-      case
-        when a.alias = a.flow_slug then 'self'
-        when exists (
-          select 1 from sluice.alias_history h where h.alias = a.alias and h.flow_slug = a.alias
-        ) then 're-pointed'
-        else 'alias'
-      end as kind
-    from sluice.aliases a
-    order by a.alias collate "C"
-  `;
-}
-
 /** The worker functions with a live worker of the flow `flowSlug`, by name. */
 export async function liveWorkerFunctionsOf(sql: Sql, flowSlug: string): Promise<string[]> {
   const rows = await sql<{ function_name: string }[]>`

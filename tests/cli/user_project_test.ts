@@ -89,6 +89,23 @@ class UserProject {
     return out;
   }
 
+  /**
+   * Starts a long-running command of the package CLI (`deno task sluice <args>` in the project),
+   * with its output piped, and records `documented` as run.
+   */
+  spawnSluice(args: string[], documented: string): Deno.ChildProcess {
+    this.ran.add(documented);
+    return new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--config", "deno.json", `${this.pkg}cli.ts`, ...args],
+      cwd: this.dir,
+      env: this.env,
+      clearEnv: true,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+  }
+
   async write(path: string, text: string): Promise<void> {
     await Deno.mkdir(join(this.dir, path, ".."), { recursive: true });
     await Deno.writeTextFile(join(this.dir, path), text);
@@ -297,27 +314,10 @@ await sql.end();
     const dashboardPort = (probe.addr as Deno.NetAddr).port;
     probe.close();
     const secret = "user-project-dashboard-secret";
-    const dashboard = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        "--config",
-        "deno.json",
-        `${pkg.url}cli.ts`,
-        "dashboard",
-        "--port",
-        String(dashboardPort),
-        "--secret",
-        secret,
-      ],
-      cwd: project.dir,
-      env: project.env,
-      clearEnv: true,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    project.ran.add("deno task sluice dashboard");
+    const dashboard = project.spawnSluice(
+      ["dashboard", "--port", String(dashboardPort), "--secret", secret],
+      "deno task sluice dashboard",
+    );
     const dashboardOutput = Promise.all([
       new Response(dashboard.stdout).text(),
       new Response(dashboard.stderr).text(),
@@ -370,18 +370,9 @@ await sql.end();
     await Promise.all(children.map((child) => child.status));
     children.length = 0;
     await project.write("supabase/functions/_shared/flows.ts", FLOWS_V2);
-    const dev = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--config", "deno.json", `${pkg.url}cli.ts`, "dev"],
-      cwd: project.dir,
-      env: project.env,
-      clearEnv: true,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    const dev = project.spawnSluice(["dev"], "deno task sluice dev");
     children.push(dev);
     const devErr = new Response(dev.stderr).text();
-    project.ran.add("deno task sluice dev");
     // Drain dev's output all along: a full pipe would block its logging, and so its workers.
     const devLines: string[] = [];
     const running = Promise.withResolvers<void>();

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { readAliasListing } from "../../db/ops_queries.ts";
+import { readAliases } from "../../db/alias_queries.ts";
 import { formatTime, type OpsCommand, printListing } from "./_command.ts";
 
 /**
@@ -29,7 +29,7 @@ export const aliasesListCommand: OpsCommand = {
     "`alias` for a name created by an activation. GENERATION is what `aliases activate\n" +
     "--expect-generation` takes to re-point the alias.",
   async run(sql, args, io) {
-    printListing(io, args, await readAliasListing(sql), {
+    printListing(io, args, await readAliases(sql), {
       empty: "No aliases: no flow is compiled yet.",
       headers: ["ALIAS", "FLOW", "GENERATION", "ACTIVATED AT", "KIND"],
       cells: (row) => [
