@@ -80,11 +80,14 @@ export function startSlackStandIn(
     changed();
     return Response.json({ ok: true, channel: "C0COMMUNITY", ts: request.ts });
   };
+  // Listens on both signals itself: a combined AbortSignal.any() that only a listener refers to
+  // may be collected before it fires, and a hung handler then never returns, so the server's
+  // shutdown waits for it forever.
   const untilGone = (signal: AbortSignal) =>
     new Promise<void>((resolve) => {
-      const any = AbortSignal.any([signal, closing.signal]);
-      if (any.aborted) resolve();
-      else any.addEventListener("abort", () => resolve(), { once: true });
+      if (signal.aborted || closing.signal.aborted) return resolve();
+      signal.addEventListener("abort", () => resolve(), { once: true });
+      closing.signal.addEventListener("abort", () => resolve(), { once: true });
     });
 
   const server = Deno.serve(
