@@ -1116,6 +1116,18 @@ end;
 $$;
 
 --
+-- Name: is_valid_queue_name(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.is_valid_queue_name(queue_name text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  select queue_name is not null
+    and queue_name ~ '^[a-z0-9_]+$'
+    and octet_length(queue_name) <= sluice.max_queue_name_length()
+$_$;
+
+--
 -- Name: is_valid_slug(text); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -2381,10 +2393,10 @@ declare
   v_readable text := lower(flow_slug || '__' || step_slug);
   v_fallback text := lower(flow_slug || '__' || step_index);
 begin
-  if length(v_readable) <= sluice.max_queue_name_length() then
+  if octet_length(v_readable) <= sluice.max_queue_name_length() then
     return v_readable;
   end if;
-  if length(v_fallback) <= sluice.max_queue_name_length() then
+  if octet_length(v_fallback) <= sluice.max_queue_name_length() then
     return v_fallback;
   end if;
   raise exception 'Cannot derive a queue name for step "%" of flow "%": "%" (% characters) and "%" (% characters) both exceed % characters',
@@ -2689,16 +2701,12 @@ begin
         v_slug, v_flow, v_supplied, v_queue
         using errcode = 'invalid_parameter_value';
     end if;
-    if v_queue <> lower(v_queue) then
-      raise exception 'Invalid flow definition: queue "%" of step "%" must be lowercase (PGMQ folds table names, so sluice spells every queue canonically)',
-        v_queue, v_slug
-        using errcode = 'invalid_parameter_value';
-    end if;
-    -- Checked here rather than left to pgmq.validate_queue_name: PGMQ 1.5.1's text names 48 as
-    -- the maximum although 47 is the limit.
-    if length(v_queue) > sluice.max_queue_name_length() then
-      raise exception 'Invalid flow definition: queue "%" of step "%" of flow "%" has % characters; PGMQ allows at most %',
-        v_queue, v_slug, v_flow, length(v_queue), sluice.max_queue_name_length()
+    -- One rule for generated and routed names (sluice.is_valid_queue_name). Checked here rather
+    -- than left to pgmq.validate_queue_name: PGMQ 1.5.1 counts characters and names 48 as the
+    -- maximum although 47 bytes is the limit.
+    if not sluice.is_valid_queue_name(v_queue) then
+      raise exception 'Invalid flow definition: queue "%" of step "%" of flow "%" (% bytes) must be ASCII lowercase letters, digits and underscores, at most % bytes',
+        v_queue, v_slug, v_flow, octet_length(v_queue), sluice.max_queue_name_length()
         using errcode = 'invalid_parameter_value';
     end if;
     begin
