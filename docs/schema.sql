@@ -413,6 +413,23 @@ begin
       using errcode = 'no_data_found';
   end if;
 
+  -- The output size limit of each result's flow, before anything is written.
+  select x.run_id, x.step_slug, x.task_index, octet_length(x.output::text) as bytes,
+    f.opt_max_output_bytes as max_bytes
+  into v_missing
+  from jsonb_to_recordset(complete_tasks.results)
+    as x(run_id uuid, step_slug text, task_index integer, output jsonb)
+  join sluice.runs r on r.run_id = x.run_id
+  join sluice.flows f on f.flow_slug = r.flow_slug
+  where octet_length(x.output::text) > f.opt_max_output_bytes
+  limit 1;
+  if found then
+    raise exception 'Cannot complete task (run %, step "%", index %): the output is % bytes as JSON, more than the limit of % bytes (max_output_bytes)',
+      v_missing.run_id, v_missing.step_slug, v_missing.task_index, v_missing.bytes,
+      v_missing.max_bytes
+      using errcode = 'SLL01';
+  end if;
+
   select array_agg(x.run_id), array_agg(x.step_slug) into v_run_ids, v_step_slugs
   from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text);
 
@@ -587,10 +604,21 @@ declare
   v_flow text := create_run.flow_slug;
   v_run_id uuid := coalesce(create_run.run_id, gen_random_uuid());
   v_root_map text;
+  v_max_bytes integer;
+  v_bytes bigint;
 begin
   if create_run.input is null then
     raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow
       using errcode = 'null_value_not_allowed';
+  end if;
+  -- Every start path (start_flow, start_flow_version, start_run) ends here: the size limit is
+  -- enforced once, before anything is written.
+  select f.opt_max_input_bytes into v_max_bytes from sluice.flows f where f.flow_slug = v_flow;
+  v_bytes := octet_length(create_run.input::text);
+  if v_bytes > v_max_bytes then
+    raise exception 'Cannot start flow "%": the input is % bytes as JSON, more than the limit of % bytes (max_input_bytes)',
+      v_flow, v_bytes, v_max_bytes
+      using errcode = 'SLL01';
   end if;
 
   select s.step_slug into v_root_map
@@ -623,6 +651,22 @@ begin
   return v_run_id;
 end;
 $$;
+
+--
+-- Name: default_max_json_bytes(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.default_max_json_bytes() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 16 * 1024 * 1024 $$;
+
+--
+-- Name: default_max_map_tasks(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.default_max_map_tasks() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 10000 $$;
 
 --
 -- Name: definition_shape(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
@@ -1437,21 +1481,34 @@ begin
   end if;
   perform sluice.check_whole_number(definition #> '{options,progress_interval}', 0,
     format('options.progress_interval of flow "%s"', v_flow));
+  perform sluice.check_whole_number(definition #> array['options', o], 1,
+    format('options.%s of flow "%s"', o, v_flow))
+  from unnest(array['max_input_bytes', 'max_output_bytes', 'max_map_tasks']) as o;
 
   update sluice.flows f
-  set (opt_max_attempts, opt_base_delay, opt_timeout, opt_events, opt_progress_interval)
-    = (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval)
+  set (opt_max_attempts, opt_base_delay, opt_timeout, opt_events, opt_progress_interval,
+      opt_max_input_bytes, opt_max_output_bytes, opt_max_map_tasks)
+    = (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval,
+      o.max_input_bytes, o.max_output_bytes, o.max_map_tasks)
   from (
     select coalesce((definition #>> '{options,max_attempts}')::integer, 3) as max_attempts,
       coalesce((definition #>> '{options,base_delay}')::integer, 1) as base_delay,
       coalesce((definition #>> '{options,timeout}')::integer, 60) as timeout,
       coalesce((definition #>> '{options,events}')::boolean, true) as events,
-      coalesce((definition #>> '{options,progress_interval}')::integer, 1) as progress_interval
+      coalesce((definition #>> '{options,progress_interval}')::integer, 1) as progress_interval,
+      coalesce((definition #>> '{options,max_input_bytes}')::integer,
+        sluice.default_max_json_bytes()) as max_input_bytes,
+      coalesce((definition #>> '{options,max_output_bytes}')::integer,
+        sluice.default_max_json_bytes()) as max_output_bytes,
+      coalesce((definition #>> '{options,max_map_tasks}')::integer,
+        sluice.default_max_map_tasks()) as max_map_tasks
   ) o
   where f.flow_slug = v_flow
     and (f.opt_max_attempts, f.opt_base_delay, f.opt_timeout, f.opt_events,
-      f.opt_progress_interval)
-      is distinct from (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval);
+      f.opt_progress_interval, f.opt_max_input_bytes, f.opt_max_output_bytes,
+      f.opt_max_map_tasks)
+      is distinct from (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval,
+        o.max_input_bytes, o.max_output_bytes, o.max_map_tasks);
 
   update sluice.steps s
   set opt_max_attempts = (e.step #>> '{options,max_attempts}')::integer,
@@ -2065,6 +2122,14 @@ begin
           using errcode = 'invalid_parameter_value';
       end if;
       v_count := jsonb_array_length(v_source);
+      -- The fan-out limit: the whole statement (a start or a completion) fails, nothing stays.
+      if v_count > (select f.opt_max_map_tasks from sluice.flows f
+          where f.flow_slug = v_step.flow_slug) then
+        raise exception 'Cannot start map step "%" of run %: it maps over % elements, more than the limit of % tasks (max_map_tasks)',
+          v_step.step_slug, start_ready_steps.run_id, v_count,
+          (select f.opt_max_map_tasks from sluice.flows f where f.flow_slug = v_step.flow_slug)
+          using errcode = 'SLL01';
+      end if;
     else
       v_count := 1;
     end if;
@@ -2827,12 +2892,18 @@ CREATE TABLE sluice.flows (
     opt_max_attempts integer DEFAULT 3 NOT NULL,
     opt_base_delay integer DEFAULT 1 NOT NULL,
     opt_timeout integer DEFAULT 60 NOT NULL,
+    opt_max_input_bytes integer DEFAULT sluice.default_max_json_bytes() NOT NULL,
+    opt_max_output_bytes integer DEFAULT sluice.default_max_json_bytes() NOT NULL,
+    opt_max_map_tasks integer DEFAULT sluice.default_max_map_tasks() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     opt_events boolean DEFAULT true NOT NULL,
     opt_progress_interval integer DEFAULT 1 NOT NULL,
     CONSTRAINT flows_flow_slug_check CHECK (sluice.is_valid_slug(flow_slug)),
     CONSTRAINT flows_opt_base_delay_check CHECK ((opt_base_delay >= 1)),
     CONSTRAINT flows_opt_max_attempts_check CHECK ((opt_max_attempts >= 1)),
+    CONSTRAINT flows_opt_max_input_bytes_check CHECK ((opt_max_input_bytes >= 1)),
+    CONSTRAINT flows_opt_max_map_tasks_check CHECK ((opt_max_map_tasks >= 1)),
+    CONSTRAINT flows_opt_max_output_bytes_check CHECK ((opt_max_output_bytes >= 1)),
     CONSTRAINT flows_opt_progress_interval_check CHECK ((opt_progress_interval >= 0)),
     CONSTRAINT flows_opt_timeout_check CHECK ((opt_timeout >= 1)),
     CONSTRAINT flows_queue_mode_check CHECK ((queue_mode = ANY (ARRAY['flow'::text, 'step'::text, 'routed'::text])))
