@@ -427,7 +427,8 @@ begin
     raise exception 'Cannot complete task (run %, step "%", index %): the output is % bytes as JSON, more than the limit of % bytes (max_output_bytes)',
       v_missing.run_id, v_missing.step_slug, v_missing.task_index, v_missing.bytes,
       v_missing.max_bytes
-      using errcode = 'SLL01';
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_output_bytes',
+        'size', v_missing.bytes, 'max', v_missing.max_bytes)::text;
   end if;
 
   select array_agg(x.run_id), array_agg(x.step_slug) into v_run_ids, v_step_slugs
@@ -618,7 +619,8 @@ begin
   if v_bytes > v_max_bytes then
     raise exception 'Cannot start flow "%": the input is % bytes as JSON, more than the limit of % bytes (max_input_bytes)',
       v_flow, v_bytes, v_max_bytes
-      using errcode = 'SLL01';
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_input_bytes',
+        'size', v_bytes, 'max', v_max_bytes)::text;
   end if;
 
   select s.step_slug into v_root_map
@@ -2128,7 +2130,9 @@ begin
         raise exception 'Cannot start map step "%" of run %: it maps over % elements, more than the limit of % tasks (max_map_tasks)',
           v_step.step_slug, start_ready_steps.run_id, v_count,
           (select f.opt_max_map_tasks from sluice.flows f where f.flow_slug = v_step.flow_slug)
-          using errcode = 'SLL01';
+          using errcode = 'SLL01', detail = json_build_object('limit', 'max_map_tasks',
+            'size', v_count, 'max', (select f.opt_max_map_tasks from sluice.flows f
+              where f.flow_slug = v_step.flow_slug))::text;
       end if;
     else
       v_count := 1;

@@ -31,3 +31,24 @@ export const DEFAULT_MAX_JSON_BYTES = 16 * 1024 * 1024;
  * ```
  */
 export const DEFAULT_MAX_MAP_TASKS = 10_000;
+
+/**
+ * Size limits of a flow, enforced by the database on every start and completion (runtime options:
+ * a restart of the flow's workers changes them without a new flow version). Sizes count the JSON
+ * text PostgreSQL prints for the `jsonb` value (docs/sql.md#limits).
+ *
+ * @example Usage
+ * ```ts
+ * import type { FlowLimitOptions } from "@sluice/sluice";
+ *
+ * const options: FlowLimitOptions = { maxInputBytes: 1_000_000, maxMapTasks: 50_000 };
+ * ```
+ */
+export interface FlowLimitOptions {
+  /** The largest run input, in bytes of JSON (integer >= 1). @default {16777216} */
+  readonly maxInputBytes?: number;
+  /** The largest step output, in bytes of JSON (integer >= 1). @default {16777216} */
+  readonly maxOutputBytes?: number;
+  /** The most tasks one map step fans out to (integer >= 1). @default {10000} */
+  readonly maxMapTasks?: number;
+}

@@ -79,7 +79,8 @@ begin
     raise exception 'Cannot complete task (run %, step "%", index %): the output is % bytes as JSON, more than the limit of % bytes (max_output_bytes)',
       v_missing.run_id, v_missing.step_slug, v_missing.task_index, v_missing.bytes,
       v_missing.max_bytes
-      using errcode = 'SLL01';
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_output_bytes',
+        'size', v_missing.bytes, 'max', v_missing.max_bytes)::text;
   end if;
 
   select array_agg(x.run_id), array_agg(x.step_slug) into v_run_ids, v_step_slugs

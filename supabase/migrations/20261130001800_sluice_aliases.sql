@@ -213,7 +213,8 @@ begin
   if v_bytes > v_max_bytes then
     raise exception 'Cannot start flow "%": the input is % bytes as JSON, more than the limit of % bytes (max_input_bytes)',
       v_flow, v_bytes, v_max_bytes
-      using errcode = 'SLL01';
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_input_bytes',
+        'size', v_bytes, 'max', v_max_bytes)::text;
   end if;
 
   select s.step_slug into v_root_map
