@@ -413,6 +413,24 @@ begin
       using errcode = 'no_data_found';
   end if;
 
+  -- The output size limit of each result's flow, before anything is written.
+  select x.run_id, x.step_slug, x.task_index, octet_length(x.output::text) as bytes,
+    f.opt_max_output_bytes as max_bytes
+  into v_missing
+  from jsonb_to_recordset(complete_tasks.results)
+    as x(run_id uuid, step_slug text, task_index integer, output jsonb)
+  join sluice.runs r on r.run_id = x.run_id
+  join sluice.flows f on f.flow_slug = r.flow_slug
+  where octet_length(x.output::text) > f.opt_max_output_bytes
+  limit 1;
+  if found then
+    raise exception 'Cannot complete task (run %, step "%", index %): the output is % bytes as JSON, more than the limit of % bytes (max_output_bytes)',
+      v_missing.run_id, v_missing.step_slug, v_missing.task_index, v_missing.bytes,
+      v_missing.max_bytes
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_output_bytes',
+        'size', v_missing.bytes, 'max', v_missing.max_bytes)::text;
+  end if;
+
   select array_agg(x.run_id), array_agg(x.step_slug) into v_run_ids, v_step_slugs
   from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text);
 
@@ -587,10 +605,22 @@ declare
   v_flow text := create_run.flow_slug;
   v_run_id uuid := coalesce(create_run.run_id, gen_random_uuid());
   v_root_map text;
+  v_max_bytes integer;
+  v_bytes bigint;
 begin
   if create_run.input is null then
     raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow
       using errcode = 'null_value_not_allowed';
+  end if;
+  -- Every start path (start_flow, start_flow_version, start_run) ends here: the size limit is
+  -- enforced once, before anything is written.
+  select f.opt_max_input_bytes into v_max_bytes from sluice.flows f where f.flow_slug = v_flow;
+  v_bytes := octet_length(create_run.input::text);
+  if v_bytes > v_max_bytes then
+    raise exception 'Cannot start flow "%": the input is % bytes as JSON, more than the limit of % bytes (max_input_bytes)',
+      v_flow, v_bytes, v_max_bytes
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_input_bytes',
+        'size', v_bytes, 'max', v_max_bytes)::text;
   end if;
 
   select s.step_slug into v_root_map
@@ -623,6 +653,22 @@ begin
   return v_run_id;
 end;
 $$;
+
+--
+-- Name: default_max_json_bytes(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.default_max_json_bytes() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 16 * 1024 * 1024 $$;
+
+--
+-- Name: default_max_map_tasks(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.default_max_map_tasks() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 10000 $$;
 
 --
 -- Name: definition_shape(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
@@ -1116,6 +1162,18 @@ end;
 $$;
 
 --
+-- Name: is_valid_queue_name(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.is_valid_queue_name(queue_name text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  select queue_name is not null
+    and queue_name ~ '^[a-z0-9_]+$'
+    and octet_length(queue_name) <= sluice.max_queue_name_length()
+$_$;
+
+--
 -- Name: is_valid_slug(text); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1425,21 +1483,34 @@ begin
   end if;
   perform sluice.check_whole_number(definition #> '{options,progress_interval}', 0,
     format('options.progress_interval of flow "%s"', v_flow));
+  perform sluice.check_whole_number(definition #> array['options', o], 1,
+    format('options.%s of flow "%s"', o, v_flow))
+  from unnest(array['max_input_bytes', 'max_output_bytes', 'max_map_tasks']) as o;
 
   update sluice.flows f
-  set (opt_max_attempts, opt_base_delay, opt_timeout, opt_events, opt_progress_interval)
-    = (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval)
+  set (opt_max_attempts, opt_base_delay, opt_timeout, opt_events, opt_progress_interval,
+      opt_max_input_bytes, opt_max_output_bytes, opt_max_map_tasks)
+    = (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval,
+      o.max_input_bytes, o.max_output_bytes, o.max_map_tasks)
   from (
     select coalesce((definition #>> '{options,max_attempts}')::integer, 3) as max_attempts,
       coalesce((definition #>> '{options,base_delay}')::integer, 1) as base_delay,
       coalesce((definition #>> '{options,timeout}')::integer, 60) as timeout,
       coalesce((definition #>> '{options,events}')::boolean, true) as events,
-      coalesce((definition #>> '{options,progress_interval}')::integer, 1) as progress_interval
+      coalesce((definition #>> '{options,progress_interval}')::integer, 1) as progress_interval,
+      coalesce((definition #>> '{options,max_input_bytes}')::integer,
+        sluice.default_max_json_bytes()) as max_input_bytes,
+      coalesce((definition #>> '{options,max_output_bytes}')::integer,
+        sluice.default_max_json_bytes()) as max_output_bytes,
+      coalesce((definition #>> '{options,max_map_tasks}')::integer,
+        sluice.default_max_map_tasks()) as max_map_tasks
   ) o
   where f.flow_slug = v_flow
     and (f.opt_max_attempts, f.opt_base_delay, f.opt_timeout, f.opt_events,
-      f.opt_progress_interval)
-      is distinct from (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval);
+      f.opt_progress_interval, f.opt_max_input_bytes, f.opt_max_output_bytes,
+      f.opt_max_map_tasks)
+      is distinct from (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval,
+        o.max_input_bytes, o.max_output_bytes, o.max_map_tasks);
 
   update sluice.steps s
   set opt_max_attempts = (e.step #>> '{options,max_attempts}')::integer,
@@ -2053,6 +2124,16 @@ begin
           using errcode = 'invalid_parameter_value';
       end if;
       v_count := jsonb_array_length(v_source);
+      -- The fan-out limit: the whole statement (a start or a completion) fails, nothing stays.
+      if v_count > (select f.opt_max_map_tasks from sluice.flows f
+          where f.flow_slug = v_step.flow_slug) then
+        raise exception 'Cannot start map step "%" of run %: it maps over % elements, more than the limit of % tasks (max_map_tasks)',
+          v_step.step_slug, start_ready_steps.run_id, v_count,
+          (select f.opt_max_map_tasks from sluice.flows f where f.flow_slug = v_step.flow_slug)
+          using errcode = 'SLL01', detail = json_build_object('limit', 'max_map_tasks',
+            'size', v_count, 'max', (select f.opt_max_map_tasks from sluice.flows f
+              where f.flow_slug = v_step.flow_slug))::text;
+      end if;
     else
       v_count := 1;
     end if;
@@ -2381,10 +2462,10 @@ declare
   v_readable text := lower(flow_slug || '__' || step_slug);
   v_fallback text := lower(flow_slug || '__' || step_index);
 begin
-  if length(v_readable) <= sluice.max_queue_name_length() then
+  if octet_length(v_readable) <= sluice.max_queue_name_length() then
     return v_readable;
   end if;
-  if length(v_fallback) <= sluice.max_queue_name_length() then
+  if octet_length(v_fallback) <= sluice.max_queue_name_length() then
     return v_fallback;
   end if;
   raise exception 'Cannot derive a queue name for step "%" of flow "%": "%" (% characters) and "%" (% characters) both exceed % characters',
@@ -2689,16 +2770,12 @@ begin
         v_slug, v_flow, v_supplied, v_queue
         using errcode = 'invalid_parameter_value';
     end if;
-    if v_queue <> lower(v_queue) then
-      raise exception 'Invalid flow definition: queue "%" of step "%" must be lowercase (PGMQ folds table names, so sluice spells every queue canonically)',
-        v_queue, v_slug
-        using errcode = 'invalid_parameter_value';
-    end if;
-    -- Checked here rather than left to pgmq.validate_queue_name: PGMQ 1.5.1's text names 48 as
-    -- the maximum although 47 is the limit.
-    if length(v_queue) > sluice.max_queue_name_length() then
-      raise exception 'Invalid flow definition: queue "%" of step "%" of flow "%" has % characters; PGMQ allows at most %',
-        v_queue, v_slug, v_flow, length(v_queue), sluice.max_queue_name_length()
+    -- One rule for generated and routed names (sluice.is_valid_queue_name). Checked here rather
+    -- than left to pgmq.validate_queue_name: PGMQ 1.5.1 counts characters and names 48 as the
+    -- maximum although 47 bytes is the limit.
+    if not sluice.is_valid_queue_name(v_queue) then
+      raise exception 'Invalid flow definition: queue "%" of step "%" of flow "%" (% bytes) must be ASCII lowercase letters, digits and underscores, at most % bytes',
+        v_queue, v_slug, v_flow, octet_length(v_queue), sluice.max_queue_name_length()
         using errcode = 'invalid_parameter_value';
     end if;
     begin
@@ -2819,12 +2896,18 @@ CREATE TABLE sluice.flows (
     opt_max_attempts integer DEFAULT 3 NOT NULL,
     opt_base_delay integer DEFAULT 1 NOT NULL,
     opt_timeout integer DEFAULT 60 NOT NULL,
+    opt_max_input_bytes integer DEFAULT sluice.default_max_json_bytes() NOT NULL,
+    opt_max_output_bytes integer DEFAULT sluice.default_max_json_bytes() NOT NULL,
+    opt_max_map_tasks integer DEFAULT sluice.default_max_map_tasks() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     opt_events boolean DEFAULT true NOT NULL,
     opt_progress_interval integer DEFAULT 1 NOT NULL,
     CONSTRAINT flows_flow_slug_check CHECK (sluice.is_valid_slug(flow_slug)),
     CONSTRAINT flows_opt_base_delay_check CHECK ((opt_base_delay >= 1)),
     CONSTRAINT flows_opt_max_attempts_check CHECK ((opt_max_attempts >= 1)),
+    CONSTRAINT flows_opt_max_input_bytes_check CHECK ((opt_max_input_bytes >= 1)),
+    CONSTRAINT flows_opt_max_map_tasks_check CHECK ((opt_max_map_tasks >= 1)),
+    CONSTRAINT flows_opt_max_output_bytes_check CHECK ((opt_max_output_bytes >= 1)),
     CONSTRAINT flows_opt_progress_interval_check CHECK ((opt_progress_interval >= 0)),
     CONSTRAINT flows_opt_timeout_check CHECK ((opt_timeout >= 1)),
     CONSTRAINT flows_queue_mode_check CHECK ((queue_mode = ANY (ARRAY['flow'::text, 'step'::text, 'routed'::text])))

@@ -249,3 +249,47 @@ export class AliasWorkersMissingError extends Error {
     this.missingRoutes = Object.freeze([...fields.missingRoutes]);
   }
 }
+
+/**
+ * Thrown when the database refuses a value over one of the flow's size limits (SQLSTATE `SLL01`,
+ * docs/sql.md#limits): a run input over `max_input_bytes`, a step output over `max_output_bytes`
+ * or a map over `max_map_tasks` elements. Nothing was written.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, LimitExceededError, startFlow } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await startFlow(sql, "orders", { lines: [] });
+ * } catch (error) {
+ *   if (error instanceof LimitExceededError) console.error(error.limit, error.size, error.max);
+ * }
+ * ```
+ */
+export class LimitExceededError extends Error {
+  /** Always `"LimitExceededError"`. */
+  override name = "LimitExceededError";
+  /** The limit: `max_input_bytes`, `max_output_bytes` or `max_map_tasks`. */
+  readonly limit: string;
+  /** The refused value's size: bytes of JSON, or elements of a map. */
+  readonly size: number;
+  /** The limit's value. */
+  readonly max: number;
+
+  /**
+   * Creates the error.
+   *
+   * @param message The database's message.
+   * @param fields The limit, the size and the limit's value.
+   */
+  constructor(
+    message: string,
+    fields: { readonly limit: string; readonly size: number; readonly max: number },
+  ) {
+    super(message);
+    this.limit = fields.limit;
+    this.size = fields.size;
+    this.max = fields.max;
+  }
+}

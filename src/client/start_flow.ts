@@ -10,7 +10,8 @@ import type { Queryable } from "../db/postgres.ts";
 import { startFlowRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
-import { startRefOf } from "../dsl/routing.ts";
+import { routingOf, startRefOf } from "../dsl/routing.ts";
+import { LimitExceededError } from "./errors.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 
@@ -34,9 +35,10 @@ export interface StartFlowOptions {
   readonly runId?: string;
   /**
    * The largest input accepted, in bytes of its JSON text (UTF-8). A larger input is refused with
-   * a `JsonSizeError` before anything is written.
+   * a `JsonSizeError` before anything is written. The database enforces the flow's own limit
+   * regardless (`LimitExceededError`).
    *
-   * @default {16777216 (16 MiB)}
+   * @default {the concrete flow's `maxInputBytes`, else 16777216 (16 MiB)}
    */
   readonly maxInputBytes?: number;
 }
@@ -63,6 +65,8 @@ export interface StartFlowOptions {
  * `input.total: NaN is not JSON`. Nothing is written.
  * @throws {JsonSizeError} When the input's JSON text is larger than `maxInputBytes`.
  * @throws {RangeError} When `maxInputBytes` is not a positive integer.
+ * @throws {LimitExceededError} When the database refuses the input over the flow's
+ * `max_input_bytes`, or a root map over its `max_map_tasks` (SQLSTATE `SLL01`).
  * @throws {Error} From the database when the flow or alias does not exist (a flow exists once a
  * worker for it has compiled it), the input is `null`, or a root map step gets an input that is
  * not an array.
@@ -122,9 +126,28 @@ export async function startFlow(
   const { ref: flowRef, concrete } = startRefOf(flow);
   const action = `Cannot start flow ${JSON.stringify(flowRef)}`;
   if (options.runId !== undefined) assertUuid(options.runId, action);
+  // A concrete flow's own limit is the one the database applies; an alias may name another
+  // version, so a start through it checks the default only.
+  const flowLimit = concrete ? routingOf(flow).flow.options.maxInputBytes : undefined;
   const maxBytes = options.maxInputBytes === undefined
-    ? DEFAULT_MAX_JSON_BYTES
+    ? flowLimit ?? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   const inputJson = toJsonText(input, { action, root: "input", maxBytes });
-  return await startFlowRun(sql, { flowRef, concrete, inputJson, runId: options.runId });
+  try {
+    return await startFlowRun(sql, { flowRef, concrete, inputJson, runId: options.runId });
+  } catch (error) {
+    throw limitError(error);
+  }
+}
+
+/** The typed error for SQLSTATE `SLL01` (a size limit), else `error` itself. */
+function limitError(error: unknown): unknown {
+  const { code, detail, message } = error as {
+    code?: unknown;
+    detail?: unknown;
+    message?: unknown;
+  };
+  if (code !== "SLL01" || typeof detail !== "string" || typeof message !== "string") return error;
+  const fields = JSON.parse(detail) as { limit: string; size: number; max: number };
+  return new LimitExceededError(message, fields);
 }

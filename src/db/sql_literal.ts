@@ -20,6 +20,15 @@ export function textLiteral(value: string): string {
   return `E'${value.replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
 }
 
+/**
+ * `value` with what PostgreSQL `text` cannot hold replaced by U+FFFD: NUL characters and lone
+ * UTF-16 surrogates. For texts whose content no caller controls (a handler's error message), so
+ * that a report carrying them lands instead of throwing in {@linkcode textLiteral}.
+ */
+export function storableText(value: string): string {
+  return value.replaceAll("\0", "\uFFFD").toWellFormed();
+}
+
 /** An integer literal. */
 export function integerLiteral(value: number): string {
   if (!Number.isSafeInteger(value)) throw new RangeError(`Cannot quote ${value} as an integer`);

@@ -12,6 +12,7 @@ import {
   integerLiteral,
   numberLiteral,
   sentAtOnce,
+  storableText,
   textLiteral,
   uuidLiteral,
 } from "./sql_literal.ts";
@@ -298,7 +299,10 @@ export async function completeTasks(
 /** What `sluice.fail_task` did: `stale` when the attempt was no longer live (nothing changed). */
 export type FailOutcome = "retried" | "failed" | "stale";
 
-/** `sluice.fail_task`: reports a failed attempt, fenced by its token. */
+/**
+ * `sluice.fail_task`: reports a failed attempt, fenced by its token. NULs and lone surrogates in
+ * the error message are replaced (U+FFFD): the report never throws on the message's content.
+ */
 export async function failTask(
   sql: Sql,
   failure: AttemptToken & { error: string; retryDelaySeconds: number | null },
@@ -309,7 +313,7 @@ export async function failTask(
     select sluice.fail_task(
       ${uuidLiteral(failure.runId)}, ${textLiteral(failure.stepSlug)},
       ${integerLiteral(failure.taskIndex)}, ${integerLiteral(failure.attempt)},
-      ${uuidLiteral(failure.workerId)}, ${textLiteral(failure.error)},
+      ${uuidLiteral(failure.workerId)}, ${textLiteral(storableText(failure.error))},
       ${numberLiteral(failure.retryDelaySeconds)}
     ) as outcome`)),
   );

@@ -4,6 +4,7 @@
 import type { WhenPolicy } from "./condition.ts";
 import { FlowDefinitionError, type FlowDefinitionErrorReason } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
+import type { FlowLimitOptions } from "./limits.ts";
 import { findJsonProblem } from "./json_text.ts";
 import { RESERVED_STEP_SLUGS, slugProblem } from "./slug.ts";
 import type {
@@ -26,6 +27,9 @@ const FLOW_KEYS = [
   "timeout",
   "events",
   "progressInterval",
+  "maxInputBytes",
+  "maxOutputBytes",
+  "maxMapTasks",
 ] as const;
 const RUNTIME_KEYS = ["maxAttempts", "baseDelay", "timeout", "startDelay"] as const;
 const STEP_KEYS = [
@@ -207,7 +211,7 @@ function requireSlug(options: Record<string, unknown>, action: string): string {
 /** The validated constructor options of a flow. */
 export interface ValidFlowOptions {
   readonly slug: string;
-  readonly options: FlowRuntimeOptions & FlowEventOptions;
+  readonly options: FlowRuntimeOptions & FlowEventOptions & FlowLimitOptions;
 }
 
 /** Validates the options of `new Flow()`. */
@@ -227,12 +231,18 @@ export function validateFlowOptions(input: unknown): ValidFlowOptions {
     );
   }
   const progressInterval = rejecter.integer(options, "progressInterval", 0);
+  const limits: Record<string, number> = {};
+  for (const key of ["maxInputBytes", "maxOutputBytes", "maxMapTasks"] as const) {
+    const value = rejecter.integer(options, key, 1);
+    if (value !== undefined) limits[key] = value;
+  }
   return Object.freeze({
     slug,
     options: Object.freeze({
       ...rejecter.runtimeOptions(options, ["maxAttempts", "baseDelay", "timeout"]),
       ...(events === undefined ? {} : { events }),
       ...(progressInterval === undefined ? {} : { progressInterval }),
+      ...limits,
     }),
   });
 }

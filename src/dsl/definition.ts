@@ -25,6 +25,9 @@ import type { DeployableFlow } from "./types.ts";
  *   timeout: 60,
  *   events: null,
  *   progress_interval: null,
+ *   max_input_bytes: null,
+ *   max_output_bytes: null,
+ *   max_map_tasks: null,
  * };
  * ```
  */
@@ -33,6 +36,12 @@ export interface FlowDefinitionOptions extends TaskDefinitionOptions {
   readonly events: boolean | null;
   /** Least seconds between two progress events of a step; `null`: the default (1). */
   readonly progress_interval: number | null;
+  /** The largest run input in bytes of JSON; `null`: the default (16 MiB). */
+  readonly max_input_bytes: number | null;
+  /** The largest step output in bytes of JSON; `null`: the default (16 MiB). */
+  readonly max_output_bytes: number | null;
+  /** The most tasks of one map step; `null`: the default (10,000). */
+  readonly max_map_tasks: number | null;
 }
 
 /**
@@ -206,6 +215,9 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
       timeout: plain.options.timeout ?? null,
       events: plain.options.events ?? null,
       progress_interval: plain.options.progressInterval ?? null,
+      max_input_bytes: plain.options.maxInputBytes ?? null,
+      max_output_bytes: plain.options.maxOutputBytes ?? null,
+      max_map_tasks: plain.options.maxMapTasks ?? null,
     },
     steps: plain.steps.map((step) => ({
       step_slug: step.slug,

@@ -118,6 +118,8 @@ export class FlowDefinitionError extends Error implements FlowDefinitionErrorDet
  * - `flow_slug_too_long`: even the shortest possible name for this flow is too long.
  * - `name_too_long`: a step's readable name and its index fallback both exceed the limit.
  * - `collision`: two steps resolve to one queue.
+ * - `invalid_name`: a derived name holds something other than ASCII lowercase letters, digits
+ *   and underscores (e.g. a non-ASCII letter of an unchecked slug).
  *
  * @example Usage
  * ```ts
@@ -130,7 +132,8 @@ export type QueueNameErrorReason =
   | "empty_flow"
   | "flow_slug_too_long"
   | "name_too_long"
-  | "collision";
+  | "collision"
+  | "invalid_name";
 
 /**
  * A queue name that was considered, with its length.
@@ -145,7 +148,7 @@ export type QueueNameErrorReason =
 export interface QueueNameCandidate {
   /** The lowercase queue name. */
   readonly name: string;
-  /** Its length in characters. */
+  /** Its length in UTF-8 bytes (characters, for a name that obeys the rule). */
   readonly length: number;
 }
 

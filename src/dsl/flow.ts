@@ -8,6 +8,7 @@ import { type StepKind, validateFlowOptions, validateStep } from "./_validate.ts
 import type { MaySkip, StepCondition, WhenPolicy } from "./condition.ts";
 import type { StepContext } from "./context.ts";
 import type { Json } from "./json.ts";
+import type { FlowLimitOptions } from "./limits.ts";
 import type {
   ArrayOutputCheck,
   ArrayStepSlug,
@@ -40,7 +41,7 @@ declare const flowTypes: unique symbol;
  * const options: FlowOptions = { slug: "orders", maxAttempts: 5 };
  * ```
  */
-export interface FlowOptions extends FlowRuntimeOptions, FlowEventOptions {
+export interface FlowOptions extends FlowRuntimeOptions, FlowEventOptions, FlowLimitOptions {
   /** The concrete flow slug (see the slug rules in the module docs of `slug.ts`). */
   readonly slug: string;
 }
@@ -198,8 +199,8 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
 
   /** The concrete flow slug. */
   readonly slug: string;
-  /** Flow-level runtime options (task and event options), as given. */
-  readonly options: FlowRuntimeOptions & FlowEventOptions;
+  /** Flow-level runtime options (task, event and limit options), as given. */
+  readonly options: FlowRuntimeOptions & FlowEventOptions & FlowLimitOptions;
   #steps: readonly StepDefinition[] = Object.freeze([]);
 
   /**

@@ -13,8 +13,7 @@
 
 import { JsonSizeError, JsonValueError } from "./errors.ts";
 
-/** The default limit of a run input or a step output as JSON text: 16 MiB. */
-export const DEFAULT_MAX_JSON_BYTES = 16 * 1024 * 1024;
+export { DEFAULT_MAX_JSON_BYTES } from "./limits.ts";
 
 /** Where a value breaks the JSON rule, and how. */
 export interface JsonProblem {

@@ -23,6 +23,7 @@ export * from "./errors.ts";
 export * from "./flow.ts";
 export * from "./function_name.ts";
 export * from "./json.ts";
+export * from "./limits.ts";
 export * from "./queue_name.ts";
 export type { QueueMode } from "./routing.ts";
 export * from "./signature.ts";

@@ -7,6 +7,11 @@
  *   has at most {@linkcode MAX_QUEUE_NAME_LENGTH} characters, else `lower(flow_slug || '__' || i)`;
  *   when both are too long the whole flow is rejected.
  *
+ * Every queue name, generated or routed, obeys one rule ({@linkcode isValidQueueName}, mirroring
+ * `sluice.is_valid_queue_name`): ASCII lowercase letters, digits and underscores, at most
+ * {@linkcode MAX_QUEUE_NAME_LENGTH} bytes. Lengths are counted in UTF-8 bytes, as PostgreSQL
+ * truncates identifiers by bytes.
+ *
  * @module
  */
 
@@ -24,8 +29,53 @@ import { QueueNameError } from "./errors.ts";
  */
 export const MAX_QUEUE_NAME_LENGTH = 47;
 
+const QUEUE_NAME = /^[a-z0-9_]+$/;
+const encoder = new TextEncoder();
+
+/** The length of `name` in UTF-8 bytes. */
+function byteLength(name: string): number {
+  return encoder.encode(name).length;
+}
+
+/**
+ * Whether `name` obeys the queue-name rule: ASCII lowercase letters, digits and underscores, at
+ * most {@linkcode MAX_QUEUE_NAME_LENGTH} bytes (the mirror of `sluice.is_valid_queue_name`).
+ *
+ * @param name The queue name.
+ * @returns `true` when the name is valid.
+ *
+ * @example Usage
+ * ```ts
+ * import { isValidQueueName } from "@sluice/sluice";
+ *
+ * console.log(isValidQueueName("orders")); // true
+ * console.log(isValidQueueName("\u043erders")); // false: a Cyrillic о
+ * ```
+ */
+export function isValidQueueName(name: string): boolean {
+  return typeof name === "string" && QUEUE_NAME.test(name) &&
+    byteLength(name) <= MAX_QUEUE_NAME_LENGTH;
+}
+
 function candidate(name: string): { name: string; length: number } {
-  return { name, length: name.length };
+  return { name, length: byteLength(name) };
+}
+
+/** `name`, or a QueueNameError (`invalid_name`) when it breaks the character rule. */
+function assertQueueCharacters(name: string, flowSlug: string, stepSlugs: string[]): string {
+  if (QUEUE_NAME.test(name)) return name;
+  throw new QueueNameError(
+    `Cannot derive a queue name for flow ${JSON.stringify(flowSlug)}: ${
+      JSON.stringify(name)
+    } must be ASCII lowercase letters, digits and underscores`,
+    {
+      flowSlug,
+      reason: "invalid_name",
+      stepSlugs,
+      candidates: [candidate(name)],
+      maxLength: MAX_QUEUE_NAME_LENGTH,
+    },
+  );
 }
 
 /**
@@ -33,7 +83,8 @@ function candidate(name: string): { name: string; length: number } {
  *
  * @param flowSlug The concrete flow slug.
  * @returns The queue name.
- * @throws {QueueNameError} When the name exceeds {@linkcode MAX_QUEUE_NAME_LENGTH} characters.
+ * @throws {QueueNameError} When the name is not ASCII lowercase letters, digits and underscores,
+ * or exceeds {@linkcode MAX_QUEUE_NAME_LENGTH} characters.
  *
  * @example Usage
  * ```ts
@@ -43,7 +94,7 @@ function candidate(name: string): { name: string; length: number } {
  * ```
  */
 export function flowQueueName(flowSlug: string): string {
-  const name = flowSlug.toLowerCase();
+  const name = assertQueueCharacters(flowSlug.toLowerCase(), flowSlug, []);
   if (name.length > MAX_QUEUE_NAME_LENGTH) {
     throw new QueueNameError(
       `Cannot derive the queue of flow ${JSON.stringify(flowSlug)}: ${
@@ -69,7 +120,8 @@ export function flowQueueName(flowSlug: string): string {
  * @param stepSlug The step slug.
  * @param stepIndex The zero-based position of the step in the flow.
  * @returns The queue name.
- * @throws {QueueNameError} When both names exceed {@linkcode MAX_QUEUE_NAME_LENGTH} characters.
+ * @throws {QueueNameError} When the name is not ASCII lowercase letters, digits and underscores,
+ * or both names exceed {@linkcode MAX_QUEUE_NAME_LENGTH} characters.
  * @throws {RangeError} When `stepIndex` is not a non-negative integer.
  *
  * @example Usage
@@ -88,7 +140,9 @@ export function stepQueueName(flowSlug: string, stepSlug: string, stepIndex: num
       }: stepIndex must be a non-negative integer, got ${stepIndex}`,
     );
   }
-  const readable = `${flowSlug}__${stepSlug}`.toLowerCase();
+  const readable = assertQueueCharacters(`${flowSlug}__${stepSlug}`.toLowerCase(), flowSlug, [
+    stepSlug,
+  ]);
   if (readable.length <= MAX_QUEUE_NAME_LENGTH) return readable;
   const fallback = `${flowSlug}__${stepIndex}`.toLowerCase();
   if (fallback.length <= MAX_QUEUE_NAME_LENGTH) return fallback;

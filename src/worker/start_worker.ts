@@ -203,7 +203,11 @@ export async function startWorker(
       `${context}: give sql (a postgres.js client) or connectionString (a connection URL)`,
     );
   }
-  const settings = resolveSettings(context, options);
+  const settings = resolveSettings(
+    context,
+    options,
+    routingOf(flow).flow.options.maxOutputBytes ?? DEFAULT_MAX_JSON_BYTES,
+  );
   const workerId = crypto.randomUUID();
   const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
     worker_id: workerId,
@@ -330,8 +334,12 @@ type Settings =
   >
   & { readonly environment: CompileEnvironment };
 
-/** The worker-only options, checked. */
-function resolveSettings(context: string, options: BaseWorkerOptions): Settings {
+/** The worker-only options, checked; `maxOutputBytes` defaults to the flow's limit. */
+function resolveSettings(
+  context: string,
+  options: BaseWorkerOptions,
+  flowMaxOutputBytes: number,
+): Settings {
   const environment = options.environment ?? "production";
   if (environment !== "production" && environment !== "development") {
     throw new TypeError(
@@ -370,6 +378,6 @@ function resolveSettings(context: string, options: BaseWorkerOptions): Settings 
     heartbeatIntervalMs: range("heartbeatIntervalMs", 5000, 1, false),
     stalledCheckIntervalMs: range("stalledCheckIntervalMs", 15000, 0, false),
     shutdownGraceMs: range("shutdownGraceMs", 10000, 0, false),
-    maxOutputBytes: range("maxOutputBytes", DEFAULT_MAX_JSON_BYTES, 1, true),
+    maxOutputBytes: range("maxOutputBytes", flowMaxOutputBytes, 1, true),
   };
 }

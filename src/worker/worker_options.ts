@@ -137,7 +137,7 @@ export interface BaseWorkerOptions {
    * The largest handler output stored, in bytes of its JSON text (UTF-8). A larger output fails
    * its attempt with a `JsonSizeError` message (retried like any failure) and is never written.
    *
-   * @default {16777216 (16 MiB)}
+   * @default {the flow's `maxOutputBytes`, else 16777216 (16 MiB)}
    */
   readonly maxOutputBytes?: number;
   /**

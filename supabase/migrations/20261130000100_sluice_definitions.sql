@@ -19,12 +19,34 @@ as $$
     and length(slug) <= 128
 $$;
 
+-- Size limits (docs/sql.md#limits), runtime options of a flow: a run input and a step output as
+-- JSON text (PostgreSQL's jsonb text form) at most opt_max_input_bytes / opt_max_output_bytes,
+-- a map at most opt_max_map_tasks tasks. Refusals raise SQLSTATE SLL01. The defaults here are
+-- the SQL side of src/dsl/limits.ts (tests/sql/limits_test.ts holds the two equal).
+create function sluice.default_max_json_bytes()
+returns integer
+language sql
+immutable
+as $$ select 16 * 1024 * 1024 $$;
+
+create function sluice.default_max_map_tasks()
+returns integer
+language sql
+immutable
+as $$ select 10000 $$;
+
 create table sluice.flows (
   flow_slug text primary key check (sluice.is_valid_slug(flow_slug)),
   queue_mode text not null check (queue_mode in ('flow', 'step', 'routed')),
   opt_max_attempts integer not null default 3 check (opt_max_attempts >= 1),
   opt_base_delay integer not null default 1 check (opt_base_delay >= 1),
   opt_timeout integer not null default 60 check (opt_timeout >= 1),
+  opt_max_input_bytes integer not null default sluice.default_max_json_bytes()
+    check (opt_max_input_bytes >= 1),
+  opt_max_output_bytes integer not null default sluice.default_max_json_bytes()
+    check (opt_max_output_bytes >= 1),
+  opt_max_map_tasks integer not null default sluice.default_max_map_tasks()
+    check (opt_max_map_tasks >= 1),
   created_at timestamptz not null default now()
 );
 

@@ -335,6 +335,16 @@ begin
           using errcode = 'invalid_parameter_value';
       end if;
       v_count := jsonb_array_length(v_source);
+      -- The fan-out limit: the whole statement (a start or a completion) fails, nothing stays.
+      if v_count > (select f.opt_max_map_tasks from sluice.flows f
+          where f.flow_slug = v_step.flow_slug) then
+        raise exception 'Cannot start map step "%" of run %: it maps over % elements, more than the limit of % tasks (max_map_tasks)',
+          v_step.step_slug, start_ready_steps.run_id, v_count,
+          (select f.opt_max_map_tasks from sluice.flows f where f.flow_slug = v_step.flow_slug)
+          using errcode = 'SLL01', detail = json_build_object('limit', 'max_map_tasks',
+            'size', v_count, 'max', (select f.opt_max_map_tasks from sluice.flows f
+              where f.flow_slug = v_step.flow_slug))::text;
+      end if;
     else
       v_count := 1;
     end if;

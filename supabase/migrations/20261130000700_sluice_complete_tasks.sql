@@ -65,6 +65,24 @@ begin
       using errcode = 'no_data_found';
   end if;
 
+  -- The output size limit of each result's flow, before anything is written.
+  select x.run_id, x.step_slug, x.task_index, octet_length(x.output::text) as bytes,
+    f.opt_max_output_bytes as max_bytes
+  into v_missing
+  from jsonb_to_recordset(complete_tasks.results)
+    as x(run_id uuid, step_slug text, task_index integer, output jsonb)
+  join sluice.runs r on r.run_id = x.run_id
+  join sluice.flows f on f.flow_slug = r.flow_slug
+  where octet_length(x.output::text) > f.opt_max_output_bytes
+  limit 1;
+  if found then
+    raise exception 'Cannot complete task (run %, step "%", index %): the output is % bytes as JSON, more than the limit of % bytes (max_output_bytes)',
+      v_missing.run_id, v_missing.step_slug, v_missing.task_index, v_missing.bytes,
+      v_missing.max_bytes
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_output_bytes',
+        'size', v_missing.bytes, 'max', v_missing.max_bytes)::text;
+  end if;
+
   select array_agg(x.run_id), array_agg(x.step_slug) into v_run_ids, v_step_slugs
   from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text);
 

@@ -8,6 +8,20 @@ language sql
 immutable
 as $$ select 47 $$;
 
+-- The one queue-name rule, for every path (generated and routed): ASCII lowercase letters, digits
+-- and underscores, at most max_queue_name_length() bytes. PGMQ builds table names from the queue
+-- name and PostgreSQL truncates identifiers at 63 bytes, so the limit is counted in bytes: names
+-- counted in characters (two-byte letters) could truncate to one table. queue_name.ts mirrors it.
+create function sluice.is_valid_queue_name(queue_name text)
+returns boolean
+language sql
+immutable
+as $$
+  select queue_name is not null
+    and queue_name ~ '^[a-z0-9_]+$'
+    and octet_length(queue_name) <= sluice.max_queue_name_length()
+$$;
+
 -- The private queue of one step of a step-queued flow: the readable name when it fits, else the
 -- zero-based index fallback, else the whole flow is rejected.
 create function sluice.step_queue_name(flow_slug text, step_slug text, step_index integer)
@@ -19,10 +33,10 @@ declare
   v_readable text := lower(flow_slug || '__' || step_slug);
   v_fallback text := lower(flow_slug || '__' || step_index);
 begin
-  if length(v_readable) <= sluice.max_queue_name_length() then
+  if octet_length(v_readable) <= sluice.max_queue_name_length() then
     return v_readable;
   end if;
-  if length(v_fallback) <= sluice.max_queue_name_length() then
+  if octet_length(v_fallback) <= sluice.max_queue_name_length() then
     return v_fallback;
   end if;
   raise exception 'Cannot derive a queue name for step "%" of flow "%": "%" (% characters) and "%" (% characters) both exceed % characters',

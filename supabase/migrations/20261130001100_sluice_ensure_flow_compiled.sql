@@ -324,16 +324,12 @@ begin
         v_slug, v_flow, v_supplied, v_queue
         using errcode = 'invalid_parameter_value';
     end if;
-    if v_queue <> lower(v_queue) then
-      raise exception 'Invalid flow definition: queue "%" of step "%" must be lowercase (PGMQ folds table names, so sluice spells every queue canonically)',
-        v_queue, v_slug
-        using errcode = 'invalid_parameter_value';
-    end if;
-    -- Checked here rather than left to pgmq.validate_queue_name: PGMQ 1.5.1's text names 48 as
-    -- the maximum although 47 is the limit.
-    if length(v_queue) > sluice.max_queue_name_length() then
-      raise exception 'Invalid flow definition: queue "%" of step "%" of flow "%" has % characters; PGMQ allows at most %',
-        v_queue, v_slug, v_flow, length(v_queue), sluice.max_queue_name_length()
+    -- One rule for generated and routed names (sluice.is_valid_queue_name). Checked here rather
+    -- than left to pgmq.validate_queue_name: PGMQ 1.5.1 counts characters and names 48 as the
+    -- maximum although 47 bytes is the limit.
+    if not sluice.is_valid_queue_name(v_queue) then
+      raise exception 'Invalid flow definition: queue "%" of step "%" of flow "%" (% bytes) must be ASCII lowercase letters, digits and underscores, at most % bytes',
+        v_queue, v_slug, v_flow, octet_length(v_queue), sluice.max_queue_name_length()
         using errcode = 'invalid_parameter_value';
     end if;
     begin

@@ -288,21 +288,34 @@ begin
   end if;
   perform sluice.check_whole_number(definition #> '{options,progress_interval}', 0,
     format('options.progress_interval of flow "%s"', v_flow));
+  perform sluice.check_whole_number(definition #> array['options', o], 1,
+    format('options.%s of flow "%s"', o, v_flow))
+  from unnest(array['max_input_bytes', 'max_output_bytes', 'max_map_tasks']) as o;
 
   update sluice.flows f
-  set (opt_max_attempts, opt_base_delay, opt_timeout, opt_events, opt_progress_interval)
-    = (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval)
+  set (opt_max_attempts, opt_base_delay, opt_timeout, opt_events, opt_progress_interval,
+      opt_max_input_bytes, opt_max_output_bytes, opt_max_map_tasks)
+    = (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval,
+      o.max_input_bytes, o.max_output_bytes, o.max_map_tasks)
   from (
     select coalesce((definition #>> '{options,max_attempts}')::integer, 3) as max_attempts,
       coalesce((definition #>> '{options,base_delay}')::integer, 1) as base_delay,
       coalesce((definition #>> '{options,timeout}')::integer, 60) as timeout,
       coalesce((definition #>> '{options,events}')::boolean, true) as events,
-      coalesce((definition #>> '{options,progress_interval}')::integer, 1) as progress_interval
+      coalesce((definition #>> '{options,progress_interval}')::integer, 1) as progress_interval,
+      coalesce((definition #>> '{options,max_input_bytes}')::integer,
+        sluice.default_max_json_bytes()) as max_input_bytes,
+      coalesce((definition #>> '{options,max_output_bytes}')::integer,
+        sluice.default_max_json_bytes()) as max_output_bytes,
+      coalesce((definition #>> '{options,max_map_tasks}')::integer,
+        sluice.default_max_map_tasks()) as max_map_tasks
   ) o
   where f.flow_slug = v_flow
     and (f.opt_max_attempts, f.opt_base_delay, f.opt_timeout, f.opt_events,
-      f.opt_progress_interval)
-      is distinct from (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval);
+      f.opt_progress_interval, f.opt_max_input_bytes, f.opt_max_output_bytes,
+      f.opt_max_map_tasks)
+      is distinct from (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval,
+        o.max_input_bytes, o.max_output_bytes, o.max_map_tasks);
 
   update sluice.steps s
   set opt_max_attempts = (e.step #>> '{options,max_attempts}')::integer,

@@ -199,10 +199,22 @@ declare
   v_flow text := create_run.flow_slug;
   v_run_id uuid := coalesce(create_run.run_id, gen_random_uuid());
   v_root_map text;
+  v_max_bytes integer;
+  v_bytes bigint;
 begin
   if create_run.input is null then
     raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow
       using errcode = 'null_value_not_allowed';
+  end if;
+  -- Every start path (start_flow, start_flow_version, start_run) ends here: the size limit is
+  -- enforced once, before anything is written.
+  select f.opt_max_input_bytes into v_max_bytes from sluice.flows f where f.flow_slug = v_flow;
+  v_bytes := octet_length(create_run.input::text);
+  if v_bytes > v_max_bytes then
+    raise exception 'Cannot start flow "%": the input is % bytes as JSON, more than the limit of % bytes (max_input_bytes)',
+      v_flow, v_bytes, v_max_bytes
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_input_bytes',
+        'size', v_bytes, 'max', v_max_bytes)::text;
   end if;
 
   select s.step_slug into v_root_map

@@ -57,6 +57,9 @@ function expectedDefinition(queueMode: "flow" | "step", queues: string[]): FlowD
       timeout: 30,
       events: null,
       progress_interval: null,
+      max_input_bytes: null,
+      max_output_bytes: null,
+      max_map_tasks: null,
     },
     steps: [
       {
@@ -201,7 +204,35 @@ Deno.test("event options are flow runtime options, carried through every step ad
     timeout: null,
     events: false,
     progress_interval: 0,
+    max_input_bytes: null,
+    max_output_bytes: null,
+    max_map_tasks: null,
   });
+});
+
+Deno.test("limit options are flow runtime options in the definition and not part of its shape", () => {
+  const limited = new Flow({
+    slug: "calc",
+    maxInputBytes: 1000,
+    maxOutputBytes: 2000,
+    maxMapTasks: 3,
+  })
+    .step({ slug: "f" }, () => 1);
+  const plain = new Flow({ slug: "calc" }).step({ slug: "f" }, () => 1);
+  const { options } = extractDefinition(limited);
+  assert.equal(options.max_input_bytes, 1000);
+  assert.equal(options.max_output_bytes, 2000);
+  assert.equal(options.max_map_tasks, 3);
+  assert.deepStrictEqual(
+    { ...extractDefinition(limited), options: null },
+    { ...extractDefinition(plain), options: null },
+  );
+  for (const key of ["maxInputBytes", "maxOutputBytes", "maxMapTasks"]) {
+    assert.throws(
+      () => new Flow({ slug: "calc", [key]: 0 }),
+      new RegExp(`${key} must be an integer from 1 to 2147483647, got 0`),
+    );
+  }
 });
 
 Deno.test("extractDefinition() rejects a flow without steps", () => {

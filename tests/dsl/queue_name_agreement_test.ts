@@ -8,6 +8,7 @@ import {
   extractDefinition,
   Flow,
   flowQueueName,
+  isValidQueueName,
   QueueNameError,
   stepQueueName,
   withStepQueues,
@@ -140,6 +141,50 @@ Deno.test("stepQueueName() and sluice.step_queue_name() agree on every case of t
     assert.deepEqual([readable.length, fallback.length], c.lengths, `fixture: ${c.name}`);
     assert.deepEqual(deriveInTypeScript(c), expected, `TypeScript: ${c.name}`);
     assert.deepEqual(await deriveInSql(db.sql, c), expected, `SQL: ${c.name}`);
+  }
+});
+
+/** Names that look like `orders` or break the rule otherwise, and the truncation case. */
+const RULE_CASES: [name: string, valid: boolean][] = [
+  ["orders", true],
+  ["orders_2", true],
+  ["o".repeat(47), true],
+  ["o".repeat(48), false],
+  ["\u043erders", false], // Cyrillic о
+  ["\uff4frders", false], // full-width ｏ
+  ["or\u200bders", false], // zero-width space
+  ["Orders", false],
+  ['ord"ers', false],
+  ["ord'ers", false],
+  ["ord ers", false],
+  ["ord/ers", false],
+  ["ord.ers", false],
+  ["", false],
+  ["\u00e9".repeat(47), false], // 47 characters, 94 bytes
+  ["\u00e9".repeat(23), false], // 23 characters, 46 bytes: still not ASCII
+];
+
+Deno.test("isValidQueueName() and sluice.is_valid_queue_name() agree: twins of orders, punctuation, byte length", async () => {
+  await using db = await freshDatabase();
+  const names = RULE_CASES.map(([name]) => name);
+  const [{ valid }] = await db.sql`
+    select array_agg(sluice.is_valid_queue_name(n) order by ord) as valid
+    from unnest(${names}::text[]) with ordinality as u(n, ord)`;
+  assert.deepEqual(valid, RULE_CASES.map(([, expected]) => expected));
+  assert.deepEqual(names.map(isValidQueueName), RULE_CASES.map(([, expected]) => expected));
+});
+
+Deno.test("flowQueueName() and stepQueueName() refuse a slug that would give a name outside the rule", () => {
+  for (const slug of ["\u043erders", "ord.ers", "ord ers", "\u00e9".repeat(30)]) {
+    for (const derive of [() => flowQueueName(slug), () => stepQueueName(slug, "fetch", 0)]) {
+      assert.throws(derive, (error: unknown) => {
+        assert.ok(error instanceof QueueNameError, String(error));
+        assert.equal(error.reason, "invalid_name");
+        assert.equal(error.flowSlug, slug);
+        assert.match(error.message, /must be ASCII lowercase letters, digits and underscores/);
+        return true;
+      });
+    }
   }
 });
 

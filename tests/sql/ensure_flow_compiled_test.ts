@@ -161,6 +161,62 @@ Deno.test("two flows creating one new shared queue at once both compile: the lat
   assert.equal(meta.n, 1);
 });
 
+Deno.test("a routed queue name outside the rule (twins of orders, punctuation, over 47 bytes) is rejected and nothing is written", async () => {
+  await using db = await freshDatabase();
+  const twins = [
+    "\u043erders", // Cyrillic о
+    "\uff4frders", // full-width ｏ
+    "or\u200bders", // zero-width space
+    "Orders",
+    'ord"ers',
+    "ord'ers",
+    "ord ers",
+    "ord/ers",
+    "ord.ers",
+    "",
+  ];
+  // 47 two-byte letters: 47 characters but 94 bytes; three names that differ only after the
+  // 63-byte identifier limit (q_ + 30 letters + ...) would truncate to one table.
+  const long = ["\u00e9".repeat(47), ..."abc".split("").map((c) => "\u00e9".repeat(31) + c)];
+  for (const queue of [...twins, ...long]) {
+    await assert.rejects(
+      compile(db.sql, routed("router", queue)),
+      (error: Error & { code?: string }) => {
+        assert.equal(error.code, "22023", queue);
+        assert.ok(
+          error.message.includes(`queue "${queue}" of step "work" of flow "router"`),
+          error.message,
+        );
+        assert.match(
+          error.message,
+          /must be ASCII lowercase letters, digits and underscores, at most 47 bytes/,
+        );
+        return true;
+      },
+      JSON.stringify(queue),
+    );
+  }
+  assert.deepEqual(await counts(db.sql), {
+    flows: 0,
+    steps: 0,
+    deps: 0,
+    queues: 0,
+    aliases: 0,
+    pgmq_queues: 0,
+  });
+  // The rule's edge: 47 ASCII bytes is accepted.
+  assert.equal((await compile(db.sql, routed("router", "o".repeat(47)))).outcome, "compiled");
+  const [{ valid }] = await db.sql`
+    select array_agg(sluice.is_valid_queue_name(q) order by ord) as valid
+    from unnest(${[
+    "orders",
+    "o".repeat(48),
+    "\u00e9",
+    "orders_2",
+  ]}::text[]) with ordinality as u(q, ord)`;
+  assert.deepEqual(valid, [true, false, false, true]);
+});
+
 Deno.test("an invalid definition is rejected with the offending value and leaves nothing behind", async () => {
   await using db = await freshDatabase();
   const cases: [string, (d: Definition) => void, RegExp][] = [
@@ -198,7 +254,7 @@ Deno.test("an invalid definition is rejected with the offending value and leaves
         d.flow_slug = "s".repeat(48);
         d.routes = d.routes.map((r) => ({ ...r, queue_name: d.flow_slug }));
       },
-      /queue "s{48}" of step "load" of flow "s{48}" has 48 characters; PGMQ allows at most 47$/,
+      /queue "s{48}" of step "load" of flow "s{48}" \(48 bytes\) must be ASCII lowercase letters, digits and underscores, at most 47 bytes$/,
     ],
     ["no steps", (d) => {
       d.steps = [];

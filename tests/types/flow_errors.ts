@@ -85,3 +85,12 @@ flow.step({ slug: "x", if: { total: 1 } }, () => 1);
 flow.step({ slug: "x", ifNot: { status: "shipped" } }, () => 1);
 // @ts-expect-error a dependent condition tests { load: ... }, not the flow input
 flow.step({ slug: "x", dependsOn: ["load"], if: { status: "paid" } }, () => 1);
+
+// Limit options: numbers, flow-level only.
+new Flow({ slug: "limited", maxInputBytes: 1000, maxOutputBytes: 2000, maxMapTasks: 50 });
+// @ts-expect-error maxInputBytes is a number of bytes
+new Flow({ slug: "limited", maxInputBytes: "1MB" });
+// @ts-expect-error maxMapTasks is a number
+new Flow({ slug: "limited", maxMapTasks: true });
+// @ts-expect-error limits are flow options, not step options
+flow.step({ slug: "x", maxOutputBytes: 10 }, () => 1);

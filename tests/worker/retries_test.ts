@@ -201,3 +201,34 @@ Deno.test("ctx.maxAttempts is the effective max attempts the database retries by
     "own_budget 4/4",
   ]);
 });
+
+Deno.test("an error message holding NUL and a lone surrogate is reported with them replaced", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow({ slug: "nul_error", maxAttempts: 1 })
+    .step({ slug: "call" }, () => {
+      throw new Error("bad\u0000byte and \ud800 lone");
+    });
+  await using worker = await testWorker(flow, db);
+
+  const runId = await startFlow(db.sql, flow, {});
+  // Before the fix the report threw and the attempt waited for stall recovery (timeout + 30 s).
+  const error = await waitForRun(db.sql, runId, { timeoutMs: 10_000 }).catch((e) => e);
+  assert.ok(error instanceof RunFailedError, String(error));
+  assert.match(error.errorMessage, /Error: bad\ufffdbyte and \ufffd lone/);
+  assert.equal(worker.logs.find("error", "result reporter failed").length, 0);
+});
+
+Deno.test("an output holding \\u0000 in a string or a key fails the attempt with its path", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow({ slug: "nul_output", maxAttempts: 1 })
+    .step({ slug: "call" }, () => ({ list: ["ok", "a\u0000b"] }));
+  await using _worker = await testWorker(flow, db);
+
+  const runId = await startFlow(db.sql, flow, {});
+  const error = await waitForRun(db.sql, runId, { timeoutMs: 10_000 }).catch((e) => e);
+  assert.ok(error instanceof RunFailedError, String(error));
+  assert.match(
+    error.errorMessage,
+    /JsonValueError: Cannot store the output of step "call": output\.list\[1\]: the string holds \\u0000/,
+  );
+});
