@@ -12,6 +12,7 @@ import {
   withoutAt,
 } from "../_run_events.ts";
 import { waitUntil } from "../_support.ts";
+import { waitUntilBlocked } from "../pgmq/_pgmq.ts";
 import {
   compile,
   compileFlow,
@@ -252,5 +253,26 @@ Deno.test("sluice.start_run() and read_run_events() serve only a role granted EX
     ]
   ) {
     await assert.rejects(asBrowser(statement), denied, statement);
+  }
+});
+
+Deno.test("ensureRole() succeeds when another session creates the same role at the same time", async () => {
+  await using db = await freshDatabase();
+  const role = `sluice_test_race_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const first = db.connect(1);
+  const second = db.connect(1);
+  const [{ pid }] = await second`select pg_backend_pid() as pid`;
+  try {
+    // Another test file's session has created the role but not committed: a check sees no role.
+    await first`begin`;
+    await first.unsafe(`create role ${role} nologin`);
+    const racing = ensureRole(second, role);
+    await waitUntilBlocked(db.sql, pid);
+    await first`commit`;
+    await racing;
+    const [{ n }] = await db.sql`select count(*)::int as n from pg_roles where rolname = ${role}`;
+    assert.equal(n, 1);
+  } finally {
+    await db.sql.unsafe(`drop role if exists ${role}`);
   }
 });
