@@ -169,7 +169,7 @@ Deno.test("a flow with events off sends none, and a restart with events on turns
   assert.equal((await realtimeCalls(db.sql, `sluice:run:${quietRun}`)).length, 2);
 });
 
-Deno.test("progress events are throttled to one per interval per step", async () => {
+Deno.test("a step sends one progress event per interval: none sooner, one once it has passed", async () => {
   await using db = await freshDatabase();
   await compileFlow(db.sql, {
     slug: "slowprog",
@@ -180,11 +180,29 @@ Deno.test("progress events are throttled to one per interval per step", async ()
   const notified = await listenToRun(db, runId);
   await db.sql`select sluice.start_flow('slowprog', '[1, 2, 3, 4]'::jsonb, ${runId})`;
   const workerId = await registerWorker(db.sql, "slowprog", "slowprog");
-  await settle(db.sql, "slowprog", workerId, () => 0);
+  const tasks = await readAndClaim(db.sql, "slowprog", workerId, "slowprog");
+  assert.equal(tasks.length, 4);
+  // The throttle's clock is the stored progress_sent_at (or started_at): moving it an interval
+  // back stands for the interval having passed, without waiting an hour.
+  const intervalPassed = () =>
+    db.sql`
+      update sluice.step_states
+      set started_at = started_at - interval '3600 seconds',
+        progress_sent_at = progress_sent_at - interval '3600 seconds'
+      where run_id = ${runId}`;
+  const progress = () => notified.filter((e) => e.type === "step:progress");
+
+  await completeTask(db.sql, tasks[0], 0); // within the interval of the start: none
+  await intervalPassed();
+  await completeTask(db.sql, tasks[1], 0); // an interval later: one
+  await waitUntil(() => progress().length > 0, "the first progress event");
+  await completeTask(db.sql, tasks[2], 0); // within the interval of that one: none
+  await completeTask(db.sql, tasks[3], 0); // completes the step: none
   await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
   assert.deepEqual(notified.map((e) => e.type), [
     "run:started",
     "step:started",
+    "step:progress",
     "step:completed",
     "run:completed",
   ]);
