@@ -82,9 +82,8 @@ Deno.test("stop() aborts tasks still running after the grace period and fails th
 
   const runId = await startFlow(db.sql, flow, {});
   await started.promise;
-  const stopping = Date.now();
   await worker.stop();
-  assert.ok(Date.now() - stopping < 3000);
+  // Which grace expired is in the stored error below: no wall-clock bound needed.
   assert.equal(reason, "AbortError");
   const [task] = await db.sql`
     select status, attempts_count, error_message from sluice.step_tasks where run_id = ${runId}`;
@@ -153,12 +152,10 @@ Deno.test("stop({ graceMs }) overrides shutdownGraceMs for one stop; a shorter o
   );
   assert.equal(worker.status, "running", "a rejected stop changes nothing");
 
-  const began = Date.now();
   const first = worker.stop({ graceMs: 30_000 });
-  await worker.stop({ graceMs: 300 });
+  await within(worker.stop({ graceMs: 300 }), "the shorter grace to end the stop");
   await first;
-  // Far below the first stop's 30 s, whatever the machine's load.
-  assert.ok(Date.now() - began < 15_000, `stopped after ${Date.now() - began} ms`);
+  // The stored error names the grace that expired: the second stop's 300 ms, not the first's 30 s.
   const [task] = await db.sql`
     select status, attempts_count, error_message from sluice.step_tasks where run_id = ${runId}`;
   assert.equal(task.status, "queued");
