@@ -139,12 +139,15 @@ export function collect(iteration: AsyncIterable<{ readonly type: string; readon
   return { events, done };
 }
 
-/** Creates a nologin role unless it exists (roles belong to the whole test cluster). */
+/**
+ * Creates a nologin role unless it exists (roles belong to the whole test cluster). Parallel test
+ * files race on it: a check-then-create lets two files both see no role, so the loser's
+ * `duplicate_object` (or the `unique_violation` of pg_authid under that race) is caught instead.
+ */
 export async function ensureRole(sql: Sql, role: string): Promise<void> {
   await sql.unsafe(`
     do $$ begin
-      if not exists (select 1 from pg_roles where rolname = '${role}') then
-        create role ${role} nologin;
-      end if;
+      create role ${role} nologin;
+    exception when duplicate_object or unique_violation then null;
     end $$`);
 }

@@ -337,7 +337,8 @@ await sql.end();
       60_000,
     );
     assert.match(runHtml, /greet_user/);
-    assert.match(runHtml, /completed/);
+    // The run's own status cell, not the word (the shared stylesheet always has `.s-completed`).
+    assert.match(runHtml, /id="run-status" data-status="completed"/);
     const refused = await fetch(runUrl);
     await refused.body?.cancel();
     assert.equal(refused.status, 401);

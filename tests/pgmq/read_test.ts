@@ -1,6 +1,7 @@
 // Consuming: read, read_with_poll, pop and set_vt — visibility, read_ct, locking and clocks.
 import assert from "node:assert/strict";
 import { freshDatabase } from "../_db.ts";
+import { waitUntil } from "../_support.ts";
 
 Deno.test("read() hides a message until its visibility timeout passes and counts every read", async () => {
   await using db = await freshDatabase();
@@ -141,32 +142,51 @@ Deno.test("read_with_poll() returns as soon as another connection sends a messag
   await using db = await freshDatabase();
   await db.sql`select pgmq.create('jobs')`;
   const poller = db.connect(1);
+  const [{ pid }] = await poller`select pg_backend_pid() as pid`;
 
-  const started = performance.now();
-  const polled = poller`select msg_id, read_ct from pgmq.read_with_poll('jobs', 30, 5, 10, 50)`
-    .execute();
-  await db.sql`select pg_sleep(0.3)`;
-  const [sent] = await db.sql`select * from pgmq.send('jobs', '{}')`;
+  const polled = poller`
+    select msg_id, read_ct, vt - interval '30 seconds' as read_at
+    from pgmq.read_with_poll('jobs', 30, 5, 10, 50)`.execute();
+  // Send only once the poll is under way (an empty queue: it is waiting, not finished).
+  await waitUntil(async () => {
+    const [row] = await db.sql`
+      select count(*)::int as n from pg_stat_activity
+      where pid = ${pid} and state = 'active' and query like '%read_with_poll%'`;
+    return row.n === 1;
+  }, "the poller to be inside read_with_poll");
+  const [{ id }] = await db.sql`select id from pgmq.send('jobs', '{}') id`;
+  const [sent] = await db.sql`select msg_id, enqueued_at from pgmq.q_jobs where msg_id = ${id}`;
   const rows = await polled;
-  const elapsed = performance.now() - started;
 
-  assert.deepEqual(rows.map((r) => ({ ...r })), [{ msg_id: sent.send, read_ct: 1 }]);
-  assert.ok(elapsed >= 250 && elapsed < 3000, `returned after ${Math.round(elapsed)} ms`);
+  assert.deepEqual(rows.map((r) => ({ msg_id: r.msg_id, read_ct: r.read_ct })), [
+    { msg_id: sent.msg_id, read_ct: 1 },
+  ]);
+  // Database clock: the read (vt minus the 30 s it set) follows the send by about one 50 ms poll
+  // interval; a poll that waited out its 5 s would read it 5 s after the poll began. Tolerance
+  // 2 s for a loaded machine, well under the 5 s the broken behaviour takes.
+  const lagMs = rows[0].read_at.getTime() - sent.enqueued_at.getTime();
+  assert.ok(lagMs >= 0 && lagMs < 2000, `read ${lagMs} ms after the send`);
 });
 
 Deno.test("read_with_poll() returns an empty set when nothing arrives within max_poll_seconds", async () => {
   await using db = await freshDatabase();
   await db.sql`select pgmq.create('jobs')`;
   await db.sql`select pgmq.send('jobs', '{"kind": "other"}')`;
+  const poller = db.connect(1);
 
-  const started = performance.now();
-  const rows = await db.sql`
+  // now() is fixed at the transaction's start, before the poll begins; clock_timestamp() is read
+  // after it returns: the database clock shows the whole max_poll_seconds waited.
+  await poller`begin`;
+  await poller`select now()`;
+  const rows = await poller`
     select * from pgmq.read_with_poll('jobs', 30, 1, 1, 100, '{"kind": "wanted"}')
   `;
-  const elapsed = performance.now() - started;
+  const [{ waited }] = await poller`
+    select extract(epoch from clock_timestamp() - now())::float8 as waited`;
+  await poller`commit`;
 
   assert.deepEqual([...rows], []);
-  assert.ok(elapsed >= 950 && elapsed < 3000, `returned after ${Math.round(elapsed)} ms`);
+  assert.ok(waited >= 1, `returned after ${waited} s of a 1 s poll`);
 });
 
 Deno.test("pop() deletes and returns the oldest visible message without counting a read", async () => {

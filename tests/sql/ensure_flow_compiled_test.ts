@@ -126,9 +126,17 @@ Deno.test("ensure_flow_compiled() reports a mismatch for each shape change and c
 
 Deno.test("two concurrent startups of a new flow converge: one compiled, one verified", async () => {
   await using db = await freshDatabase();
-  const clients = [db.connect(1), db.connect(1)];
-  const outcomes = await Promise.all(clients.map((c) => compile(c, definition(BASE))));
-  assert.deepEqual(outcomes.map((o) => o.outcome).sort(), ["compiled", "verified"]);
+  const first = db.connect(1);
+  const second = db.connect(1);
+  const [{ pid }] = await second`select pg_backend_pid() as pid`;
+
+  // Force the overlap: the second startup runs while the first has compiled but not committed.
+  await first`begin`;
+  assert.equal((await compile(first, definition(BASE))).outcome, "compiled");
+  const later = compile(second, definition(BASE));
+  await waitUntilBlocked(db.sql, pid);
+  await first`commit`;
+  assert.equal((await later).outcome, "verified");
   assert.equal((await counts(db.sql)).flows, 1);
 });
 

@@ -12,6 +12,7 @@ import {
   withoutAt,
 } from "../_run_events.ts";
 import { waitUntil } from "../_support.ts";
+import { waitUntilBlocked } from "../pgmq/_pgmq.ts";
 import {
   compile,
   compileFlow,
@@ -168,7 +169,7 @@ Deno.test("a flow with events off sends none, and a restart with events on turns
   assert.equal((await realtimeCalls(db.sql, `sluice:run:${quietRun}`)).length, 2);
 });
 
-Deno.test("progress events are throttled to one per interval per step", async () => {
+Deno.test("a step sends one progress event per interval: none sooner, one once it has passed", async () => {
   await using db = await freshDatabase();
   await compileFlow(db.sql, {
     slug: "slowprog",
@@ -179,11 +180,29 @@ Deno.test("progress events are throttled to one per interval per step", async ()
   const notified = await listenToRun(db, runId);
   await db.sql`select sluice.start_flow('slowprog', '[1, 2, 3, 4]'::jsonb, ${runId})`;
   const workerId = await registerWorker(db.sql, "slowprog", "slowprog");
-  await settle(db.sql, "slowprog", workerId, () => 0);
+  const tasks = await readAndClaim(db.sql, "slowprog", workerId, "slowprog");
+  assert.equal(tasks.length, 4);
+  // The throttle's clock is the stored progress_sent_at (or started_at): moving it an interval
+  // back stands for the interval having passed, without waiting an hour.
+  const intervalPassed = () =>
+    db.sql`
+      update sluice.step_states
+      set started_at = started_at - interval '3600 seconds',
+        progress_sent_at = progress_sent_at - interval '3600 seconds'
+      where run_id = ${runId}`;
+  const progress = () => notified.filter((e) => e.type === "step:progress");
+
+  await completeTask(db.sql, tasks[0], 0); // within the interval of the start: none
+  await intervalPassed();
+  await completeTask(db.sql, tasks[1], 0); // an interval later: one
+  await waitUntil(() => progress().length > 0, "the first progress event");
+  await completeTask(db.sql, tasks[2], 0); // within the interval of that one: none
+  await completeTask(db.sql, tasks[3], 0); // completes the step: none
   await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
   assert.deepEqual(notified.map((e) => e.type), [
     "run:started",
     "step:started",
+    "step:progress",
     "step:completed",
     "run:completed",
   ]);
@@ -252,5 +271,26 @@ Deno.test("sluice.start_run() and read_run_events() serve only a role granted EX
     ]
   ) {
     await assert.rejects(asBrowser(statement), denied, statement);
+  }
+});
+
+Deno.test("ensureRole() succeeds when another session creates the same role at the same time", async () => {
+  await using db = await freshDatabase();
+  const role = `sluice_test_race_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const first = db.connect(1);
+  const second = db.connect(1);
+  const [{ pid }] = await second`select pg_backend_pid() as pid`;
+  try {
+    // Another test file's session has created the role but not committed: a check sees no role.
+    await first`begin`;
+    await first.unsafe(`create role ${role} nologin`);
+    const racing = ensureRole(second, role);
+    await waitUntilBlocked(db.sql, pid);
+    await first`commit`;
+    await racing;
+    const [{ n }] = await db.sql`select count(*)::int as n from pg_roles where rolname = ${role}`;
+    assert.equal(n, 1);
+  } finally {
+    await db.sql.unsafe(`drop role if exists ${role}`);
   }
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { freshDatabase } from "../_db.ts";
+import { waitUntil } from "../_support.ts";
 import {
   bigintArray,
   compileFlow,
@@ -217,14 +218,33 @@ Deno.test("two workers racing to claim the same messages never both claim a task
     await registerWorker(db.sql, "claims", "claims", "w1"),
     await registerWorker(db.sql, "claims", "claims", "w2"),
   ];
-  const clients = [db.connect(1), db.connect(1)];
-  const results = await Promise.all(
-    clients.map((client, i) => startTasks(client, "claims", ids, workers[i], supported)),
-  );
-  const claimed = results.flatMap((r) => r.tasks.map((t) => t.message_id));
-  assert.equal(claimed.length, ids.length, "every task claimed once");
+  const first = db.connect(1);
+  const second = db.connect(1);
+  const [{ pid }] = await second`select pg_backend_pid() as pid`;
+
+  // Force the overlap: the second claim runs while the first's claim is not yet committed, and
+  // the first commits only once the second has either finished or is waiting on its locks.
+  await first`begin`;
+  const won = await startTasks(first, "claims", ids, workers[0], supported);
+  let settled = false;
+  const later = startTasks(second, "claims", ids, workers[1], supported).finally(() => {
+    settled = true;
+  });
+  await waitUntil(async () => {
+    if (settled) return true;
+    const [row] = await db.sql`
+      select coalesce(wait_event_type = 'Lock', false) as waiting
+      from pg_stat_activity where pid = ${pid}`;
+    return row.waiting;
+  }, "the second claim to finish or wait on the first's locks");
+  await first`commit`;
+  const lost = await later;
+
+  assert.equal(won.outcome, "claimed");
+  assert.equal(won.tasks.length, ids.length, "the first claim took every task");
+  const claimed = [won, lost].flatMap((r) => r.tasks.map((t) => t.message_id));
+  assert.equal(claimed.length, ids.length, "no task claimed twice");
   assert.equal(new Set(claimed).size, ids.length);
-  for (const r of results) assert.equal(r.outcome, "claimed");
   const [row] = await db.sql`select max(attempts_count)::int as n from sluice.step_tasks`;
   assert.equal(row.n, 1);
 });

@@ -12,11 +12,13 @@ Deno.test("a task claimed inside a long poll is stamped started no earlier than 
   const flow = new Flow({ slug: "clock" }).step({ slug: "a" }, () => "ok");
   await using _worker = await testWorker(flow, db, { listen: false, maxPollSeconds: 5 });
   for (let i = 0; i < 3; i++) {
-    // Start the run while the worker's read_with_poll statement is under way.
+    // Start the run while the worker's read_with_poll statement is under way (this database's
+    // worker only: other test files long-poll in their own databases on the same server).
     await waitUntil(async () => {
       const [row] = await db.sql`
         select count(*)::int as n from pg_stat_activity
-        where state = 'active' and query like '%pgmq.read_with_poll%'
+        where datname = current_database() and state = 'active'
+          and query like '%pgmq.read_with_poll%'
           and query not like '%pg_stat_activity%'`;
       return row.n > 0;
     }, "the worker to be inside a long poll");

@@ -6,22 +6,33 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { latch, testWorker, waitUntil } from "./_helpers.ts";
 
-Deno.test("two workers on one queue run each of 200 tasks exactly once", async () => {
+Deno.test("two workers on one queue split 200 tasks and run each exactly once", async () => {
   await using db = await freshDatabase();
   const calls = new Map<string, number>();
-  const byWorker = new Map<string, number>();
+  // Every task waits until both workers have claimed one: a worker holds at most maxConcurrent
+  // (10) tasks, so the first worker's slots fill and the rest are left for the second. If the
+  // second worker never claims, this never opens and the run does not finish.
+  const bothClaimed = latch();
   const flow = new Flow<{ i: number }>({ slug: "shared" })
     .step({ slug: "work" }, async (input, ctx) => {
       const key = `${ctx.runId}/${ctx.taskIndex}`;
       calls.set(key, (calls.get(key) ?? 0) + 1);
+      await bothClaimed.promise;
       await new Promise((resolve) => setTimeout(resolve, input.i % 5));
       return input.i;
     });
   await using a = await testWorker(flow, db);
-  await using _b = await testWorker(flow, db);
+  await using b = await testWorker(flow, db);
 
   await db.sql`
     select sluice.start_flow('shared', jsonb_build_object('i', i)) from generate_series(1, 200) i`;
+  await waitUntil(async () => {
+    const [{ workers }] = await db.sql`
+      select count(distinct last_worker_id)::int as workers from sluice.step_tasks
+      where last_worker_id is not null`;
+    return workers === 2;
+  }, "both workers to have claimed a task");
+  bothClaimed.resolve();
   await waitUntil(
     async () => {
       const [{ done }] = await db.sql`
@@ -35,17 +46,15 @@ Deno.test("two workers on one queue run each of 200 tasks exactly once", async (
   assert.equal(calls.size, 200);
   assert.deepEqual([...new Set(calls.values())], [1]);
   const [tasks] = await db.sql`
-    select count(*)::int as n, max(attempts_count) as max_attempts,
-      count(distinct last_worker_id)::int as workers
-    from sluice.step_tasks`;
-  assert.deepEqual({ ...tasks }, { n: 200, max_attempts: 1, workers: tasks.workers });
-  for (
-    const row of await db.sql`
-    select last_worker_id, count(*)::int as n from sluice.step_tasks group by 1`
-  ) {
-    byWorker.set(row.last_worker_id === a.workerId ? "a" : "b", row.n);
-  }
-  console.log(`tasks per worker: ${JSON.stringify(Object.fromEntries(byWorker))}`);
+    select count(*)::int as n, max(attempts_count) as max_attempts from sluice.step_tasks`;
+  assert.deepEqual({ ...tasks }, { n: 200, max_attempts: 1 });
+  const perWorker = await db.sql`
+    select last_worker_id as worker, count(*)::int as n from sluice.step_tasks group by 1`;
+  assert.deepEqual(
+    perWorker.map((row) => row.worker).sort(),
+    [a.workerId, b.workerId].sort(),
+    "each worker ran some of the tasks",
+  );
   const [{ archived }] = await db.sql`select count(*)::int as archived from pgmq.a_shared`;
   assert.equal(archived, 200);
 });
