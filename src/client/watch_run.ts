@@ -143,15 +143,11 @@ async function* watch(
   let timer: ReturnType<typeof setTimeout> | undefined;
   let ended = false;
   // Every tick LISTENs again (reconnecting a lost connection; a no-op on a live one) and only
-  // then reads the state, so that nothing committed between the two goes unseen.
+  // then reads the state, so that nothing committed between the two goes unseen. The read runs
+  // on the pool, never on the listener: a listener that does not answer (a frozen backend, a
+  // half-open connection) delays it by at most LISTEN_ANSWER_MS.
   const tick = async () => {
-    if (listener !== null) {
-      try {
-        await listener.listen(channel);
-      } catch {
-        // Still unreachable: the state is read meanwhile, and the next tick tries again.
-      }
-    }
+    if (listener !== null) await answered(listener.listen(channel));
     feed.resync();
     schedule(polling ? pollMs : intervals.resyncMs);
     if (polling) pollMs = Math.min(intervals.maxPollMs, pollMs * 1.5);
@@ -168,9 +164,7 @@ async function* watch(
       // Notifications sent while the connection is down are gone: reconnect soon and resync.
       onClose: () => schedule(intervals.pollMs),
     });
-    try {
-      await listener.listen(channel);
-    } catch {
+    if (await answered(listener.listen(channel)) === "failed") {
       await listener.close();
       listener = null;
     }
@@ -183,5 +177,27 @@ async function* watch(
     ended = true;
     clearTimeout(timer);
     await listener?.close();
+  }
+}
+
+/** How long a tick waits for the listener's LISTEN before it reads the state anyway. */
+const LISTEN_ANSWER_MS = 1000;
+
+/**
+ * Settles with the LISTEN's outcome, or "pending" after LISTEN_ANSWER_MS: a listener that does
+ * not answer must not hold back the re-read, which is what finishes a watch it cannot serve.
+ */
+async function answered(listening: Promise<number>): Promise<"listening" | "failed" | "pending"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"pending">((resolve) => {
+    timer = setTimeout(() => resolve("pending"), LISTEN_ANSWER_MS);
+  });
+  try {
+    return await Promise.race([
+      listening.then(() => "listening" as const, () => "failed" as const),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -132,3 +132,25 @@ Deno.test("waitForRun() listens for the run's events instead of polling", async 
   await new MixedRunDriver(db.sql, "watched").finish();
   assert.deepEqual(await waiting, { flaky: "ok" });
 });
+
+Deno.test("waitForRun() finishes by its re-read on the pool while the listener's backend is frozen (SIGSTOP)", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, mixedFlow("watched"));
+  const runId = await startFlow(db.sql, "watched", { tier: "silver" });
+  const waiting = waitForRun(db.sql, runId, { timeoutMs: 20_000 });
+  const [{ pid }] = await waitUntil(async () => {
+    const rows = await db.sql<{ pid: number }[]>`
+      select pid from pg_stat_activity
+      where query like ${`listen ${runChannel(runId)}%`}`;
+    return rows.length === 1 ? rows : null;
+  }, "a session listening on the run's channel");
+  // A half-open listener: its backend takes no statement and sends no notification.
+  Deno.kill(pid, "SIGSTOP");
+  try {
+    await new MixedRunDriver(db.sql, "watched").finish();
+    // The old watcher awaited a LISTEN on the frozen session before every re-read: RunTimeoutError.
+    assert.deepEqual(await waiting, { flaky: "ok" });
+  } finally {
+    Deno.kill(pid, "SIGCONT");
+  }
+});
