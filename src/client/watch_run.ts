@@ -162,7 +162,11 @@ async function* watch(
         if (name === channel) feed.push(JSON.parse(payload) as RunEventPayload);
       },
       // Notifications sent while the connection is down are gone: reconnect soon and resync.
-      onClose: () => schedule(intervals.pollMs),
+      // Live events wait for that resync, so that none goes ahead of the state it follows.
+      onClose: () => {
+        feed.interrupt();
+        schedule(intervals.pollMs);
+      },
     });
     if (await answered(listener.listen(channel)) === "failed") {
       await listener.close();
