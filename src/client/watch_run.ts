@@ -17,6 +17,7 @@ import {
 import { RunEventFeed } from "../events/run_event_feed.ts";
 import { positive } from "./_positive.ts";
 import { assertUuid } from "../dsl/uuid.ts";
+import { isTransientDatabaseError } from "../worker/_errors.ts";
 
 /**
  * Options of {@linkcode watchRun}.
@@ -132,7 +133,7 @@ async function* watch(
   let polling = false;
   let pollMs = intervals.pollMs;
   const feed = new RunEventFeed(runId, async () => {
-    const row = await readRunEvents(sql, runId);
+    const row = await readState(sql, runId, intervals.pollMs, options.signal);
     if (row === null) return null;
     const was = polling;
     polling = listener === null || !row.events_enabled;
@@ -203,5 +204,36 @@ async function answered(listening: Promise<number>): Promise<"listening" | "fail
     ]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * Reads the run's state, retrying what a cut or restarted connection throws (57P01,
+ * CONNECTION_CLOSED, …) until it succeeds or `signal` aborts: connection trouble delays a watch,
+ * it does not end it.
+ */
+async function readState(
+  sql: Sql,
+  runId: string,
+  firstWaitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Awaited<ReturnType<typeof readRunEvents>>> {
+  for (let waitMs = firstWaitMs;; waitMs = Math.min(1000, waitMs * 2)) {
+    try {
+      return await readRunEvents(sql, runId);
+    } catch (error) {
+      if (!isTransientDatabaseError(error)) throw error;
+      signal?.throwIfAborted();
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", done);
+          resolve();
+        };
+        const timer = setTimeout(done, waitMs);
+        signal?.addEventListener("abort", done, { once: true });
+      });
+      signal?.throwIfAborted();
+    }
   }
 }
