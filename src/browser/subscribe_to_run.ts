@@ -106,6 +106,8 @@ async function* subscribe(
       // A refused first join (no authorization policy admits the user) is final; errors after
       // a join are a lost connection, which supabase-js rejoins by itself.
       if (status === "CHANNEL_ERROR" && !joined) feed.fail(error);
+      // Until the rejoin's resync, broadcasts wait so that none goes ahead of the state it follows.
+      else if (status !== "SUBSCRIBED") feed.interrupt();
     });
   try {
     yield* feed.events(options.signal);

@@ -17,6 +17,7 @@ import {
 import { RunEventFeed } from "../events/run_event_feed.ts";
 import { positive } from "./_positive.ts";
 import { assertUuid } from "../dsl/uuid.ts";
+import { isTransientDatabaseError } from "../worker/_errors.ts";
 
 /**
  * Options of {@linkcode watchRun}.
@@ -132,7 +133,7 @@ async function* watch(
   let polling = false;
   let pollMs = intervals.pollMs;
   const feed = new RunEventFeed(runId, async () => {
-    const row = await readRunEvents(sql, runId);
+    const row = await readState(sql, runId, intervals.pollMs, options.signal);
     if (row === null) return null;
     const was = polling;
     polling = listener === null || !row.events_enabled;
@@ -143,15 +144,11 @@ async function* watch(
   let timer: ReturnType<typeof setTimeout> | undefined;
   let ended = false;
   // Every tick LISTENs again (reconnecting a lost connection; a no-op on a live one) and only
-  // then reads the state, so that nothing committed between the two goes unseen.
+  // then reads the state, so that nothing committed between the two goes unseen. The read runs
+  // on the pool, never on the listener: a listener that does not answer (a frozen backend, a
+  // half-open connection) delays it by at most LISTEN_ANSWER_MS.
   const tick = async () => {
-    if (listener !== null) {
-      try {
-        await listener.listen(channel);
-      } catch {
-        // Still unreachable: the state is read meanwhile, and the next tick tries again.
-      }
-    }
+    if (listener !== null) await answered(listener.listen(channel));
     feed.resync();
     schedule(polling ? pollMs : intervals.resyncMs);
     if (polling) pollMs = Math.min(intervals.maxPollMs, pollMs * 1.5);
@@ -166,11 +163,13 @@ async function* watch(
         if (name === channel) feed.push(JSON.parse(payload) as RunEventPayload);
       },
       // Notifications sent while the connection is down are gone: reconnect soon and resync.
-      onClose: () => schedule(intervals.pollMs),
+      // Live events wait for that resync, so that none goes ahead of the state it follows.
+      onClose: () => {
+        feed.interrupt();
+        schedule(intervals.pollMs);
+      },
     });
-    try {
-      await listener.listen(channel);
-    } catch {
+    if (await answered(listener.listen(channel)) === "failed") {
       await listener.close();
       listener = null;
     }
@@ -183,5 +182,58 @@ async function* watch(
     ended = true;
     clearTimeout(timer);
     await listener?.close();
+  }
+}
+
+/** How long a tick waits for the listener's LISTEN before it reads the state anyway. */
+const LISTEN_ANSWER_MS = 1000;
+
+/**
+ * Settles with the LISTEN's outcome, or "pending" after LISTEN_ANSWER_MS: a listener that does
+ * not answer must not hold back the re-read, which is what finishes a watch it cannot serve.
+ */
+async function answered(listening: Promise<number>): Promise<"listening" | "failed" | "pending"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"pending">((resolve) => {
+    timer = setTimeout(() => resolve("pending"), LISTEN_ANSWER_MS);
+  });
+  try {
+    return await Promise.race([
+      listening.then(() => "listening" as const, () => "failed" as const),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Reads the run's state, retrying what a cut or restarted connection throws (57P01,
+ * CONNECTION_CLOSED, …) until it succeeds or `signal` aborts: connection trouble delays a watch,
+ * it does not end it.
+ */
+async function readState(
+  sql: Sql,
+  runId: string,
+  firstWaitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Awaited<ReturnType<typeof readRunEvents>>> {
+  for (let waitMs = firstWaitMs;; waitMs = Math.min(1000, waitMs * 2)) {
+    try {
+      return await readRunEvents(sql, runId);
+    } catch (error) {
+      if (!isTransientDatabaseError(error)) throw error;
+      signal?.throwIfAborted();
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", done);
+          resolve();
+        };
+        const timer = setTimeout(done, waitMs);
+        signal?.addEventListener("abort", done, { once: true });
+      });
+      signal?.throwIfAborted();
+    }
   }
 }

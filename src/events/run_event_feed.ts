@@ -29,6 +29,7 @@ export class RunEventFeed {
   readonly #replay: ReplayRun;
   readonly #live: RunEventPayload[] = [];
   #resync = true;
+  #held = false;
   #error: { reason: unknown } | undefined;
   #wake: (() => void) | undefined;
   #started = false;
@@ -53,7 +54,17 @@ export class RunEventFeed {
   /** The live events may have gaps (a reconnect, a poll tick): read the state again. */
   resync(): void {
     this.#resync = true;
+    this.#held = false;
     this.#wake?.();
+  }
+
+  /**
+   * The transport lost its connection: live events that arrive from now on wait for the next
+   * {@linkcode resync} (which the transport calls once it listens again), so that the state read
+   * then goes first and no live event is passed on ahead of what it follows.
+   */
+  interrupt(): void {
+    this.#held = true;
   }
 
   /** The transport failed for good: the iteration rejects with `reason`. */
@@ -80,7 +91,7 @@ export class RunEventFeed {
         }
         continue;
       }
-      const event = this.#live.shift();
+      const event = this.#held ? undefined : this.#live.shift();
       if (event !== undefined) {
         if (this.#accept(event)) {
           yield event.omitted === undefined ? event : await this.#fill(event);

@@ -1,6 +1,7 @@
 // watchRun(): replay, live NOTIFY events, reconnects, polling; waitForRun() over LISTEN.
 import assert from "node:assert/strict";
 import { runChannel, waitForRun, watchRun } from "../../src/client/mod.ts";
+import { connect } from "../../src/db/connect.ts";
 import { freshDatabase } from "../_db.ts";
 import {
   collect,
@@ -131,4 +132,63 @@ Deno.test("waitForRun() listens for the run's events instead of polling", async 
   }, "a session listening on the run's channel");
   await new MixedRunDriver(db.sql, "watched").finish();
   assert.deepEqual(await waiting, { flaky: "ok" });
+});
+
+Deno.test("waitForRun() finishes by its re-read on the pool while the listener's backend is frozen (SIGSTOP)", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, mixedFlow("watched"));
+  const runId = await startFlow(db.sql, "watched", { tier: "silver" });
+  const waiting = waitForRun(db.sql, runId, { timeoutMs: 20_000 });
+  const [{ pid }] = await waitUntil(async () => {
+    const rows = await db.sql<{ pid: number }[]>`
+      select pid from pg_stat_activity
+      where query like ${`listen ${runChannel(runId)}%`}`;
+    return rows.length === 1 ? rows : null;
+  }, "a session listening on the run's channel");
+  // A half-open listener: its backend takes no statement and sends no notification.
+  Deno.kill(pid, "SIGSTOP");
+  try {
+    await new MixedRunDriver(db.sql, "watched").finish();
+    // The old watcher awaited a LISTEN on the frozen session before every re-read: RunTimeoutError.
+    assert.deepEqual(await waiting, { flaky: "ok" });
+  } finally {
+    Deno.kill(pid, "SIGCONT");
+  }
+});
+
+Deno.test("waitForRun() on a connect() pool survives pg_terminate_backend of its read in flight and resolves", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, mixedFlow("watched"));
+  const runId = await startFlow(db.sql, "watched", { tier: "silver" });
+  const pool = connect(db.url);
+  try {
+    // The watcher's first read of the state waits on this lock, in flight when it is cut.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => release = resolve);
+    const locking = db.sql.begin(async (tx) => {
+      await tx`lock table sluice.runs in access exclusive mode`;
+      await released;
+    });
+    const [{ pid: lockPid }] = await waitUntil(async () => {
+      const rows = await db.sql<{ pid: number }[]>`
+        select pid from pg_stat_activity where query like 'lock table sluice.runs%'`;
+      return rows.length === 1 ? rows : null;
+    }, "the lock");
+    const waiting = waitForRun(pool, runId, { timeoutMs: 30_000 });
+    const [{ pid }] = await waitUntil(async () => {
+      const rows = await db.sql<{ pid: number }[]>`
+        select pid from pg_stat_activity
+        where wait_event_type = 'Lock' and query like '%sluice.run_events%'`;
+      return rows.length === 1 ? rows : null;
+    }, "the watcher's read waiting on the lock");
+    assert.notEqual(pid, lockPid);
+    await db.sql`select pg_terminate_backend(${pid})`;
+    release();
+    await locking;
+    await new MixedRunDriver(db.sql, "watched").finish();
+    // The old watcher rejected here with the cut read's 57P01.
+    assert.deepEqual(await waiting, { flaky: "ok" });
+  } finally {
+    await pool.end({ timeout: 0 });
+  }
 });

@@ -1,0 +1,32 @@
+// RunEventFeed: a live event that arrives right after a reconnect never goes ahead of the replay.
+import assert from "node:assert/strict";
+import type { RunEventPayload } from "../../src/events/run_event.ts";
+import { RunEventFeed } from "../../src/events/run_event_feed.ts";
+
+const runId = "00000000-0000-4000-8000-000000000001";
+const started = { type: "run:started", runId } as unknown as RunEventPayload;
+const completed = { type: "run:completed", runId, output: 1 } as unknown as RunEventPayload;
+const step = (type: string, stepSlug: string) =>
+  ({ type, runId, stepSlug, output: 1 }) as unknown as RunEventPayload;
+
+Deno.test("RunEventFeed: after interrupt(), a live event waits for the resync's replay and never goes first", async () => {
+  let state: RunEventPayload[] = [started];
+  const feed = new RunEventFeed(runId, () => Promise.resolve(state));
+  const events = feed.events();
+  assert.deepEqual((await events.next()).value, started);
+
+  // The connection is lost; while the state moves on, the new LISTEN already passes on "b"'s end.
+  feed.interrupt();
+  state = [started, step("step:started", "a"), step("step:completed", "a")];
+  state = [...state, step("step:started", "b"), step("step:completed", "b"), completed];
+  feed.push(step("step:completed", "b"));
+  const next = events.next();
+  // The transport listens again, then resyncs: the replay comes first, in order.
+  feed.resync();
+  const seen = [(await next).value];
+  for await (const event of events) seen.push(event);
+  assert.deepEqual(
+    seen.map((e) => `${e!.type}:${e!.stepSlug ?? ""}`),
+    ["step:started:a", "step:completed:a", "step:started:b", "step:completed:b", "run:completed:"],
+  );
+});
