@@ -21,6 +21,10 @@ import { startFlow } from "../src/client/start_flow.ts";
 import { waitForRun } from "../src/client/wait_for_run.ts";
 import { RunFailedError, RunTimeoutError } from "../src/client/errors.ts";
 import { connect } from "../src/db/connect.ts";
+import { getAlias } from "../src/client/aliases.ts";
+import { defineDeployedFlow } from "../src/dsl/deployed_flow.ts";
+import { Flow } from "../src/dsl/flow.ts";
+import { startWorker, type WorkerHandle } from "../src/worker/mod.ts";
 import { benchDatabase } from "./_bench_database.ts";
 import {
   audit,
@@ -67,6 +71,68 @@ const STUCK_SAMPLE_MS = 5000;
 const LISTEN_FAULT_EVERY_SECONDS = 3;
 /** How long a frozen LISTEN backend stays stopped (SIGSTOP → SIGCONT). */
 const LISTEN_FREEZE_MS = 2000;
+
+/** Every this many seconds of the chaos phase, the old version's worker respawns. */
+const RESPAWN_EVERY_SECONDS = 2;
+const ALIAS = "chaos_alias";
+const aliasV1 = defineDeployedFlow(
+  new Flow<number>({ slug: "chaos_alias" }).step({ slug: "s" }, (n) => n),
+  { alias: ALIAS },
+);
+const aliasV2 = defineDeployedFlow(
+  new Flow<number>({ slug: "chaos_alias_v2" }).step({ slug: "s" }, (n) => n + 1),
+  { alias: ALIAS },
+);
+
+/**
+ * An alias switch with old-version respawns: V1's and then V2's worker start with
+ * `activate: "on-startup"` (V2 takes the alias); V1's worker then restarts again and again, as an
+ * Edge respawn during a version drain does. Each time the alias points back at V1 afterwards, it
+ * moved back.
+ */
+class AliasSwitch {
+  #sql: postgres.Sql;
+  #v1: WorkerHandle | undefined;
+  #v2: WorkerHandle | undefined;
+  respawns = 0;
+  /** Activations that pointed the alias back at V1 (distinct generations). */
+  movedBack = 0;
+  #lastMovedBack: number | undefined;
+  constructor(sql: postgres.Sql) {
+    this.#sql = sql;
+  }
+  async begin(): Promise<void> {
+    const options = { sql: this.#sql, activate: "on-startup", logLevel: "error" } as const;
+    this.#v1 = await startWorker(aliasV1, options);
+    this.#v2 = await startWorker(aliasV2, options);
+  }
+  async respawnOld(): Promise<void> {
+    try {
+      await this.#v1?.stop({ graceMs: 1000 });
+      this.#v1 = await startWorker(aliasV1, {
+        sql: this.#sql,
+        activate: "on-startup",
+        logLevel: "error",
+      });
+      this.respawns++;
+      const alias = await getAlias(this.#sql, ALIAS);
+      if (alias?.flowSlug === "chaos_alias" && alias.generation !== this.#lastMovedBack) {
+        this.#lastMovedBack = alias.generation;
+        this.movedBack++;
+        log(`defect: alias ${ALIAS} moved back to chaos_alias (generation ${alias.generation})`);
+      }
+    } catch {
+      // A respawn during the restart or a cut: the next one tries again.
+      this.#v1 = undefined;
+    }
+  }
+  async end(): Promise<void> {
+    await Promise.allSettled([
+      this.#v1?.stop({ graceMs: 1000 }),
+      this.#v2?.stop({ graceMs: 1000 }),
+    ]);
+  }
+}
 
 /** Watchers: one `waitForRun` per run on the producer's `connect()` pool, and how they ended. */
 interface Watchers {
@@ -259,6 +325,9 @@ async function main(): Promise<number> {
   const listenFaults = { cut: 0, frozen: 0 };
   let nextListenFault = LISTEN_FAULT_EVERY_SECONDS;
   let listenRound = 0;
+  const aliasSwitch = new AliasSwitch(producer);
+  await aliasSwitch.begin();
+  let nextRespawn = RESPAWN_EVERY_SECONDS;
   await using fleet = new WorkerFleet(db.url, dir);
   fleet.start(WORKERS);
   const began = Date.now();
@@ -283,6 +352,10 @@ async function main(): Promise<number> {
         // A cut producer connection: the start rolled back; start it again on the next tick.
         break;
       }
+    }
+    if (t < chaosSeconds && t >= nextRespawn) {
+      await aliasSwitch.respawnOld();
+      nextRespawn = elapsed() + RESPAWN_EVERY_SECONDS;
     }
     if (t < chaosSeconds && t >= nextListenFault) {
       if (await listenFault(sql, listenRound, listenFaults)) listenRound++;
@@ -336,6 +409,7 @@ async function main(): Promise<number> {
   ) {
     log(`watcher defect: ${line}`);
   }
+  await aliasSwitch.end();
   await producer.end({ timeout: 5 });
   await fleet.stop();
   const loadAfter = await loadAverage();
@@ -364,6 +438,7 @@ async function main(): Promise<number> {
       "deadlocks (pg_stat_database)",
       (restart?.deadlocksBefore ?? 0) + (await deadlocks(sql)) - (restart?.deadlocksAfter ?? 0),
     ],
+    ["alias moved back by an old version's respawn", aliasSwitch.movedBack],
     ["watcher errors (waitForRun rejected, not by a failed run)", watchers.errors.length],
     ["watcher hangs (waitForRun unsettled 10 s past its timeout)", watcherHangs.length],
   ];
@@ -376,6 +451,7 @@ async function main(): Promise<number> {
     ],
     ["executions recorded", whole(found.executions)],
     ["workers SIGKILLed / exited on their own", `${kills} / ${fleet.unexpectedExits}`],
+    ["old-version respawns (on-startup activation)", whole(aliasSwitch.respawns)],
     [
       "LISTEN connections cut / LISTEN backends frozen",
       `${listenFaults.cut} / ${listenFaults.frozen}`,
