@@ -18,6 +18,13 @@ import { parseArgs } from "node:util";
 import postgres from "postgres";
 import { compileFlow } from "../src/client/compile_flow.ts";
 import { startFlow } from "../src/client/start_flow.ts";
+import { waitForRun } from "../src/client/wait_for_run.ts";
+import { RunFailedError, RunTimeoutError } from "../src/client/errors.ts";
+import { connect } from "../src/db/connect.ts";
+import { getAlias } from "../src/client/aliases.ts";
+import { defineDeployedFlow } from "../src/dsl/deployed_flow.ts";
+import { Flow } from "../src/dsl/flow.ts";
+import { startWorker, type WorkerHandle } from "../src/worker/mod.ts";
 import { benchDatabase } from "./_bench_database.ts";
 import {
   audit,
@@ -60,6 +67,141 @@ const TICK_MS = 200;
 /** Defects described on stderr, at most. */
 const EXAMPLES = 10;
 const STUCK_SAMPLE_MS = 5000;
+/** Every this many seconds of the chaos phase, the LISTEN connections are cut or one is frozen. */
+const LISTEN_FAULT_EVERY_SECONDS = 3;
+/** How long a frozen LISTEN backend stays stopped (SIGSTOP → SIGCONT). */
+const LISTEN_FREEZE_MS = 2000;
+
+/** Every this many seconds of the chaos phase, the old version's worker respawns. */
+const RESPAWN_EVERY_SECONDS = 2;
+const ALIAS = "chaos_alias";
+const aliasV1 = defineDeployedFlow(
+  new Flow<number>({ slug: "chaos_alias" }).step({ slug: "s" }, (n) => n),
+  { alias: ALIAS },
+);
+const aliasV2 = defineDeployedFlow(
+  new Flow<number>({ slug: "chaos_alias_v2" }).step({ slug: "s" }, (n) => n + 1),
+  { alias: ALIAS },
+);
+
+/**
+ * An alias switch with old-version respawns: V1's and then V2's worker start with
+ * `activate: "on-startup"` (V2 takes the alias); V1's worker then restarts again and again, as an
+ * Edge respawn during a version drain does. Each time the alias points back at V1 afterwards, it
+ * moved back.
+ */
+class AliasSwitch {
+  #sql: postgres.Sql;
+  #v1: WorkerHandle | undefined;
+  #v2: WorkerHandle | undefined;
+  respawns = 0;
+  /** Activations that pointed the alias back at V1 (distinct generations). */
+  movedBack = 0;
+  #lastMovedBack: number | undefined;
+  constructor(sql: postgres.Sql) {
+    this.#sql = sql;
+  }
+  async begin(): Promise<void> {
+    const options = { sql: this.#sql, activate: "on-startup", logLevel: "error" } as const;
+    this.#v1 = await startWorker(aliasV1, options);
+    this.#v2 = await startWorker(aliasV2, options);
+  }
+  async respawnOld(): Promise<void> {
+    try {
+      await this.#v1?.stop({ graceMs: 1000 });
+      this.#v1 = await startWorker(aliasV1, {
+        sql: this.#sql,
+        activate: "on-startup",
+        logLevel: "error",
+      });
+      this.respawns++;
+      const alias = await getAlias(this.#sql, ALIAS);
+      if (alias?.flowSlug === "chaos_alias" && alias.generation !== this.#lastMovedBack) {
+        this.#lastMovedBack = alias.generation;
+        this.movedBack++;
+        log(`defect: alias ${ALIAS} moved back to chaos_alias (generation ${alias.generation})`);
+      }
+    } catch {
+      // A respawn during the restart or a cut: the next one tries again.
+      this.#v1 = undefined;
+    }
+  }
+  async end(): Promise<void> {
+    await Promise.allSettled([
+      this.#v1?.stop({ graceMs: 1000 }),
+      this.#v2?.stop({ graceMs: 1000 }),
+    ]);
+  }
+}
+
+/** Watchers: one `waitForRun` per run on the producer's `connect()` pool, and how they ended. */
+interface Watchers {
+  pending: Set<string>;
+  errors: string[];
+  /** Runs whose watch timed out: a defect when the run did end by the deadline. */
+  timedOut: string[];
+  done: Promise<unknown>[];
+}
+
+function watch(pool: postgres.Sql, runId: string, watchers: Watchers, timeoutMs: number): void {
+  watchers.pending.add(runId);
+  watchers.done.push(
+    waitForRun(pool, runId, { timeoutMs }).then(
+      () => watchers.pending.delete(runId),
+      (error) => {
+        watchers.pending.delete(runId);
+        // A failed run is an outcome (10% handler failures exhaust some runs), not a watcher error.
+        if (error instanceof RunTimeoutError) watchers.timedOut.push(runId);
+        else if (!(error instanceof RunFailedError)) {
+          watchers.errors.push(`${runId}: ${error?.name}: ${error?.message}`);
+        }
+      },
+    ),
+  );
+}
+
+/** The backends that hold a LISTEN (workers' wake-ups and watchers), oldest first. */
+async function listenBackends(sql: postgres.Sql): Promise<number[]> {
+  const rows = await sql<{ pid: number }[]>`
+    select pid from pg_stat_activity
+    where datname = current_database() and pid <> pg_backend_pid()
+      and query ilike 'listen %'
+    order by backend_start`;
+  return rows.map((row) => row.pid);
+}
+
+/**
+ * Freezes one LISTEN backend (SIGSTOP) for a while, or cuts every LISTEN connection: freezes
+ * first, then alternately. Returns false when there was no LISTEN backend to hit.
+ */
+async function listenFault(
+  sql: postgres.Sql,
+  round: number,
+  counts: { cut: number; frozen: number },
+): Promise<boolean> {
+  const pids = await listenBackends(sql);
+  if (pids.length === 0) return false;
+  if (round % 2 === 1) {
+    await sql`select pg_terminate_backend(pid) from unnest(${pids}::int[]) pid`;
+    counts.cut += pids.length;
+    return true;
+  }
+  const pid = pick(pids)!;
+  try {
+    Deno.kill(pid, "SIGSTOP");
+  } catch {
+    return false;
+  }
+  counts.frozen++;
+  setTimeout(() => {
+    try {
+      Deno.kill(pid, "SIGCONT");
+    } catch {
+      // Gone meanwhile (the restart): nothing to wake.
+    }
+  }, LISTEN_FREEZE_MS);
+  return true;
+}
 
 function log(message: string): void {
   console.error(`bench: ${message}`);
@@ -176,6 +318,16 @@ async function main(): Promise<number> {
     `${runs} runs, deadline ${seconds} s, chaos for ${chaosSeconds} s; worker logs: ${dir}/workers.log`,
   );
 
+  // Producer and watchers on a pool from sluice's own connect(), the documented pattern: a cut
+  // connection must neither kill this process nor fail a watch.
+  const producer = connect(db.url, { max: 4, applicationName: "chaos-producer" });
+  const watchers: Watchers = { pending: new Set(), errors: [], timedOut: [], done: [] };
+  const listenFaults = { cut: 0, frozen: 0 };
+  let nextListenFault = LISTEN_FAULT_EVERY_SECONDS;
+  let listenRound = 0;
+  const aliasSwitch = new AliasSwitch(producer);
+  await aliasSwitch.begin();
+  let nextRespawn = RESPAWN_EVERY_SECONDS;
   await using fleet = new WorkerFleet(db.url, dir);
   fleet.start(WORKERS);
   const began = Date.now();
@@ -193,7 +345,21 @@ async function main(): Promise<number> {
   while (elapsed() < seconds && !(terminal && frozen?.thawedAt !== undefined)) {
     const t = elapsed();
     for (const due = Math.ceil(runs * Math.min(1, t / chaosSeconds)); started < due; started++) {
-      await startFlow(sql, "chaos", input);
+      try {
+        const runId = await startFlow(producer, "chaos", input);
+        watch(producer, runId, watchers, (seconds - t) * 1000 + 5000);
+      } catch {
+        // A cut producer connection: the start rolled back; start it again on the next tick.
+        break;
+      }
+    }
+    if (t < chaosSeconds && t >= nextRespawn) {
+      await aliasSwitch.respawnOld();
+      nextRespawn = elapsed() + RESPAWN_EVERY_SECONDS;
+    }
+    if (t < chaosSeconds && t >= nextListenFault) {
+      if (await listenFault(sql, listenRound, listenFaults)) listenRound++;
+      nextListenFault = t + LISTEN_FAULT_EVERY_SECONDS;
     }
     if (t < chaosSeconds && t >= nextKill) {
       const victim = pick(fleet.running());
@@ -223,6 +389,28 @@ async function main(): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, TICK_MS));
   }
   const wallMs = Date.now() - began;
+  // A watch still pending this long after the deadline hangs (its own timeout has passed).
+  await Promise.race([
+    Promise.allSettled(watchers.done),
+    new Promise((resolve) => setTimeout(resolve, 10_000)),
+  ]);
+  const watcherHangs = [...watchers.pending];
+  const ended = await sql<{ run_id: string }[]>`
+    select run_id::text from sluice.runs
+    where run_id = any (${watchers.timedOut}::uuid[]) and status <> 'started'`;
+  for (const { run_id } of ended) {
+    watchers.errors.push(`${run_id}: RunTimeoutError although the run ended by the deadline`);
+  }
+  for (
+    const line of [...watchers.errors, ...watcherHangs.map((id) => `${id}: hangs`)].slice(
+      0,
+      EXAMPLES,
+    )
+  ) {
+    log(`watcher defect: ${line}`);
+  }
+  await aliasSwitch.end();
+  await producer.end({ timeout: 5 });
   await fleet.stop();
   const loadAfter = await loadAverage();
   for (const key of await stuckTasks(sql)) stuck.add(key);
@@ -250,6 +438,9 @@ async function main(): Promise<number> {
       "deadlocks (pg_stat_database)",
       (restart?.deadlocksBefore ?? 0) + (await deadlocks(sql)) - (restart?.deadlocksAfter ?? 0),
     ],
+    ["alias moved back by an old version's respawn", aliasSwitch.movedBack],
+    ["watcher errors (waitForRun rejected, not by a failed run)", watchers.errors.length],
+    ["watcher hangs (waitForRun unsettled 10 s past its timeout)", watcherHangs.length],
   ];
   const info = [
     [
@@ -260,6 +451,11 @@ async function main(): Promise<number> {
     ],
     ["executions recorded", whole(found.executions)],
     ["workers SIGKILLed / exited on their own", `${kills} / ${fleet.unexpectedExits}`],
+    ["old-version respawns (on-startup activation)", whole(aliasSwitch.respawns)],
+    [
+      "LISTEN connections cut / LISTEN backends frozen",
+      `${listenFaults.cut} / ${listenFaults.frozen}`,
+    ],
     [
       "freeze (SIGSTOP → SIGCONT), executions in flight",
       frozen?.thawedAt === undefined

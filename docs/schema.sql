@@ -238,6 +238,21 @@ end;
 $$;
 
 --
+-- Name: check_timeout(jsonb, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.check_timeout(value jsonb, what text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+begin
+  if value is not null and value <> 'null'::jsonb and value::text::numeric > 2147483 then
+    raise exception 'Invalid flow definition: % must be at most 2147483 seconds (about 24.8 days, the longest worker timer), got %', what, value
+      using errcode = 'invalid_parameter_value';
+  end if;
+end;
+$$;
+
+--
 -- Name: check_whole_number(jsonb, integer, text); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -2628,6 +2643,8 @@ begin
     format('options.base_delay of flow "%s"', v_flow));
   perform sluice.check_whole_number(definition #> '{options,timeout}', 1,
     format('options.timeout of flow "%s"', v_flow));
+  perform sluice.check_timeout(definition #> '{options,timeout}',
+    format('options.timeout of flow "%s"', v_flow));
 
   if jsonb_typeof(definition -> 'steps') is distinct from 'array'
     or jsonb_array_length(definition -> 'steps') = 0
@@ -2666,6 +2683,8 @@ begin
     perform sluice.check_whole_number(v_step #> '{options,base_delay}', 1,
       format('options.base_delay of step "%s"', v_slug));
     perform sluice.check_whole_number(v_step #> '{options,timeout}', 1,
+      format('options.timeout of step "%s"', v_slug));
+    perform sluice.check_timeout(v_step #> '{options,timeout}',
       format('options.timeout of step "%s"', v_slug));
     perform sluice.check_whole_number(v_step #> '{options,start_delay}', 0,
       format('options.start_delay of step "%s"', v_slug));

@@ -9,10 +9,14 @@
 // deno-lint-ignore no-import-prefix
 import postgres from "npm:postgres@3.4.9";
 import { installCancellableImmediate } from "./cancellable_immediate.ts";
+import { installTypeFetchGuard } from "./type_fetch_guard.ts";
 
 // Before any client exists: under Deno 2.5 a write buffered by the driver can otherwise run after
 // it was cancelled and kill the process (see cancellable_immediate.ts).
 installCancellableImmediate();
+// A connection cut during the driver's dropped type fetch must not kill the process either, for
+// every pool sluice opens or is handed (see type_fetch_guard.ts).
+installTypeFetchGuard();
 
 export default postgres;
 

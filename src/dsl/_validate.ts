@@ -18,6 +18,13 @@ import type {
 /** The largest value a numeric option may take: Postgres `integer`. */
 const MAX_OPTION_VALUE = 2_147_483_647;
 
+/**
+ * The longest task timeout in seconds (about 24.8 days): a worker arms one timer of
+ * `timeout * 1000` ms per task, and a timer longer than 2^31 - 1 ms fires at once. The SQL
+ * compiler refuses the same bound (sluice.check_timeout).
+ */
+export const MAX_TIMEOUT_SECONDS = 2_147_483;
+
 const WHEN_POLICIES: readonly WhenPolicy[] = ["fail", "skip", "skip-cascade"];
 
 const FLOW_KEYS = [
@@ -141,18 +148,24 @@ class Rejecter {
     if (problem !== undefined) throw this.reject("invalid_slug", "slug", slug, problem);
   }
 
-  integer(options: Record<string, unknown>, key: string, min: number): number | undefined {
+  integer(
+    options: Record<string, unknown>,
+    key: string,
+    min: number,
+    max = MAX_OPTION_VALUE,
+  ): number | undefined {
     const value = options[key];
     if (value === undefined) return undefined;
     if (
-      typeof value !== "number" || !Number.isInteger(value) || value < min ||
-      value > MAX_OPTION_VALUE
+      typeof value !== "number" || !Number.isInteger(value) || value < min || value > max
     ) {
       throw this.reject(
         "invalid_option",
         key,
         value,
-        `${key} must be an integer from ${min} to ${MAX_OPTION_VALUE}, got ${formatValue(value)}`,
+        `${key} must be an integer from ${min} to ${max}${
+          max === MAX_TIMEOUT_SECONDS ? " (seconds, about 24.8 days: the longest worker timer)" : ""
+        }, got ${formatValue(value)}`,
       );
     }
     return value;
@@ -186,7 +199,12 @@ class Rejecter {
   ): StepRuntimeOptions {
     const result: { -readonly [K in keyof StepRuntimeOptions]: number } = {};
     for (const key of keys) {
-      const value = this.integer(options, key, key === "startDelay" ? 0 : 1);
+      const value = this.integer(
+        options,
+        key,
+        key === "startDelay" ? 0 : 1,
+        key === "timeout" ? MAX_TIMEOUT_SECONDS : MAX_OPTION_VALUE,
+      );
       if (value !== undefined) result[key] = value;
     }
     return Object.freeze(result);

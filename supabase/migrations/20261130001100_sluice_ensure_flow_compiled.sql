@@ -10,6 +10,22 @@
 -- drained: the first call deprecates them and answers 'draining'; the caller waits and calls
 -- again; when none is alive the flow and its data are replaced -> recompiled.
 
+-- Raises when value (already a whole number or null) is a timeout longer than 2147483 seconds
+-- (about 24.8 days): a worker arms a timer of timeout * 1000 ms, and a longer timer fires at once.
+-- The DSL refuses the same bound (MAX_TIMEOUT_SECONDS in src/dsl/_validate.ts).
+create function sluice.check_timeout(value jsonb, what text)
+returns void
+language plpgsql
+immutable
+as $$
+begin
+  if value is not null and value <> 'null'::jsonb and value::text::numeric > 2147483 then
+    raise exception 'Invalid flow definition: % must be at most 2147483 seconds (about 24.8 days, the longest worker timer), got %', what, value
+      using errcode = 'invalid_parameter_value';
+  end if;
+end;
+$$;
+
 -- Raises unless value is null or a whole number >= minimum.
 create function sluice.check_whole_number(value jsonb, minimum integer, what text)
 returns void
@@ -81,6 +97,8 @@ begin
     format('options.base_delay of flow "%s"', v_flow));
   perform sluice.check_whole_number(definition #> '{options,timeout}', 1,
     format('options.timeout of flow "%s"', v_flow));
+  perform sluice.check_timeout(definition #> '{options,timeout}',
+    format('options.timeout of flow "%s"', v_flow));
 
   if jsonb_typeof(definition -> 'steps') is distinct from 'array'
     or jsonb_array_length(definition -> 'steps') = 0
@@ -119,6 +137,8 @@ begin
     perform sluice.check_whole_number(v_step #> '{options,base_delay}', 1,
       format('options.base_delay of step "%s"', v_slug));
     perform sluice.check_whole_number(v_step #> '{options,timeout}', 1,
+      format('options.timeout of step "%s"', v_slug));
+    perform sluice.check_timeout(v_step #> '{options,timeout}',
       format('options.timeout of step "%s"', v_slug));
     perform sluice.check_whole_number(v_step #> '{options,start_delay}', 0,
       format('options.start_delay of step "%s"', v_slug));

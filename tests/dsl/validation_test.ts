@@ -114,13 +114,21 @@ const invalidFlowNumbers: [string, unknown, string][] = [
   ["maxAttempts", "3", 'maxAttempts must be an integer from 1 to 2147483647, got "3"'],
   ["baseDelay", 0, "baseDelay must be an integer from 1 to 2147483647, got 0"],
   ["baseDelay", Number.NaN, "baseDelay must be an integer from 1 to 2147483647, got NaN"],
-  ["timeout", -1, "timeout must be an integer from 1 to 2147483647, got -1"],
   [
     "timeout",
-    2147483648,
-    "timeout must be an integer from 1 to 2147483647, got 2147483648",
+    -1,
+    "timeout must be an integer from 1 to 2147483 (seconds, about 24.8 days: the longest worker timer), got -1",
   ],
-  ["timeout", null, "timeout must be an integer from 1 to 2147483647, got null"],
+  [
+    "timeout",
+    2147484,
+    "timeout must be an integer from 1 to 2147483 (seconds, about 24.8 days: the longest worker timer), got 2147484",
+  ],
+  [
+    "timeout",
+    null,
+    "timeout must be an integer from 1 to 2147483 (seconds, about 24.8 days: the longest worker timer), got null",
+  ],
   [
     "progressInterval",
     -1,
@@ -321,7 +329,16 @@ Deno.test(".map() over the flow input rejects dependencies", () => {
 const invalidStepNumbers: [string, unknown, string][] = [
   ["maxAttempts", 0, "maxAttempts must be an integer from 1 to 2147483647, got 0"],
   ["baseDelay", 0, "baseDelay must be an integer from 1 to 2147483647, got 0"],
-  ["timeout", 0.5, "timeout must be an integer from 1 to 2147483647, got 0.5"],
+  [
+    "timeout",
+    0.5,
+    "timeout must be an integer from 1 to 2147483 (seconds, about 24.8 days: the longest worker timer), got 0.5",
+  ],
+  [
+    "timeout",
+    2592000,
+    "timeout must be an integer from 1 to 2147483 (seconds, about 24.8 days: the longest worker timer), got 2592000",
+  ],
   ["startDelay", -1, "startDelay must be an integer from 0 to 2147483647, got -1"],
   ["startDelay", 1.5, "startDelay must be an integer from 0 to 2147483647, got 1.5"],
   [

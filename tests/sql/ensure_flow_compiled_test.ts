@@ -245,6 +245,11 @@ Deno.test("an invalid definition is rejected with the offending value and leaves
       /options.max_attempts of step "load" must be a whole number >= 1, got 0/,
     ],
     [
+      "timeout over the longest worker timer",
+      (d) => d.steps[0].options.timeout = 2592000,
+      /options.timeout of step "load" must be at most 2147483 seconds \(about 24.8 days, the longest worker timer\), got 2592000/,
+    ],
+    [
       "bad enum",
       (d) => d.steps[0].when_unmet = "maybe",
       /when_unmet of step "load" must be one of/,

@@ -1,6 +1,8 @@
 /**
  * `deno task ops fence drain`: deprecates the live workers of the fenced functions and waits
- * until none has a fresh heartbeat and no task they claimed is still `started`.
+ * until none has a fresh heartbeat and no task they claimed is still `started`. While it waits it
+ * runs stalled-task recovery itself: once the set's last worker crashed, no heartbeat runs it, and
+ * the crashed worker's tasks would stay `started` for good.
  *
  * @module
  */
@@ -15,6 +17,18 @@ const DEFAULT_TIMEOUT = "10m";
 async function deprecate(sql: Sql, names: readonly string[]): Promise<number> {
   const [{ count }] = await sql<{ count: number }[]>`
     select sluice.deprecate_function_workers(${names as string[]}::text[]) as count
+  `;
+  return count;
+}
+
+/**
+ * Requeues (or exhausts) the stalled tasks, the recovery every worker's heartbeat runs: a task
+ * started longer ago than its timeout plus `sluice.stall_margin_seconds()` belongs to a worker
+ * that vanished.
+ */
+async function recoverStalled(sql: Sql): Promise<number> {
+  const [{ count }] = await sql<{ count: number }[]>`
+    select sluice.requeue_stalled_tasks() as count
   `;
   return count;
 }
@@ -87,7 +101,9 @@ export const fenceDrainCommand: OpsCommand = {
     "polling, finishes the tasks it claimed and stops. Waits, printing progress, until no\n" +
     "worker of the set has a fresh heartbeat and no task one of them claimed is started.\n" +
     "A worker that starts meanwhile (a direct invocation, a respawn of an enabled function) is\n" +
-    "deprecated too, and said so. On timeout it lists what still runs and exits 1.",
+    "deprecated too, and said so. While waiting it runs stalled-task recovery, so a task\n" +
+    "of a crashed worker is requeued after its timeout plus 30 s and stops holding the drain.\n" +
+    "On timeout it lists what still runs and exits 1.",
   async run(sql, args, io) {
     const names = await fencedNames(args);
     const limitMs = timeoutMs(args, DEFAULT_TIMEOUT);
@@ -109,6 +125,13 @@ export const fenceDrainCommand: OpsCommand = {
         io.out(
           `Deprecated ${late} more workers that started during the drain (a direct invocation, ` +
             "or a respawn of a function still enabled).",
+        );
+      }
+      const recovered = await recoverStalled(sql);
+      if (recovered > 0) {
+        io.out(
+          `Recovered ${recovered} stalled tasks (their worker vanished): requeued, or failed ` +
+            "when it was their last attempt.",
         );
       }
       const rows = await readDrain(sql, names);

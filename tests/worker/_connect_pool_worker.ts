@@ -1,0 +1,32 @@
+// Subprocess of the connect() pool cut test: a worker on a pool from sluice's own connect(), the
+// documented pattern, or (with "producer") a producer on such a pool starting runs until killed.
+import { connect } from "../../src/db/connect.ts";
+import { startFlow } from "../../src/client/start_flow.ts";
+import { startWorker } from "../../src/worker/mod.ts";
+import { Flow } from "../../src/dsl/flow.ts";
+
+const [url, role, count] = Deno.args;
+const sql = connect(url, { applicationName: `cut-${role}` });
+if (role === "producer") {
+  console.log("READY");
+  let started = 0;
+  while (started < Number(count)) {
+    try {
+      await startFlow(sql, "cuts", { n: started });
+      started++;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+  console.log("PRODUCED");
+  // Stays up (a timer keeps the event loop alive) until the test kills it.
+  setInterval(() => {}, 60_000);
+} else {
+  const flow = new Flow<{ n: number }>({ slug: "cuts" })
+    .step({ slug: "a" }, async (input) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return input.n;
+    });
+  await startWorker(flow, { sql, logLevel: "error", heartbeatIntervalMs: 100 });
+  console.log("READY");
+}

@@ -1,0 +1,79 @@
+// Connections cut under processes whose pools come from sluice's own connect().
+import assert from "node:assert/strict";
+import { freshDatabase } from "../_db.ts";
+import { waitUntil } from "./_helpers.ts";
+
+function spawn(url: string, role: string, count = 0) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("./_connect_pool_worker.ts", import.meta.url).pathname,
+      url,
+      role,
+      String(count),
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stdout = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const stderr = new Response(child.stderr).text();
+  let text = "";
+  let exited = false;
+  child.status.then(() => exited = true);
+  const readLine = async (line: string) => {
+    while (!text.includes(`${line}\n`)) {
+      const { value, done } = await stdout.read();
+      if (done) throw new Error(`${role} exited early: ${await stderr}`);
+      text += value;
+    }
+  };
+  return {
+    readLine,
+    get exited() {
+      return exited;
+    },
+    stderr,
+    async [Symbol.asyncDispose]() {
+      if (!exited) child.kill("SIGKILL");
+      await child.status;
+      await stdout.cancel().catch(() => {});
+    },
+  };
+}
+
+Deno.test("a worker and a producer on connect() pools survive repeated connection cuts", async () => {
+  await using db = await freshDatabase();
+  await using worker = spawn(db.url, "worker");
+  await worker.readLine("READY");
+  await using producer = spawn(db.url, "producer", 400);
+  await producer.readLine("READY");
+
+  let terminated = 0;
+  for (let round = 0; round < 15 && !worker.exited && !producer.exited; round++) {
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const [{ n }] = await db.sql`
+      select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
+      where datname = current_database() and pid <> pg_backend_pid()
+        and application_name in ('cut-worker', 'cut-producer')`;
+    terminated += n;
+  }
+  const alive = async () => {
+    if (worker.exited) assert.fail(`the worker process died: ${await worker.stderr}`);
+    if (producer.exited) assert.fail(`the producer process died: ${await producer.stderr}`);
+  };
+  await alive();
+  assert.ok(terminated >= 15, `terminated ${terminated} connections`);
+  await producer.readLine("PRODUCED");
+  await waitUntil(
+    async () => {
+      await alive();
+      const [{ done }] = await db.sql`
+      select count(*)::int as done from sluice.runs where status = 'completed'`;
+      return done === 400;
+    },
+    "400 completed runs",
+    60_000,
+  );
+  await alive();
+});
