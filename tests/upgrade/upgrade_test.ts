@@ -1,33 +1,97 @@
 import assert from "node:assert/strict";
 import { freshDatabase } from "../_db.ts";
 import { testWorker } from "../worker/_helpers.ts";
+import { RunFailedError } from "../../src/client/errors.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 
 // Upgrading a live database: a database built and loaded with work by an earlier version's own
-// code (checked out into a temporary worktree), then migrated by the current `sluice migrate`
-// and finished by current workers. The "from" version is the latest release in releases.json, or
-// the revision SLUICE_UPGRADE_FROM names (development).
+// code (checked out into a temporary worktree), then migrated by the current `sluice migrate` and
+// finished by current workers. The "from" version is the latest release in releases.json, or the
+// revision SLUICE_UPGRADE_FROM names (development).
 //
-// In-flight states covered so far: runs queued (started, not yet claimed) by the old producer.
+// In-flight states at the moment of the upgrade, all made by the old code:
+//   - queued: runs started by the old producer, never claimed;
+//   - started: a task claimed by an old worker that was SIGKILLed mid-task;
+//   - retrying: a task whose first attempt failed, its retry delay pending;
+//   - failing: a task that fails every attempt, one attempt already spent (the run ends failed).
 
 const override = Deno.env.get("SLUICE_UPGRADE_FROM");
 const releases = await readReleases();
 const from = override ?? releases.at(-1)?.commit;
 
+/** The handler both versions run: -1 always fails, 7 fails its first attempt, else doubles. */
+const HANDLER_SOURCE = `(input, ctx) => {
+  if (input.n < 0) throw new Error("negative input");
+  if (input.n === 7 && ctx.attempt === 1) throw new Error("flaky first attempt");
+  return Promise.resolve(input.n * 2);
+}`;
+
 /** The flow both versions compile: same slug, same shape. */
-const FLOW_SOURCE = `
-export const upgradeFlow = (double) =>
-  new Flow({ slug: "upgrade_plain", timeout: 5 }).step({ slug: "double" }, double);
-`;
+const FLOW_SOURCE = `(handler) =>
+  new Flow({ slug: "upgrade_plain", timeout: 5, maxAttempts: 3, baseDelay: 2 })
+    .step({ slug: "double" }, handler)`;
+
+const MAX_ATTEMPTS = 3;
 
 function upgradeFlow() {
-  return new Flow<{ n: number }>({ slug: "upgrade_plain", timeout: 5 })
-    .step({ slug: "double" }, (input) => Promise.resolve(input.n * 2));
+  return new Flow<{ n: number }>({
+    slug: "upgrade_plain",
+    timeout: 5,
+    maxAttempts: 3,
+    baseDelay: 2,
+  })
+    .step({ slug: "double" }, (input, ctx) => {
+      if (input.n < 0) throw new Error("negative input");
+      if (input.n === 7 && ctx.attempt === 1) throw new Error("flaky first attempt");
+      return Promise.resolve(input.n * 2);
+    });
 }
 
-async function run(cwd: string, args: string[], env: Record<string, string>): Promise<string> {
+const PRELUDE = `import postgres from "postgres";
+import { Flow } from "./src/dsl/flow.ts";
+import { compileFlow } from "./src/client/compile_flow.ts";
+import { startFlow } from "./src/client/start_flow.ts";
+import { startWorker } from "./src/worker/mod.ts";
+const upgradeFlow = ${FLOW_SOURCE};
+const handler = ${HANDLER_SOURCE};
+const url = Deno.env.get("DATABASE_URL");
+const sql = postgres(url, { onnotice: () => {} });
+`;
+
+/** Old worker: fails -1 and 7 once each, then claims 10 and hangs until SIGKILLed. */
+const OLD_WORKER = `${PRELUDE}
+const flow = upgradeFlow((input, ctx) => {
+  if (input.n === 10) {
+    console.log("STARTED " + ctx.runId);
+    return new Promise(() => {});
+  }
+  return handler(input, ctx);
+});
+await compileFlow(sql, flow);
+await startWorker(flow, { connectionString: url, logLevel: "error", heartbeatIntervalMs: 100 });
+const failing = await startFlow(sql, "upgrade_plain", { n: -1 });
+const flaky = await startFlow(sql, "upgrade_plain", { n: 7 });
+console.log("IDS " + JSON.stringify({ failing, flaky }));
+for (;;) {
+  const [row] = await sql\`select count(*)::int as n from sluice.step_tasks
+    where run_id in (\${failing}, \${flaky}) and attempts_count = 1 and status <> 'started'\`;
+  if (row.n === 2) break;
+  await new Promise((resolve) => setTimeout(resolve, 20));
+}
+console.log("STARTED_KILLED " + await startFlow(sql, "upgrade_plain", { n: 10 }));
+`;
+
+/** Old producer: queues runs while no worker serves the flow. */
+const OLD_PRODUCER = `${PRELUDE}
+const ids = [];
+for (const n of [1, 2, 3]) ids.push(await startFlow(sql, "upgrade_plain", { n }));
+console.log(JSON.stringify(ids));
+await sql.end();
+`;
+
+async function deno(cwd: string, args: string[], env: Record<string, string>): Promise<string> {
   const output = await new Deno.Command(Deno.execPath(), {
     args,
     cwd,
@@ -46,10 +110,46 @@ async function run(cwd: string, args: string[], env: Record<string, string>): Pr
   return text;
 }
 
+/** Runs the old worker until its hanging task is claimed, then SIGKILLs it. */
+async function killOldWorkerMidTask(tree: string, env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "_upgrade_worker.ts"],
+    cwd: tree,
+    env,
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines: string[] = [];
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  try {
+    while (!lines.some((line) => line.startsWith("STARTED "))) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the old worker exited early: ${lines.join(" | ")}`);
+      buffered += value;
+      const parts = buffered.split("\n");
+      buffered = parts.pop()!;
+      lines.push(...parts);
+    }
+  } finally {
+    child.kill("SIGKILL");
+    await child.status;
+    await reader.cancel().catch(() => {});
+  }
+  const ids = JSON.parse(lines.find((l) => l.startsWith("IDS "))!.slice(4)) as {
+    failing: string;
+    flaky: string;
+  };
+  const killed = lines.find((l) => l.startsWith("STARTED "))!.slice(8);
+  return { ...ids, killed };
+}
+
 Deno.test({
   name: from === undefined
-    ? `a database with queued runs upgrades and finishes (skipped: ${NO_RELEASE})`
-    : `a database with queued runs from ${override ? `SLUICE_UPGRADE_FROM=${override}` : from} ` +
+    ? `a database with in-flight runs upgrades and finishes (skipped: ${NO_RELEASE})`
+    : `a database with in-flight runs from ${
+      override ? `SLUICE_UPGRADE_FROM=${override}` : from
+    } ` +
       "upgrades through sluice migrate and finishes with current workers",
   ignore: from === undefined,
   sanitizeResources: false,
@@ -61,38 +161,55 @@ Deno.test({
     try {
       await using db = await freshDatabase({ empty: true });
       const env = { DATABASE_URL: db.url };
-      await run(tree, ["run", "-A", "cli.ts", "migrate"], env);
-      await Deno.writeTextFile(
-        `${tree}/_upgrade_producer.ts`,
-        `import postgres from "postgres";
-import { Flow } from "./src/dsl/flow.ts";
-import { compileFlow } from "./src/client/compile_flow.ts";
-import { startFlow } from "./src/client/start_flow.ts";
-${FLOW_SOURCE}
-const sql = postgres(Deno.env.get("DATABASE_URL"), { onnotice: () => {} });
-await compileFlow(sql, upgradeFlow(async (input) => input.n * 2));
-const ids = [];
-for (const n of [1, 2, 3]) ids.push(await startFlow(sql, "upgrade_plain", { n }));
-console.log(JSON.stringify(ids));
-await sql.end();
-`,
-      );
-      const runIds = JSON.parse(
-        (await run(tree, ["run", "-A", "_upgrade_producer.ts"], env)).trim(),
+      await deno(tree, ["run", "-A", "cli.ts", "migrate"], env);
+      await Deno.writeTextFile(`${tree}/_upgrade_worker.ts`, OLD_WORKER);
+      await Deno.writeTextFile(`${tree}/_upgrade_producer.ts`, OLD_PRODUCER);
+      const { failing, flaky, killed } = await killOldWorkerMidTask(tree, env);
+      const queued = JSON.parse(
+        (await deno(tree, ["run", "-A", "_upgrade_producer.ts"], env)).trim(),
       ) as string[];
-      assert.equal(runIds.length, 3);
 
-      await run(ROOT.pathname, ["run", "-A", "cli.ts", "migrate"], env);
+      // The states are really in flight at the upgrade.
+      const before = await db.sql`
+        select run_id, status, attempts_count from sluice.step_tasks order by run_id`;
+      const state = (id: string) => {
+        const row = before.find((r) => r.run_id === id)!;
+        return `${row.status}/${row.attempts_count}`;
+      };
+      assert.equal(state(killed), "started/1");
+      assert.equal(state(flaky), "queued/1");
+      assert.equal(state(failing), "queued/1");
+      for (const id of queued) assert.equal(state(id), "queued/0");
+
+      const migrated = await deno(ROOT.pathname, ["run", "-A", "cli.ts", "migrate"], env);
+      console.log(`current migrate: ${migrated.trim()}`);
+      // The killed task counts as stalled after timeout (5 s) + 30 s: pretend that time passed.
+      await db.sql`update sluice.step_tasks set started_at = now() - interval '1 minute'
+        where status = 'started'`;
       const flow = upgradeFlow();
       await using _worker = await testWorker(flow, db);
-      const outputs = [];
-      for (const id of runIds) {
-        outputs.push(await waitForRun(db.sql, id, { timeoutMs: 20_000, flow }));
+      for (
+        const [id, n] of [[queued[0], 1], [queued[1], 2], [queued[2], 3], [killed, 10], [
+          flaky,
+          7,
+        ]] as const
+      ) {
+        assert.deepEqual(await waitForRun(db.sql, id, { timeoutMs: 30_000, flow }), {
+          double: n * 2,
+        });
       }
-      assert.deepEqual(outputs, [{ double: 2 }, { double: 4 }, { double: 6 }]);
-      const [over] = await db.sql`
-        select count(*)::int as n from sluice.step_tasks where attempts_count > 1`;
-      assert.equal(over.n, 0, "a task ran more than once");
+      await assert.rejects(
+        waitForRun(db.sql, failing, { timeoutMs: 30_000, flow }),
+        RunFailedError,
+      );
+      const after = await db.sql`select run_id, attempts_count from sluice.step_tasks`;
+      const attempts = (id: string) => after.find((r) => r.run_id === id)!.attempts_count;
+      assert.deepEqual(
+        [...queued.map(attempts), attempts(killed), attempts(flaky), attempts(failing)],
+        [1, 1, 1, 2, 2, MAX_ATTEMPTS],
+      );
+      const [{ n }] = await db.sql`select count(*)::int as n from sluice.runs`;
+      assert.equal(n, 6, "a run was lost or duplicated");
     } finally {
       await git("worktree", "remove", "--force", tree);
       await Deno.remove(dir, { recursive: true });
