@@ -7,8 +7,9 @@ import { Flow } from "../../src/dsl/flow.ts";
 import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 
 // Upgrading a live database: a database built and loaded with work by an earlier version's own
-// code (checked out into a temporary worktree), then migrated by the current `sluice migrate` and
-// finished by current workers. The "from" version is the latest release in releases.json, or the
+// code (checked out into a temporary worktree), then migrated to the current migrations (by
+// `sluice migrate`, and separately by `install` + `supabase migration up`) and finished by current
+// workers. The "from" version is the latest release in releases.json, or the
 // revision SLUICE_UPGRADE_FROM names (development).
 //
 // In-flight states at the moment of the upgrade, all made by the old code:
@@ -91,25 +92,6 @@ console.log(JSON.stringify(ids));
 await sql.end();
 `;
 
-async function deno(cwd: string, args: string[], env: Record<string, string>): Promise<string> {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args,
-    cwd,
-    env,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(output.stdout);
-  if (!output.success) {
-    throw new Error(
-      `Cannot run deno ${args.join(" ")} in ${cwd}: ${text}${
-        new TextDecoder().decode(output.stderr)
-      }`,
-    );
-  }
-  return text;
-}
-
 /** Runs the old worker until its hanging task is claimed, then SIGKILLs it. */
 async function killOldWorkerMidTask(tree: string, env: Record<string, string>) {
   const child = new Deno.Command(Deno.execPath(), {
@@ -144,75 +126,169 @@ async function killOldWorkerMidTask(tree: string, env: Record<string, string>) {
   return { ...ids, killed };
 }
 
-Deno.test({
-  name: from === undefined
-    ? `a database with in-flight runs upgrades and finishes (skipped: ${NO_RELEASE})`
-    : `a database with in-flight runs from ${
-      override ? `SLUICE_UPGRADE_FROM=${override}` : from
-    } ` +
-      "upgrades through sluice migrate and finishes with current workers",
-  ignore: from === undefined,
-  sanitizeResources: false,
-  sanitizeOps: false,
-  fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "sluice_upgrade_" });
-    const tree = `${dir}/from`;
-    await git("worktree", "add", "--detach", tree, from!);
-    try {
-      await using db = await freshDatabase({ empty: true });
-      const env = { DATABASE_URL: db.url };
-      await deno(tree, ["run", "-A", "cli.ts", "migrate"], env);
-      await Deno.writeTextFile(`${tree}/_upgrade_worker.ts`, OLD_WORKER);
-      await Deno.writeTextFile(`${tree}/_upgrade_producer.ts`, OLD_PRODUCER);
-      const { failing, flaky, killed } = await killOldWorkerMidTask(tree, env);
-      const queued = JSON.parse(
-        (await deno(tree, ["run", "-A", "_upgrade_producer.ts"], env)).trim(),
-      ) as string[];
+const SUPABASE_CLI = Deno.env.get("SLUICE_SUPABASE_CLI") ??
+  new URL(".tools/supabase/node_modules/.bin/supabase", ROOT).pathname;
 
-      // The states are really in flight at the upgrade.
-      const before = await db.sql`
-        select run_id, status, attempts_count from sluice.step_tasks order by run_id`;
-      const state = (id: string) => {
-        const row = before.find((r) => r.run_id === id)!;
-        return `${row.status}/${row.attempts_count}`;
-      };
-      assert.equal(state(killed), "started/1");
-      assert.equal(state(flaky), "queued/1");
-      assert.equal(state(failing), "queued/1");
-      for (const id of queued) assert.equal(state(id), "queued/0");
+async function run(
+  program: string,
+  cwd: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<string> {
+  const output = await new Deno.Command(program, {
+    args,
+    cwd,
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .output();
+  const text = new TextDecoder().decode(output.stdout);
+  if (!output.success) {
+    throw new Error(
+      `Cannot run ${program} ${args.join(" ")} in ${cwd}: ${text}${
+        new TextDecoder().decode(output.stderr)
+      }`,
+    );
+  }
+  return text;
+}
 
-      const migrated = await deno(ROOT.pathname, ["run", "-A", "cli.ts", "migrate"], env);
-      console.log(`current migrate: ${migrated.trim()}`);
-      // The killed task counts as stalled after timeout (5 s) + 30 s: pretend that time passed.
-      await db.sql`update sluice.step_tasks set started_at = now() - interval '1 minute'
-        where status = 'started'`;
-      const flow = upgradeFlow();
-      await using _worker = await testWorker(flow, db);
-      for (
-        const [id, n] of [[queued[0], 1], [queued[1], 2], [queued[2], 3], [killed, 10], [
-          flaky,
-          7,
-        ]] as const
-      ) {
-        assert.deepEqual(await waitForRun(db.sql, id, { timeoutMs: 30_000, flow }), {
-          double: n * 2,
-        });
-      }
-      await assert.rejects(
-        waitForRun(db.sql, failing, { timeoutMs: 30_000, flow }),
-        RunFailedError,
-      );
-      const after = await db.sql`select run_id, attempts_count from sluice.step_tasks`;
-      const attempts = (id: string) => after.find((r) => r.run_id === id)!.attempts_count;
-      assert.deepEqual(
-        [...queued.map(attempts), attempts(killed), attempts(flaky), attempts(failing)],
-        [1, 1, 1, 2, 2, MAX_ATTEMPTS],
-      );
-      const [{ n }] = await db.sql`select count(*)::int as n from sluice.runs`;
-      assert.equal(n, 6, "a run was lost or duplicated");
-    } finally {
-      await git("worktree", "remove", "--force", tree);
-      await Deno.remove(dir, { recursive: true });
-    }
+const supabaseUp = (project: string, dir: string, env: Record<string, string>) =>
+  run(SUPABASE_CLI, project, [
+    "migration",
+    "up",
+    "--db-url",
+    `${env.DATABASE_URL}?sslmode=disable`,
+  ], { ...env, HOME: dir });
+
+/**
+ * The two ways a database is migrated, each used for the old build and for the upgrade:
+ * `sluice migrate` of each version, or a user project where the old `install` copied the old
+ * files, the current `install` copies only the new ones, and `supabase migration up` applies them.
+ */
+const RUNNERS = {
+  "sluice migrate": {
+    build: (tree: string, _dir: string, env: Record<string, string>) =>
+      run(Deno.execPath(), tree, ["run", "-A", "cli.ts", "migrate"], env),
+    upgrade: (_tree: string, _dir: string, env: Record<string, string>) =>
+      run(Deno.execPath(), ROOT.pathname, ["run", "-A", "cli.ts", "migrate"], env),
   },
-});
+  "supabase migration up": {
+    build: async (tree: string, dir: string, env: Record<string, string>) => {
+      const project = `${dir}/project`;
+      await Deno.mkdir(`${project}/supabase`, { recursive: true });
+      await run(Deno.execPath(), project, ["run", "-A", `${tree}/cli.ts`, "install"], env);
+      // Supabase's server ships the pgmq extension; plain PostgreSQL in compat mode does not, so
+      // the old version's installer stands in for the platform before the migrations run.
+      await run(Deno.execPath(), tree, [
+        "eval",
+        `import postgres from "postgres";
+import { installPgmq } from "./src/ops/install_pgmq.ts";
+const sql = postgres(Deno.env.get("DATABASE_URL"), { onnotice: () => {} });
+await installPgmq(sql);
+await sql.end();`,
+      ], env);
+      return await supabaseUp(project, dir, env);
+    },
+    upgrade: async (_tree: string, dir: string, env: Record<string, string>) => {
+      const project = `${dir}/project`;
+      const listing = () =>
+        [...Deno.readDirSync(`${project}/supabase/migrations`)].map((e) => e.name);
+      const before = new Set(listing());
+      const installed = await run(Deno.execPath(), project, [
+        "run",
+        "-A",
+        new URL("cli.ts", ROOT).pathname,
+        "install",
+      ], env);
+      // install names each copy <its own timestamp>_<sluice's file name>.
+      const original = (name: string) => name.replace(/^\d{14}_(?=\d{14}_)/, "");
+      const had = new Set([...before].map(original));
+      const added = listing().filter((name) => !before.has(name)).map(original).sort();
+      const current = [...Deno.readDirSync(new URL("supabase/migrations/", ROOT))]
+        .map((e) => e.name).filter((name) => !had.has(name)).sort();
+      assert.deepEqual(added, current, `install copied other than the new files: ${installed}`);
+      return `install added [${added.join(", ")}]\n${await supabaseUp(project, dir, env)}`;
+    },
+  },
+};
+
+for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
+  Deno.test({
+    name: from === undefined
+      ? `a database with in-flight runs upgrades through ${runner} and finishes (skipped: ${NO_RELEASE})`
+      : `a database with in-flight runs from ${
+        override ? `SLUICE_UPGRADE_FROM=${override}` : from
+      } ` +
+        `upgrades through ${runner} and finishes with current workers`,
+    ignore: from === undefined,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    fn: async () => {
+      const dir = await Deno.makeTempDir({ prefix: "sluice_upgrade_" });
+      const tree = `${dir}/from`;
+      await git("worktree", "add", "--detach", tree, from!);
+      try {
+        await using db = await freshDatabase({ empty: true });
+        const env = { DATABASE_URL: db.url };
+        await build(tree, dir, env);
+        await Deno.writeTextFile(`${tree}/_upgrade_worker.ts`, OLD_WORKER);
+        await Deno.writeTextFile(`${tree}/_upgrade_producer.ts`, OLD_PRODUCER);
+        const { failing, flaky, killed } = await killOldWorkerMidTask(tree, env);
+        const queued = JSON.parse(
+          (await run(Deno.execPath(), tree, ["run", "-A", "_upgrade_producer.ts"], env)).trim(),
+        ) as string[];
+
+        // The states are really in flight at the upgrade.
+        const before = await db.sql`
+        select run_id, status, attempts_count from sluice.step_tasks order by run_id`;
+        const state = (id: string) => {
+          const row = before.find((r) => r.run_id === id)!;
+          return `${row.status}/${row.attempts_count}`;
+        };
+        assert.equal(state(killed), "started/1");
+        assert.equal(state(flaky), "queued/1");
+        assert.equal(state(failing), "queued/1");
+        for (const id of queued) assert.equal(state(id), "queued/0");
+
+        const migrated = await upgrade(tree, dir, env);
+        console.log(`${runner}: ${migrated.trim()}`);
+        const files = [...Deno.readDirSync(new URL("supabase/migrations/", ROOT))].length;
+        const [ledger] = await db.sql`
+        select count(*)::int as n from supabase_migrations.schema_migrations`;
+        assert.equal(ledger.n, files, "the upgrade did not record every current migration");
+        // The killed task counts as stalled after timeout (5 s) + 30 s: pretend that time passed.
+        await db.sql`update sluice.step_tasks set started_at = now() - interval '1 minute'
+        where status = 'started'`;
+        const flow = upgradeFlow();
+        await using _worker = await testWorker(flow, db);
+        for (
+          const [id, n] of [[queued[0], 1], [queued[1], 2], [queued[2], 3], [killed, 10], [
+            flaky,
+            7,
+          ]] as const
+        ) {
+          assert.deepEqual(await waitForRun(db.sql, id, { timeoutMs: 30_000, flow }), {
+            double: n * 2,
+          });
+        }
+        await assert.rejects(
+          waitForRun(db.sql, failing, { timeoutMs: 30_000, flow }),
+          RunFailedError,
+        );
+        const after = await db.sql`select run_id, attempts_count from sluice.step_tasks`;
+        const attempts = (id: string) => after.find((r) => r.run_id === id)!.attempts_count;
+        assert.deepEqual(
+          [...queued.map(attempts), attempts(killed), attempts(flaky), attempts(failing)],
+          [1, 1, 1, 2, 2, MAX_ATTEMPTS],
+        );
+        const [{ n }] = await db.sql`select count(*)::int as n from sluice.runs`;
+        assert.equal(n, 6, "a run was lost or duplicated");
+      } finally {
+        await git("worktree", "remove", "--force", tree);
+        await Deno.remove(dir, { recursive: true });
+      }
+    },
+  });
+}
