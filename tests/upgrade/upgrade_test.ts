@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { freshDatabase } from "../_db.ts";
 import { testWorker } from "../worker/_helpers.ts";
 import { RunFailedError } from "../../src/client/errors.ts";
+import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
@@ -17,6 +18,8 @@ import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 //   - started: a task claimed by an old worker that was SIGKILLed mid-task;
 //   - retrying: a task whose first attempt failed, its retry delay pending;
 //   - failing: a task that fails every attempt, one attempt already spent (the run ends failed).
+// Then the old/new matrix, plain flow: an old worker process and a current worker serve the same
+// queue while producers of both versions start runs.
 
 const override = Deno.env.get("SLUICE_UPGRADE_FROM");
 const releases = await readReleases();
@@ -82,6 +85,13 @@ for (;;) {
   await new Promise((resolve) => setTimeout(resolve, 20));
 }
 console.log("STARTED_KILLED " + await startFlow(sql, "upgrade_plain", { n: 10 }));
+`;
+
+/** Old worker of the matrix: serves the flow with the shared handler until killed. */
+const OLD_MATRIX_WORKER = `${PRELUDE}
+const flow = upgradeFlow(handler);
+const worker = await startWorker(flow, { connectionString: url, logLevel: "error", heartbeatIntervalMs: 100 });
+console.log("READY " + worker.workerId);
 `;
 
 /** Old producer: queues runs while no worker serves the flow. */
@@ -285,6 +295,49 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         );
         const [{ n }] = await db.sql`select count(*)::int as n from sluice.runs`;
         assert.equal(n, 6, "a run was lost or duplicated");
+        // The old/new matrix (plain flow): an old worker process beside the current one on the same
+        // queue, runs started by producers of both versions.
+        await Deno.writeTextFile(`${tree}/_matrix_worker.ts`, OLD_MATRIX_WORKER);
+        const oldWorker = new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", "_matrix_worker.ts"],
+          cwd: tree,
+          env,
+          stdout: "piped",
+          stderr: "inherit",
+        }).spawn();
+        const reader = oldWorker.stdout.pipeThrough(new TextDecoderStream()).getReader();
+        try {
+          let ready = "";
+          while (!ready.includes("\n")) {
+            const { value, done } = await reader.read();
+            if (done) throw new Error(`the old matrix worker exited: ${ready}`);
+            ready += value;
+          }
+          assert.match(ready, /^READY /);
+          const oldRuns = JSON.parse(
+            (await run(Deno.execPath(), tree, ["run", "-A", "_upgrade_producer.ts"], env)).trim(),
+          ) as string[];
+          const newRuns = [];
+          for (const n of [1, 2, 3]) newRuns.push(await startFlow(db.sql, "upgrade_plain", { n }));
+          const all = [...oldRuns, ...newRuns];
+          const outputs = [];
+          for (const id of all) {
+            outputs.push(await waitForRun(db.sql, id, { timeoutMs: 30_000, flow }));
+          }
+          assert.deepEqual(outputs, [1, 2, 3, 1, 2, 3].map((n) => ({ double: n * 2 })));
+          const served = await db.sql`
+            select t.last_worker_id = ${_worker.workerId} as current, count(*)::int as tasks
+            from sluice.step_tasks t where t.run_id = any(${all}) group by 1 order by 1`;
+          console.log(`matrix: tasks per worker ${JSON.stringify(served)}`);
+          const [{ over }] = await db.sql`
+            select count(*)::int as over from sluice.step_tasks
+            where run_id = any(${all}) and attempts_count > 1`;
+          assert.equal(over, 0, "a matrix task ran more than once");
+        } finally {
+          oldWorker.kill("SIGKILL");
+          await oldWorker.status;
+          await reader.cancel().catch(() => {});
+        }
       } finally {
         await git("worktree", "remove", "--force", tree);
         await Deno.remove(dir, { recursive: true });
