@@ -216,3 +216,42 @@ Deno.test("two deployed workers of different versions activating one alias at on
     });
   }
 });
+
+Deno.test('activate: "on-startup" never moves the alias back: a V2 respawn after V3 is superseded, and a V3 respawn does not undo an operator rollback to V2', async () => {
+  await using db = await freshDatabase();
+  const v2 = defineDeployedFlow(ordersFlow("orders_v2", "v2"), { alias: "orders" });
+  const v3 = defineDeployedFlow(ordersFlow("orders_v3", "v3"), { alias: "orders" });
+
+  const v2First = await testWorker(v2, db, { activate: "on-startup" });
+  assert.equal(v2First.aliasActivation?.outcome, "activated");
+  await using v3First = await testWorker(v3, db, { activate: "on-startup" });
+  assert.equal(v3First.aliasActivation?.outcome, "activated");
+  const afterV3 = await getAlias(db.sql, "orders");
+  assert.equal(afterV3?.flowSlug, "orders_v3");
+  await v2First[Symbol.asyncDispose]();
+
+  // An Edge respawn of V2 during the drain: the alias stays on V3.
+  await using v2Respawn = await testWorker(v2, db, { activate: "on-startup" });
+  assert.deepEqual(v2Respawn.aliasActivation, {
+    alias: "orders",
+    outcome: "superseded",
+    generation: afterV3?.generation,
+  });
+  assert.equal(v2Respawn.logs.find("warn", "alias not activated").length, 1);
+  assert.deepEqual(await getAlias(db.sql, "orders"), afterV3);
+
+  // The operator rolls back to V2; a V3 respawn does not undo it.
+  const rolledBack = await activateAlias(db.sql, "orders", "orders_v2", {
+    expectedGeneration: afterV3!.generation,
+  });
+  await using v3Respawn = await testWorker(v3, db, { activate: "on-startup" });
+  assert.deepEqual(v3Respawn.aliasActivation, {
+    alias: "orders",
+    outcome: "superseded",
+    generation: rolledBack,
+  });
+  const current = await getAlias(db.sql, "orders");
+  assert.deepEqual([current?.flowSlug, current?.generation], ["orders_v2", rolledBack]);
+  const history = await getAliasHistory(db.sql, "orders");
+  assert.equal(history.filter((row) => row.activatedBy.startsWith("worker")).length, 2);
+});
