@@ -317,8 +317,12 @@ select c.flow_slug, c.aliases, c.self_alias_points_at, c.active_runs, c.queued_t
 from counts c;
 
 -- Refuses to delete a flow that a foreign alias points at: the alias would silently fall back to
--- whatever else has its name. Otherwise as before (migration 20261130001200).
-create or replace function sluice.delete_flow_and_data(flow_slug text)
+-- whatever else has its name. Unless `force` (a development recompile, `flows reset --force`), also
+-- refuses a flow with active runs (they would vanish without a word) or with live workers (they
+-- would loop on a dropped queue), naming the count and the workers. Otherwise as before (migration
+-- 20261130001200).
+drop function sluice.delete_flow_and_data(text);
+create function sluice.delete_flow_and_data(flow_slug text, force boolean default false)
 returns void
 language plpgsql
 as $$
@@ -327,6 +331,8 @@ declare
   v_ids bigint[];
   v_queue text;
   v_aliases text;
+  v_active bigint;
+  v_workers text;
 begin
   if not exists (select 1 from sluice.flows f where f.flow_slug = delete_flow_and_data.flow_slug)
   then
@@ -343,6 +349,26 @@ begin
     raise exception 'Cannot delete flow "%": alias % points at it; activate the alias on another flow first',
       delete_flow_and_data.flow_slug, v_aliases
       using errcode = 'dependent_objects_still_exist';
+  end if;
+
+  if not coalesce(delete_flow_and_data.force, false) then
+    select count(*) into v_active
+    from sluice.runs r
+    where r.flow_slug = delete_flow_and_data.flow_slug and r.status = 'started';
+    if v_active > 0 then
+      raise exception 'Cannot delete flow "%": % active run(s); let them finish or cancel them, or pass force',
+        delete_flow_and_data.flow_slug, v_active
+        using errcode = 'object_in_use';
+    end if;
+    select string_agg(format('%s (%s)', w.worker_id, w.function_name), ', ' order by w.worker_id::text)
+    into v_workers
+    from sluice.live_workers w
+    where w.flow_slug = delete_flow_and_data.flow_slug and w.deprecated_at is null;
+    if v_workers is not null then
+      raise exception 'Cannot delete flow "%": live workers serve it: %; stop them first, or pass force',
+        delete_flow_and_data.flow_slug, v_workers
+        using errcode = 'object_in_use';
+    end if;
   end if;
 
   select array_agg(t.queue_name), array_agg(t.message_id) into v_queues, v_ids
@@ -461,7 +487,7 @@ begin
     returning a.*
   )
   select array_agg(k) into v_kept from kept k;
-  perform sluice.delete_flow_and_data(old_slug);
+  perform sluice.delete_flow_and_data(old_slug, force => true);
   perform sluice.lock_queue_names(shape);
   perform sluice.validate_routes(definition, shape);
   perform sluice.create_flow(definition, shape);

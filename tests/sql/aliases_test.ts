@@ -358,13 +358,13 @@ Deno.test("delete_flow_and_data refuses while a foreign alias points at the flow
   );
   assert.equal((await db.sql`select 1 from sluice.flows where flow_slug = 'orders_v2'`).length, 1);
   // V1 itself may go: its self-alias points elsewhere and stays.
-  await db.sql`select sluice.delete_flow_and_data('orders')`;
+  await db.sql`select sluice.delete_flow_and_data('orders', force => true)`;
   assert.equal((await getAlias(db.sql, "orders"))?.flowSlug, "orders_v2");
 
   await compileFlow(db.sql, { slug: "orders_v3", steps: [{ slug: "total" }] });
   await registerWorker(db.sql, "orders_v3", "orders_v3");
   await activateAlias(db.sql, "orders", "orders_v3", { expectedGeneration: 2 });
-  await db.sql`select sluice.delete_flow_and_data('orders_v2')`;
+  await db.sql`select sluice.delete_flow_and_data('orders_v2', force => true)`;
   assert.equal(
     (await db.sql`select 1 from sluice.aliases where flow_slug = 'orders_v2'`).length,
     0,
@@ -399,7 +399,7 @@ Deno.test("a reset flow's self-alias continues its generations, so an old expect
   await twoVersions(db);
   await activateAlias(db.sql, "orders", "orders_v2", { expectedGeneration: 1 });
   await activateAlias(db.sql, "orders", "orders", { expectedGeneration: 2 });
-  await db.sql`select sluice.delete_flow_and_data('orders')`;
+  await db.sql`select sluice.delete_flow_and_data('orders', force => true)`;
   await compileFlow(db.sql, ORDERS);
   await registerWorker(db.sql, "orders", "orders");
 
@@ -423,7 +423,7 @@ Deno.test("a reset flow's self-alias continues its generations, so an old expect
 Deno.test("an alias created on a name a deleted flow used continues that name's generations", async () => {
   await using db = await freshDatabase();
   await twoVersions(db);
-  await db.sql`select sluice.delete_flow_and_data('orders')`;
+  await db.sql`select sluice.delete_flow_and_data('orders', force => true)`;
   assert.equal(await getAlias(db.sql, "orders"), null, "the self-alias went with its flow");
 
   // Generation 1 of "orders" is in the append-only history: the new alias starts after it.
