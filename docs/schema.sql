@@ -588,6 +588,7 @@ declare
   v_run_id uuid := coalesce(create_run.run_id, gen_random_uuid());
   v_root_map text;
 begin
+  perform pg_advisory_xact_lock_shared(hashtextextended('sluice.starts:' || lower(v_flow), 0));
   if create_run.input is null then
     raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow
       using errcode = 'null_value_not_allowed';

@@ -190,7 +190,10 @@ $$;
 
 -- Creates a run of the concrete flow `flow_slug` that the caller named as `started_via`:
 -- validates the input before writing anything, then creates the run, its step states, and the
--- tasks and messages of every step that is ready at once. The one writer of new runs.
+-- tasks and messages of every step that is ready at once. The one writer of new runs. It holds
+-- the flow's start lock shared until its transaction ends: a drain check (readVersionDrain) takes
+-- it exclusively before counting, so a run from a producer transaction opened before an alias
+-- switch is counted once it commits instead of being missed. No other lock waits on it.
 create function sluice.create_run(flow_slug text, started_via text, input jsonb, run_id uuid)
 returns uuid
 language plpgsql
@@ -200,6 +203,7 @@ declare
   v_run_id uuid := coalesce(create_run.run_id, gen_random_uuid());
   v_root_map text;
 begin
+  perform pg_advisory_xact_lock_shared(hashtextextended('sluice.starts:' || lower(v_flow), 0));
   if create_run.input is null then
     raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow
       using errcode = 'null_value_not_allowed';

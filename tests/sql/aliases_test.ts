@@ -13,6 +13,7 @@ import {
   getVersionDrain,
 } from "../../mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
+import { latch, waitUntil } from "../_support.ts";
 import {
   compile,
   compileFlow,
@@ -497,4 +498,32 @@ Deno.test("version_drain counts active runs, queued and started tasks, live work
   await activateAlias(db.sql, "orders_api", "orders_v2", { expectedGeneration: 1 });
   state = await drain();
   assert.deepEqual([state?.aliases, state?.drained], [[], true]);
+});
+
+Deno.test("version_drain waits for a producer transaction opened before the alias switch: its V1 run is counted, not missed", async () => {
+  await using db = await freshDatabase();
+  await twoVersions(db);
+  const started = latch();
+  const commit = latch();
+  const producer = db.sql.begin(async (tx) => {
+    await tx`select sluice.start_flow('orders', '{"id": 1}')`;
+    started.resolve();
+    await commit.promise;
+  });
+  await started.promise;
+  await activateAlias(db.sql, "orders", "orders_v2", { expectedGeneration: 1 });
+
+  const drain = getVersionDrain(db.sql, "orders");
+  // The drain check waits on the start lock the producer's transaction holds.
+  await waitUntil(async () => {
+    const [{ waiting }] = await db.sql`
+      select count(*)::int as waiting from pg_stat_activity
+      where wait_event_type = 'Lock' and wait_event = 'advisory' and query like '%sluice.starts:%'`;
+    return waiting > 0 ? true : null;
+  }, "the drain check to wait for the producer's transaction");
+  commit.resolve();
+  await producer;
+  const seen = await drain;
+  assert.equal(seen?.activeRuns, 1);
+  assert.equal(seen?.workDrained, false);
 });
