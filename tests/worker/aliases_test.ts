@@ -1,6 +1,7 @@
 // Versions behind an alias with real workers: a V1 -> V2 switch (old runs finish on V1's queues
 // and workers, new ones start on V2, no task moves), `activate: "on-startup"` for a step-queued
-// V2 (the last step worker activates), and two deployed workers racing for one alias.
+// V2 (the last step worker activates), two deployed workers racing for one alias, startup activation never moving an alias back, and a
+// worker whose flow was reset under it stopping once.
 import assert from "node:assert/strict";
 import { activateAlias, getAlias, getAliasHistory } from "../../src/client/aliases.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
@@ -254,4 +255,20 @@ Deno.test('activate: "on-startup" never moves the alias back: a V2 respawn after
   assert.deepEqual([current?.flowSlug, current?.generation], ["orders_v2", rolledBack]);
   const history = await getAliasHistory(db.sql, "orders");
   assert.equal(history.filter((row) => row.activatedBy.startsWith("worker")).length, 2);
+});
+
+Deno.test("a worker whose flow was reset under it (flows reset --force) stops with one clear error instead of looping", async () => {
+  await using db = await freshDatabase();
+  const flow = ordersFlow("orders", "v1");
+  await using worker = await testWorker(flow, db);
+  await assert.rejects(
+    db.sql`select sluice.delete_flow_and_data('orders')`,
+    new RegExp(`Cannot delete flow "orders": live workers serve it: ${worker.workerId}`),
+  );
+  await db.sql`select sluice.delete_flow_and_data('orders', force => true)`;
+  await waitUntil(() => worker.status === "fatal" || null, "the worker to stop");
+  const fatal = worker.logs.find("fatal");
+  assert.equal(fatal.length, 1);
+  assert.match(fatal[0].message, /^Cannot serve queue "orders": it no longer exists/);
+  assert.equal(worker.logs.find("error", "cannot read and claim").length, 0);
 });
