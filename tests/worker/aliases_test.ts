@@ -1,7 +1,7 @@
 // Versions behind an alias with real workers: a V1 -> V2 switch (old runs finish on V1's queues
 // and workers, new ones start on V2, no task moves), `activate: "on-startup"` for a step-queued
-// V2 (the last step worker activates), two deployed workers racing for one alias, startup activation never moving an alias back, and a
-// worker whose flow was reset under it stopping once.
+// V2 (the last step worker activates), two deployed workers racing for one alias, startup
+// activation never moving an alias back, and a worker whose flow was reset under it stopping once.
 import assert from "node:assert/strict";
 import { activateAlias, getAlias, getAliasHistory } from "../../src/client/aliases.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
