@@ -623,6 +623,7 @@ declare
   v_max_bytes integer;
   v_bytes bigint;
 begin
+  perform pg_advisory_xact_lock_shared(hashtextextended('sluice.starts:' || lower(v_flow), 0));
   if create_run.input is null then
     raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow
       using errcode = 'null_value_not_allowed';
@@ -736,10 +737,10 @@ end;
 $_$;
 
 --
--- Name: delete_flow_and_data(text); Type: FUNCTION; Schema: sluice; Owner: -
+-- Name: delete_flow_and_data(text, boolean); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
-CREATE FUNCTION sluice.delete_flow_and_data(flow_slug text) RETURNS void
+CREATE FUNCTION sluice.delete_flow_and_data(flow_slug text, force boolean DEFAULT false) RETURNS void
     LANGUAGE plpgsql
     AS $$
 declare
@@ -747,6 +748,8 @@ declare
   v_ids bigint[];
   v_queue text;
   v_aliases text;
+  v_active bigint;
+  v_workers text;
 begin
   if not exists (select 1 from sluice.flows f where f.flow_slug = delete_flow_and_data.flow_slug)
   then
@@ -763,6 +766,26 @@ begin
     raise exception 'Cannot delete flow "%": alias % points at it; activate the alias on another flow first',
       delete_flow_and_data.flow_slug, v_aliases
       using errcode = 'dependent_objects_still_exist';
+  end if;
+
+  if not coalesce(delete_flow_and_data.force, false) then
+    select count(*) into v_active
+    from sluice.runs r
+    where r.flow_slug = delete_flow_and_data.flow_slug and r.status = 'started';
+    if v_active > 0 then
+      raise exception 'Cannot delete flow "%": % active run(s); let them finish or cancel them, or pass force',
+        delete_flow_and_data.flow_slug, v_active
+        using errcode = 'object_in_use';
+    end if;
+    select string_agg(format('%s (%s)', w.worker_id, w.function_name), ', ' order by w.worker_id::text)
+    into v_workers
+    from sluice.live_workers w
+    where w.flow_slug = delete_flow_and_data.flow_slug and w.deprecated_at is null;
+    if v_workers is not null then
+      raise exception 'Cannot delete flow "%": live workers serve it: %; stop them first, or pass force',
+        delete_flow_and_data.flow_slug, v_workers
+        using errcode = 'object_in_use';
+    end if;
   end if;
 
   select array_agg(t.queue_name), array_agg(t.message_id) into v_queues, v_ids
@@ -1470,7 +1493,7 @@ begin
     returning a.*
   )
   select array_agg(k) into v_kept from kept k;
-  perform sluice.delete_flow_and_data(old_slug);
+  perform sluice.delete_flow_and_data(old_slug, force => true);
   perform sluice.lock_queue_names(shape);
   perform sluice.validate_routes(definition, shape);
   perform sluice.create_flow(definition, shape);

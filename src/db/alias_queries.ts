@@ -96,6 +96,9 @@ export async function readVersionDrain(
   sql: Queryable,
   flowSlug: string,
 ): Promise<VersionDrainRow | null> {
+  // Waits for the transactions still starting runs of the flow (sluice.create_run holds the
+  // flow's start lock shared until it commits), so the counts below include their runs.
+  await sql`select pg_advisory_xact_lock(hashtextextended('sluice.starts:' || lower(${flowSlug}), 0))`;
   const rows = await sql<VersionDrainRow[]>`
     select v.flow_slug, v.aliases, v.self_alias_points_at, v.active_runs, v.queued_tasks,
       v.started_tasks, v.live_workers, v.work_drained, v.drained

@@ -106,12 +106,16 @@ export async function pruneDataOlderThan(
  * `sluice.delete_flow_and_data`: removes a flow with its runs, tasks, messages, private queues and
  * aliases. Returns false (nothing changed) when no flow has that slug.
  */
-export async function deleteFlowAndData(sql: Sql, flowSlug: string): Promise<boolean> {
+export async function deleteFlowAndData(
+  sql: Sql,
+  flowSlug: string,
+  force = false,
+): Promise<boolean> {
   const [{ exists }] = await sql<{ exists: boolean }[]>`
     select exists (select 1 from sluice.flows where flow_slug = ${flowSlug}) as exists
   `;
   if (!exists) return false;
-  await sql`select sluice.delete_flow_and_data(${flowSlug})`;
+  await sql`select sluice.delete_flow_and_data(${flowSlug}, force => ${force})`;
   return true;
 }
 

@@ -1,6 +1,10 @@
 /**
  * A deployed flow's worker activating its alias at startup (`activate: "on-startup"`): one
- * compare-and-swap from the generation it read, never retried. Losing the race or meeting a step
+ * compare-and-swap from the generation it read, never retried. It only creates the alias or moves
+ * it to a flow the alias has never been moved away from: a flow that appears in the alias's
+ * history as replaced (by a newer version's worker or by an operator's rollback) is `superseded`,
+ * so an old version's respawn never moves the alias back; an operator's explicit activation still
+ * can. Losing the race or meeting a step
  * without a live worker is an expected outcome while versions roll out, reported and logged;
  * any other failure is logged as an error and the worker keeps serving its concrete flow, whose
  * work does not depend on where the alias points.
@@ -37,6 +41,22 @@ export async function activateOnStartup(
       return { alias, outcome: "already_active", generation: current.generation };
     }
     expected = current?.generation ?? 0;
+    // Read after the alias: a replacement recorded later moved the generation on, and the
+    // compare-and-swap below then loses.
+    const [replaced] = await sql<{ generation: string }[]>`
+      select max(h.generation)::text as generation from sluice.alias_history h
+      where h.alias = ${alias} and h.previous_flow_slug = ${flowSlug}
+      having max(h.generation) is not null`;
+    if (replaced) {
+      logger.warn("alias not activated: this flow was replaced on the alias before (superseded)", {
+        alias,
+        flow_slug: flowSlug,
+        current_flow_slug: current?.flowSlug ?? null,
+        generation: expected,
+        replaced_at_generation: Number(replaced.generation),
+      });
+      return { alias, outcome: "superseded", generation: expected };
+    }
     const generation = await activateAlias(sql, alias, flowSlug, {
       expectedGeneration: expected,
       activatedBy: `worker ${target.workerId} (${target.functionName})`,

@@ -44,7 +44,8 @@ export interface PollLoopSettings {
 /** How the loop ended. */
 export type PollLoopEnd =
   | { readonly kind: "stopped" }
-  | { readonly kind: "fatal"; readonly claim: ClaimResult };
+  | { readonly kind: "fatal"; readonly claim: ClaimResult }
+  | { readonly kind: "queue_gone"; readonly error: unknown };
 
 /** Interval between checks inside `pgmq.read_with_poll` when long-polling. */
 const LONG_POLL_INTERVAL_MS = 100;
@@ -143,6 +144,8 @@ export class PollLoop {
         errors = 0;
       } catch (error) {
         if (stop.aborted) break;
+        // The flow was deleted under the worker (flows reset --force): retrying cannot succeed.
+        if (isQueueGone(error, this.#settings.queue)) return { kind: "queue_gone", error };
         errors++;
         this.#logger.error("cannot read and claim tasks: retrying", {
           error: describeError(error),
@@ -250,4 +253,11 @@ export class PollLoop {
     });
     this.#inFlight.add(running);
   }
+}
+
+/** Whether `error` says the queue's PGMQ table no longer exists (`42P01` on `pgmq.q_<queue>`). */
+function isQueueGone(error: unknown, queue: string): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === "42P01" && typeof message === "string" &&
+    message.includes(`pgmq.q_${queue.toLowerCase()}`);
 }

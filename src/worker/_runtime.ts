@@ -128,6 +128,7 @@ export class WorkerRuntime {
     this.#loopEnded = loopEnded;
     loopEnded.then((end) => {
       if (end.kind === "fatal") this.#fatal(end);
+      else if (end.kind === "queue_gone") this.#queueGone(end.error);
       else void this.#stop("requested");
       this.#resolvePollingStopped();
     });
@@ -165,6 +166,16 @@ export class WorkerRuntime {
         message_ids: claim.messageIds,
         fatal: claim.fatal.map((entry) => ({ message_id: entry.messageId, class: entry.class })),
       },
+    );
+    void this.#stop("fatal");
+  }
+
+  #queueGone(error: unknown): void {
+    this.#status = "fatal";
+    this.#logger.fatal(
+      `Cannot serve queue "${this.#settings.queue}": it no longer exists (the flow was deleted, ` +
+        `e.g. flows reset --force); worker ${this.#settings.workerId} stops`,
+      { error: describeError(error) },
     );
     void this.#stop("fatal");
   }

@@ -276,6 +276,8 @@ export interface AliasActivationOptions {
  * - `conflict`: another activation changed the alias between the read and the swap; not retried.
  * - `workers_missing`: a step of the flow had no live worker yet (its worker will activate when
  *   it starts, if it is configured to).
+ * - `superseded`: the alias was moved away from this flow before (a newer version activated, or
+ *   an operator rolled back past it); a startup activation never moves the alias back.
  * - `failed`: the activation failed otherwise (logged at error level); the worker keeps serving.
  *
  * @example Usage
@@ -291,6 +293,7 @@ export type AliasActivationOutcome =
   | "activated"
   | "conflict"
   | "workers_missing"
+  | "superseded"
   | "failed";
 
 /**
@@ -314,7 +317,7 @@ export interface AliasActivationResult {
   readonly outcome: AliasActivationOutcome;
   /**
    * The alias's generation as the worker last saw it: the new one when `activated`, the current
-   * one when `already_active`, `workers_missing` or `conflict` (0: no such alias), `null` when
+   * one when `already_active`, `workers_missing`, `superseded` or `conflict` (0: no such alias), `null` when
    * `manual` or `failed`.
    */
   readonly generation: number | null;

@@ -190,7 +190,10 @@ $$;
 
 -- Creates a run of the concrete flow `flow_slug` that the caller named as `started_via`:
 -- validates the input before writing anything, then creates the run, its step states, and the
--- tasks and messages of every step that is ready at once. The one writer of new runs.
+-- tasks and messages of every step that is ready at once. The one writer of new runs. It holds
+-- the flow's start lock shared until its transaction ends: a drain check (readVersionDrain) takes
+-- it exclusively before counting, so a run from a producer transaction opened before an alias
+-- switch is counted once it commits instead of being missed. No other lock waits on it.
 create function sluice.create_run(flow_slug text, started_via text, input jsonb, run_id uuid)
 returns uuid
 language plpgsql
@@ -202,6 +205,7 @@ declare
   v_max_bytes integer;
   v_bytes bigint;
 begin
+  perform pg_advisory_xact_lock_shared(hashtextextended('sluice.starts:' || lower(v_flow), 0));
   if create_run.input is null then
     raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow
       using errcode = 'null_value_not_allowed';
@@ -329,8 +333,12 @@ select c.flow_slug, c.aliases, c.self_alias_points_at, c.active_runs, c.queued_t
 from counts c;
 
 -- Refuses to delete a flow that a foreign alias points at: the alias would silently fall back to
--- whatever else has its name. Otherwise as before (migration 20261130001200).
-create or replace function sluice.delete_flow_and_data(flow_slug text)
+-- whatever else has its name. Unless `force` (a development recompile, `flows reset --force`), also
+-- refuses a flow with active runs (they would vanish without a word) or with live workers (they
+-- would loop on a dropped queue), naming the count and the workers. Otherwise as before (migration
+-- 20261130001200).
+drop function sluice.delete_flow_and_data(text);
+create function sluice.delete_flow_and_data(flow_slug text, force boolean default false)
 returns void
 language plpgsql
 as $$
@@ -339,6 +347,8 @@ declare
   v_ids bigint[];
   v_queue text;
   v_aliases text;
+  v_active bigint;
+  v_workers text;
 begin
   if not exists (select 1 from sluice.flows f where f.flow_slug = delete_flow_and_data.flow_slug)
   then
@@ -355,6 +365,26 @@ begin
     raise exception 'Cannot delete flow "%": alias % points at it; activate the alias on another flow first',
       delete_flow_and_data.flow_slug, v_aliases
       using errcode = 'dependent_objects_still_exist';
+  end if;
+
+  if not coalesce(delete_flow_and_data.force, false) then
+    select count(*) into v_active
+    from sluice.runs r
+    where r.flow_slug = delete_flow_and_data.flow_slug and r.status = 'started';
+    if v_active > 0 then
+      raise exception 'Cannot delete flow "%": % active run(s); let them finish or cancel them, or pass force',
+        delete_flow_and_data.flow_slug, v_active
+        using errcode = 'object_in_use';
+    end if;
+    select string_agg(format('%s (%s)', w.worker_id, w.function_name), ', ' order by w.worker_id::text)
+    into v_workers
+    from sluice.live_workers w
+    where w.flow_slug = delete_flow_and_data.flow_slug and w.deprecated_at is null;
+    if v_workers is not null then
+      raise exception 'Cannot delete flow "%": live workers serve it: %; stop them first, or pass force',
+        delete_flow_and_data.flow_slug, v_workers
+        using errcode = 'object_in_use';
+    end if;
   end if;
 
   select array_agg(t.queue_name), array_agg(t.message_id) into v_queues, v_ids
@@ -473,7 +503,7 @@ begin
     returning a.*
   )
   select array_agg(k) into v_kept from kept k;
-  perform sluice.delete_flow_and_data(old_slug);
+  perform sluice.delete_flow_and_data(old_slug, force => true);
   perform sluice.lock_queue_names(shape);
   perform sluice.validate_routes(definition, shape);
   perform sluice.create_flow(definition, shape);

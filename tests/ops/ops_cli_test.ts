@@ -322,11 +322,17 @@ Deno.test("deno task ops coverage runs as a process and exits 0 with a MISSING r
   assert.match(new TextDecoder().decode(stdout), /thread_digest__fetch_posts +0 +1 {2}MISSING/);
 });
 
-Deno.test("ops flows reset deletes a flow with its runs and queues, and names an unknown slug", async () => {
+Deno.test("ops flows reset refuses a flow with active runs, deletes it with --force, and names an unknown slug", async () => {
   await using db = await freshDatabase();
   await compile(db.sql, threadDigest);
   await db.sql`select sluice.start_flow('thread_digest', '{"threadId": "t1", "posts": []}'::jsonb)`;
-  const reset = await ops(db.url, "flows", "reset", "thread_digest");
+  const refused = await ops(db.url, "flows", "reset", "thread_digest");
+  assert.equal(refused.code, 1);
+  assert.match(
+    refused.err,
+    /^Cannot delete flow "thread_digest": 1 active run\(s\);.* or pass --force$/,
+  );
+  const reset = await ops(db.url, "flows", "reset", "thread_digest", "--force");
   assert.equal(reset.code, 0, reset.err);
   assert.equal(reset.out, 'Deleted flow "thread_digest" with all its runs, tasks and queues.');
   const [{ flows, runs }] = await db.sql`

@@ -13,6 +13,7 @@ import {
   getVersionDrain,
 } from "../../mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
+import { latch, waitUntil } from "../_support.ts";
 import {
   compile,
   compileFlow,
@@ -358,13 +359,13 @@ Deno.test("delete_flow_and_data refuses while a foreign alias points at the flow
   );
   assert.equal((await db.sql`select 1 from sluice.flows where flow_slug = 'orders_v2'`).length, 1);
   // V1 itself may go: its self-alias points elsewhere and stays.
-  await db.sql`select sluice.delete_flow_and_data('orders')`;
+  await db.sql`select sluice.delete_flow_and_data('orders', force => true)`;
   assert.equal((await getAlias(db.sql, "orders"))?.flowSlug, "orders_v2");
 
   await compileFlow(db.sql, { slug: "orders_v3", steps: [{ slug: "total" }] });
   await registerWorker(db.sql, "orders_v3", "orders_v3");
   await activateAlias(db.sql, "orders", "orders_v3", { expectedGeneration: 2 });
-  await db.sql`select sluice.delete_flow_and_data('orders_v2')`;
+  await db.sql`select sluice.delete_flow_and_data('orders_v2', force => true)`;
   assert.equal(
     (await db.sql`select 1 from sluice.aliases where flow_slug = 'orders_v2'`).length,
     0,
@@ -399,7 +400,7 @@ Deno.test("a reset flow's self-alias continues its generations, so an old expect
   await twoVersions(db);
   await activateAlias(db.sql, "orders", "orders_v2", { expectedGeneration: 1 });
   await activateAlias(db.sql, "orders", "orders", { expectedGeneration: 2 });
-  await db.sql`select sluice.delete_flow_and_data('orders')`;
+  await db.sql`select sluice.delete_flow_and_data('orders', force => true)`;
   await compileFlow(db.sql, ORDERS);
   await registerWorker(db.sql, "orders", "orders");
 
@@ -423,7 +424,7 @@ Deno.test("a reset flow's self-alias continues its generations, so an old expect
 Deno.test("an alias created on a name a deleted flow used continues that name's generations", async () => {
   await using db = await freshDatabase();
   await twoVersions(db);
-  await db.sql`select sluice.delete_flow_and_data('orders')`;
+  await db.sql`select sluice.delete_flow_and_data('orders', force => true)`;
   assert.equal(await getAlias(db.sql, "orders"), null, "the self-alias went with its flow");
 
   // Generation 1 of "orders" is in the append-only history: the new alias starts after it.
@@ -497,4 +498,32 @@ Deno.test("version_drain counts active runs, queued and started tasks, live work
   await activateAlias(db.sql, "orders_api", "orders_v2", { expectedGeneration: 1 });
   state = await drain();
   assert.deepEqual([state?.aliases, state?.drained], [[], true]);
+});
+
+Deno.test("version_drain waits for a producer transaction opened before the alias switch: its V1 run is counted, not missed", async () => {
+  await using db = await freshDatabase();
+  await twoVersions(db);
+  const started = latch();
+  const commit = latch();
+  const producer = db.sql.begin(async (tx) => {
+    await tx`select sluice.start_flow('orders', '{"id": 1}')`;
+    started.resolve();
+    await commit.promise;
+  });
+  await started.promise;
+  await activateAlias(db.sql, "orders", "orders_v2", { expectedGeneration: 1 });
+
+  const drain = getVersionDrain(db.sql, "orders");
+  // The drain check waits on the start lock the producer's transaction holds.
+  await waitUntil(async () => {
+    const [{ waiting }] = await db.sql`
+      select count(*)::int as waiting from pg_stat_activity
+      where wait_event_type = 'Lock' and wait_event = 'advisory' and query like '%sluice.starts:%'`;
+    return waiting > 0 ? true : null;
+  }, "the drain check to wait for the producer's transaction");
+  commit.resolve();
+  await producer;
+  const seen = await drain;
+  assert.equal(seen?.activeRuns, 1);
+  assert.equal(seen?.workDrained, false);
 });

@@ -23,7 +23,7 @@ Deno.test("delete_flow_and_data() removes the flow, its runs, private queues and
   await compileFlow(db.sql, { slug: "kept", steps: [{ slug: "a" }] });
   await startFlow(db.sql, "gone", {});
   await startFlow(db.sql, "kept", {});
-  await db.sql`select sluice.delete_flow_and_data('gone')`;
+  await db.sql`select sluice.delete_flow_and_data('gone', force => true)`;
   const [row] = await db.sql`
     select (select count(*) from sluice.flows where flow_slug = 'gone')::int as flows,
       (select count(*) from sluice.runs where flow_slug = 'gone')::int as runs,
@@ -174,4 +174,33 @@ Deno.test("prune_data_older_than() commits each batch: claims run and see progre
   }
   const [{ result }] = await pruning;
   assert.deepEqual(result, { runs: 12, workers: 1 });
+});
+
+Deno.test("delete_flow_and_data() refuses a flow with active runs or live workers unless forced, naming them", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, { slug: "busy", steps: [{ slug: "a" }] });
+  await startFlow(db.sql, "busy", {});
+  await startFlow(db.sql, "busy", {});
+  await assert.rejects(
+    db.sql`select sluice.delete_flow_and_data('busy')`,
+    /Cannot delete flow "busy": 2 active run\(s\)/,
+  );
+  await db
+    .sql`update sluice.runs set status = 'completed', completed_at = now() where flow_slug = 'busy'`;
+  const workerId = await registerWorker(db.sql, "busy", "busy", "busy-fn");
+  await assert.rejects(
+    db.sql`select sluice.delete_flow_and_data('busy')`,
+    (error: Error) => {
+      assert.match(error.message, /Cannot delete flow "busy": live workers serve it/);
+      assert.ok(error.message.includes(`${workerId} (busy-fn)`), error.message);
+      return true;
+    },
+  );
+  const [{ runs }] = await db.sql`
+    select count(*)::int as runs from sluice.runs where flow_slug = 'busy'`;
+  assert.equal(runs, 2, "nothing was deleted");
+  await db.sql`select sluice.delete_flow_and_data('busy', force => true)`;
+  const [{ flows }] = await db.sql`
+    select count(*)::int as flows from sluice.flows where flow_slug = 'busy'`;
+  assert.equal(flows, 0);
 });

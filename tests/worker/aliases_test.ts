@@ -1,6 +1,7 @@
 // Versions behind an alias with real workers: a V1 -> V2 switch (old runs finish on V1's queues
 // and workers, new ones start on V2, no task moves), `activate: "on-startup"` for a step-queued
-// V2 (the last step worker activates), and two deployed workers racing for one alias.
+// V2 (the last step worker activates), two deployed workers racing for one alias, startup
+// activation never moving an alias back, and a worker whose flow was reset under it stopping once.
 import assert from "node:assert/strict";
 import { activateAlias, getAlias, getAliasHistory } from "../../src/client/aliases.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
@@ -215,4 +216,59 @@ Deno.test("two deployed workers of different versions activating one alias at on
       ship: `${version}:9`,
     });
   }
+});
+
+Deno.test('activate: "on-startup" never moves the alias back: a V2 respawn after V3 is superseded, and a V3 respawn does not undo an operator rollback to V2', async () => {
+  await using db = await freshDatabase();
+  const v2 = defineDeployedFlow(ordersFlow("orders_v2", "v2"), { alias: "orders" });
+  const v3 = defineDeployedFlow(ordersFlow("orders_v3", "v3"), { alias: "orders" });
+
+  const v2First = await testWorker(v2, db, { activate: "on-startup" });
+  assert.equal(v2First.aliasActivation?.outcome, "activated");
+  await using v3First = await testWorker(v3, db, { activate: "on-startup" });
+  assert.equal(v3First.aliasActivation?.outcome, "activated");
+  const afterV3 = await getAlias(db.sql, "orders");
+  assert.equal(afterV3?.flowSlug, "orders_v3");
+  await v2First[Symbol.asyncDispose]();
+
+  // An Edge respawn of V2 during the drain: the alias stays on V3.
+  await using v2Respawn = await testWorker(v2, db, { activate: "on-startup" });
+  assert.deepEqual(v2Respawn.aliasActivation, {
+    alias: "orders",
+    outcome: "superseded",
+    generation: afterV3?.generation,
+  });
+  assert.equal(v2Respawn.logs.find("warn", "alias not activated").length, 1);
+  assert.deepEqual(await getAlias(db.sql, "orders"), afterV3);
+
+  // The operator rolls back to V2; a V3 respawn does not undo it.
+  const rolledBack = await activateAlias(db.sql, "orders", "orders_v2", {
+    expectedGeneration: afterV3!.generation,
+  });
+  await using v3Respawn = await testWorker(v3, db, { activate: "on-startup" });
+  assert.deepEqual(v3Respawn.aliasActivation, {
+    alias: "orders",
+    outcome: "superseded",
+    generation: rolledBack,
+  });
+  const current = await getAlias(db.sql, "orders");
+  assert.deepEqual([current?.flowSlug, current?.generation], ["orders_v2", rolledBack]);
+  const history = await getAliasHistory(db.sql, "orders");
+  assert.equal(history.filter((row) => row.activatedBy.startsWith("worker")).length, 2);
+});
+
+Deno.test("a worker whose flow was reset under it (flows reset --force) stops with one clear error instead of looping", async () => {
+  await using db = await freshDatabase();
+  const flow = ordersFlow("orders", "v1");
+  await using worker = await testWorker(flow, db);
+  await assert.rejects(
+    db.sql`select sluice.delete_flow_and_data('orders')`,
+    new RegExp(`Cannot delete flow "orders": live workers serve it: ${worker.workerId}`),
+  );
+  await db.sql`select sluice.delete_flow_and_data('orders', force => true)`;
+  await waitUntil(() => worker.status === "fatal" || null, "the worker to stop");
+  const fatal = worker.logs.find("fatal");
+  assert.equal(fatal.length, 1);
+  assert.match(fatal[0].message, /^Cannot serve queue "orders": it no longer exists/);
+  assert.equal(worker.logs.find("error", "cannot read and claim").length, 0);
 });

@@ -9,7 +9,8 @@ import { deleteFlowAndData } from "../../db/ops_queries.ts";
 import type { OpsCommand } from "./_command.ts";
 
 /**
- * The `flows reset` command. Exits 0 when the flow was deleted, 1 when no flow has that slug.
+ * The `flows reset` command. Exits 0 when the flow was deleted, 1 when no flow has that slug or
+ * when it refused (active runs, live workers) without `--force`.
  *
  * @example Usage
  * ```ts ignore
@@ -21,14 +22,29 @@ import type { OpsCommand } from "./_command.ts";
 export const flowsResetCommand: OpsCommand = {
   name: "flows reset",
   positional: ["flow_slug"],
+  options: [
+    {
+      name: "force",
+      summary: "delete even while runs are active or live workers serve the flow (development)",
+    },
+  ],
   json: false,
   summary: "development: delete a flow's definition and all its runs, tasks and queues",
   description: "Calls sluice.delete_flow_and_data. For a development database only: the flow's\n" +
-    "runs, tasks, messages, private queues and aliases are gone for good. Stop the flow's\n" +
-    "workers first; the next worker to start compiles the flow's current shape.",
+    "runs, tasks, messages, private queues and aliases are gone for good. It refuses while\n" +
+    "runs are active or live workers serve the flow (naming them) unless --force; the next\n" +
+    "worker to start compiles the flow's current shape.",
   async run(sql, args, io) {
     const [slug] = args.positional;
-    if (!(await deleteFlowAndData(sql, slug))) {
+    let deleted: boolean;
+    try {
+      deleted = await deleteFlowAndData(sql, slug, args.options.force === true);
+    } catch (error) {
+      if ((error as { code?: string }).code !== "55006") throw error;
+      io.err(`${(error as Error).message.replace("or pass force", "or pass --force")}`);
+      return 1;
+    }
+    if (!deleted) {
       io.err(`Cannot reset flow ${JSON.stringify(slug)}: no flow has that slug (see runs)`);
       return 1;
     }
