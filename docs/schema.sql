@@ -679,7 +679,8 @@ $_$;
 --
 
 CREATE FUNCTION sluice.delete_flow_and_data(flow_slug text) RETURNS void
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_queues text[];
@@ -811,7 +812,8 @@ $$;
 --
 
 CREATE FUNCTION sluice.ensure_flow_compiled(definition jsonb, environment text) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text;
@@ -1076,7 +1078,6 @@ begin
       using errcode = 'undefined_object';
   end if;
   execute format('grant usage on schema sluice, pgmq to %s', role_name);
-  execute format('grant create on schema pgmq to %s', role_name);
   execute format('grant execute on all routines in schema sluice to %s', role_name);
   execute format(
     'grant select, insert, update, delete on all tables in schema sluice, pgmq to %s', role_name);

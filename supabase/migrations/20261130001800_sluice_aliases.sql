@@ -321,6 +321,8 @@ from counts c;
 create or replace function sluice.delete_flow_and_data(flow_slug text)
 returns void
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_queues text[];
@@ -476,6 +478,8 @@ $$;
 create or replace function sluice.ensure_flow_compiled(definition jsonb, environment text)
 returns jsonb
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_flow text;
