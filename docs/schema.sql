@@ -741,7 +741,8 @@ $_$;
 --
 
 CREATE FUNCTION sluice.delete_flow_and_data(flow_slug text, force boolean DEFAULT false) RETURNS void
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_queues text[];
@@ -895,7 +896,8 @@ $$;
 --
 
 CREATE FUNCTION sluice.ensure_flow_compiled(definition jsonb, environment text) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text;
@@ -1160,7 +1162,6 @@ begin
       using errcode = 'undefined_object';
   end if;
   execute format('grant usage on schema sluice, pgmq to %s', role_name);
-  execute format('grant create on schema pgmq to %s', role_name);
   execute format('grant execute on all routines in schema sluice to %s', role_name);
   execute format(
     'grant select, insert, update, delete on all tables in schema sluice, pgmq to %s', role_name);

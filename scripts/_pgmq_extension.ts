@@ -1,9 +1,17 @@
 /**
  * A private copy of this machine's PostgreSQL server programs in which `create extension pgmq`
- * works: sluice's PGMQ-compatible layer (`src/ops/pgmq_compat.sql`) packaged as extension `pgmq`
- * version 1.5.1. `SLUICE_TEST_PGMQ=extension deno task test` starts its throwaway cluster from it,
- * so that every "the server offers the extension" path (the installer, the first migration, the
- * guard of the compat layer) runs for real without touching the system's extension directory.
+ * works, installing one of two things:
+ *
+ * - `real`: the PGMQ extension's own files (`pgmq.control` and `pgmq--<version>.sql`, e.g. the
+ *   unchanged PGMQ 1.5.1 release in `../shared/pgmq-1.5.1`) copied from a directory;
+ * - `packaged`: sluice's PGMQ-compatible layer (`src/ops/pgmq_compat.sql`) packaged as extension
+ *   `pgmq` version 1.5.1. This still tests sluice's compat layer, only through the "the server
+ *   offers the extension" paths (the installer, the first migration, the guard of the compat
+ *   layer); it is no stand-in for the real extension.
+ *
+ * `SLUICE_TEST_PGMQ=extension deno task test` (real, with `SLUICE_PGMQ_EXTENSION_DIR`) and
+ * `SLUICE_TEST_PGMQ=packaged` start their throwaway cluster from such a copy, without touching the
+ * system's extension directory.
  *
  * PostgreSQL finds its share directory (extension control files and scripts) and its module
  * directory relative to the directory of its programs, so copying the three directories with their
@@ -17,8 +25,18 @@ import { PGMQ_COMPAT_SQL_URL } from "../src/ops/install_pgmq.ts";
 /** The version the packaged extension claims: the PGMQ release the compat layer reproduces. */
 export const PGMQ_EXTENSION_VERSION = "1.5.1";
 
+/**
+ * What the copy's `create extension pgmq` installs: the real extension's files from `dir`, or
+ * sluice's compat layer packaged as the extension.
+ */
+export type PgmqExtensionSource = { kind: "real"; dir: string } | { kind: "packaged" };
+
 /** A server copy built by {@linkcode buildPgmqExtensionServer}; dispose it to delete it. */
 export interface PgmqExtensionServer extends AsyncDisposable {
+  /** Which extension the copy offers, e.g. `the real PGMQ 1.5.1 from /x/pgmq-1.5.1`. */
+  description: string;
+  /** The `default_version` of the installed control file. */
+  version: string;
   /** The copy's program directory: pass it as `path` to `startTempPostgres`. */
   binDir: string;
   /** The copy's share directory, as the copy's `pg_config --sharedir` reports it. */
@@ -75,21 +93,82 @@ export function pgmqExtensionScript(compatSql: string): string {
   return header + compatSql.slice(0, from) + compatSql.slice(to + OMIT_TO.length);
 }
 
+/** Thrown when a directory does not hold the files of a PGMQ extension. */
+export class PgmqExtensionFilesError extends Error {
+  /** The directory that was given. */
+  dir: string;
+
+  /**
+   * @param dir The directory that was given.
+   * @param detail What is missing or wrong.
+   */
+  constructor(dir: string, detail: string) {
+    super(`Cannot use the PGMQ extension files in "${dir}": ${detail}`);
+    this.name = "PgmqExtensionFilesError";
+    this.dir = dir;
+  }
+}
+
+/** The files of a PGMQ extension in a directory, as {@linkcode readPgmqExtensionFiles} finds them. */
+export interface PgmqExtensionFiles {
+  /** The control file's `default_version`. */
+  version: string;
+  /** The control file's text. */
+  control: string;
+  /** The install script `pgmq--<version>.sql`. */
+  script: string;
+}
+
+/**
+ * Reads `pgmq.control` and the install script of its `default_version` from `dir`.
+ *
+ * @example
+ * ```ts ignore
+ * import { readPgmqExtensionFiles } from "./_pgmq_extension.ts";
+ * const { version } = await readPgmqExtensionFiles("../shared/pgmq-1.5.1"); // "1.5.1"
+ * ```
+ *
+ * @throws {PgmqExtensionFilesError} when a file is missing or the control file names no version.
+ */
+export async function readPgmqExtensionFiles(dir: string): Promise<PgmqExtensionFiles> {
+  const read = async (name: string) => {
+    try {
+      return await Deno.readTextFile(`${dir}/${name}`);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      throw new PgmqExtensionFilesError(dir, `no ${name} there`);
+    }
+  };
+  const control = await read("pgmq.control");
+  const version = /^\s*default_version\s*=\s*'([^']+)'/m.exec(control)?.[1];
+  if (version === undefined) {
+    throw new PgmqExtensionFilesError(dir, "pgmq.control names no default_version");
+  }
+  return { version, control, script: await read(`pgmq--${version}.sql`) };
+}
+
 /**
  * Copies the PostgreSQL 15+ server found by `findPostgresBinaries` (programs, modules, share
- * directory) into a fresh temp dir and installs the packaged extension into the copy only.
+ * directory) into a fresh temp dir and installs the extension of `source` into the copy only.
  *
  * @example
  * ```ts ignore
  * import { startTempPostgres } from "../dev/temp_postgres.ts";
  * import { buildPgmqExtensionServer } from "./_pgmq_extension.ts";
- * await using copy = await buildPgmqExtensionServer();
+ * await using copy = await buildPgmqExtensionServer({ kind: "real", dir: "../shared/pgmq-1.5.1" });
  * await using pg = await startTempPostgres({ path: copy.binDir });
  * ```
  *
+ * @throws {PgmqExtensionFilesError} when the real extension's files are not in `source.dir`.
  * @throws {PgmqExtensionServerError} when copying fails or the copy resolves another share dir.
  */
-export async function buildPgmqExtensionServer(): Promise<PgmqExtensionServer> {
+export async function buildPgmqExtensionServer(
+  source: PgmqExtensionSource,
+): Promise<PgmqExtensionServer> {
+  // Read the files first: a wrong directory fails before anything is copied.
+  const files = source.kind === "real"
+    ? await readPgmqExtensionFiles(source.dir)
+    : packagedCompatFiles(await Deno.readTextFile(PGMQ_COMPAT_SQL_URL));
   const { initdb } = await findPostgresBinaries();
   const pgConfig = `${initdb.slice(0, initdb.lastIndexOf("/"))}/pg_config`;
   const root = await Deno.makeTempDir({ prefix: "sluice-pgmq-server-" });
@@ -114,21 +193,27 @@ export async function buildPgmqExtensionServer(): Promise<PgmqExtensionServer> {
         `the copy's pg_config reports share directory ${copiedShareDir}, expected ${shareDir}`,
       );
     }
-    const compat = await Deno.readTextFile(PGMQ_COMPAT_SQL_URL);
-    await Deno.writeTextFile(`${shareDir}/extension/pgmq.control`, controlFile());
-    await Deno.writeTextFile(
-      `${shareDir}/extension/pgmq--${PGMQ_EXTENSION_VERSION}.sql`,
-      pgmqExtensionScript(compat),
-    );
-    return { binDir, shareDir, remove, [Symbol.asyncDispose]: remove };
+    await Deno.writeTextFile(`${shareDir}/extension/pgmq.control`, files.control);
+    await Deno.writeTextFile(`${shareDir}/extension/pgmq--${files.version}.sql`, files.script);
+    const description = source.kind === "real"
+      ? `the real PGMQ ${files.version} extension from ${source.dir}`
+      : `sluice's compat layer packaged as extension pgmq ${files.version} (not the real PGMQ)`;
+    return {
+      description,
+      version: files.version,
+      binDir,
+      shareDir,
+      remove,
+      [Symbol.asyncDispose]: remove,
+    };
   } catch (error) {
     await remove();
     throw error;
   }
 }
 
-function controlFile(): string {
-  return [
+function packagedCompatFiles(compatSql: string): PgmqExtensionFiles {
+  const control = [
     "# sluice's PGMQ-compatible layer packaged as extension pgmq (tests only)",
     "comment = 'sluice PGMQ 1.5.1-compatible layer, packaged for tests'",
     `default_version = '${PGMQ_EXTENSION_VERSION}'`,
@@ -136,6 +221,7 @@ function controlFile(): string {
     "relocatable = false",
     "",
   ].join("\n");
+  return { version: PGMQ_EXTENSION_VERSION, control, script: pgmqExtensionScript(compatSql) };
 }
 
 async function pgConfigDirs(

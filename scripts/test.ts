@@ -4,13 +4,23 @@
  * Uses the server at `DATABASE_URL` (as superuser URL) when set, otherwise a throwaway cluster.
  * Builds the template database `sluice_template` with every migration, then runs `deno check` on
  * `tests/types/` and `deno test -A --parallel` with `SLUICE_TEST_ADMIN_URL`,
- * `SLUICE_TEST_TEMPLATE` and `SLUICE_TEST_PGMQ_INSTALLED` set, and prints
- * `N passed, N failed[, N skipped]` last (docs/internals/contracts.md §4). Arguments are passed on
- * to `deno test`; without a path among them the whole `tests/` directory runs.
+ * `SLUICE_TEST_TEMPLATE`, `SLUICE_TEST_PGMQ_INSTALLED` and `SLUICE_TEST_PGMQ_FLAVOUR` set, and
+ * prints `N passed, N failed[, N skipped]` last (docs/internals/contracts.md §4). Arguments are
+ * passed on to `deno test`; without a path among them the whole `tests/` directory runs.
  *
- * `SLUICE_TEST_PGMQ=extension` runs the suite on a throwaway cluster of a private server copy in
- * which `create extension pgmq` works (scripts/_pgmq_extension.ts); `both` runs the default mode,
- * then that one, and the last line sums the two.
+ * `SLUICE_TEST_PGMQ` picks which PGMQ the suite runs on:
+ *
+ * - `compat` (default): the system's PostgreSQL (or the server at `DATABASE_URL`), which lacks the
+ *   extension, so migrate installs sluice's compat layer;
+ * - `extension`: the real PGMQ extension, whose files (`pgmq.control`, `pgmq--<version>.sql`) are
+ *   in the directory `SLUICE_PGMQ_EXTENSION_DIR` names, installed into a private server copy
+ *   (scripts/_pgmq_extension.ts). Without that variable it says so and runs `packaged` instead;
+ * - `packaged`: the same server copy with sluice's compat layer packaged as extension pgmq 1.5.1
+ *   (the installer's and the first migration's extension branches, on sluice's own SQL);
+ * - `both`: `compat`, then `extension`.
+ *
+ * Each mode's own count goes to stderr as `test: <mode> mode: N passed, ...`; the last line on
+ * stdout sums the modes.
  *
  * @module
  */
@@ -27,18 +37,20 @@ import {
 } from "./_test_summary.ts";
 
 const TEMPLATE = "sluice_template";
-/** Which PGMQ the suite runs on: `compat` (default), `extension` or `both`, one after the other. */
+/** Which PGMQ the suite runs on: `compat` (default), `extension`, `packaged` or `both`. */
 const MODE_VARIABLE = "SLUICE_TEST_PGMQ";
-/** Tells the tests which PGMQ the template holds (tests/_db.ts `installedPgmq()`). */
+/** The directory holding the real extension's files, for the `extension` mode. */
+const EXTENSION_DIR_VARIABLE = "SLUICE_PGMQ_EXTENSION_DIR";
+/** Tells the tests whether the template holds an extension (tests/_db.ts `installedPgmq()`). */
 const INSTALLED_VARIABLE = "SLUICE_TEST_PGMQ_INSTALLED";
+/** Tells the tests which PGMQ implementation runs (tests/_db.ts `pgmqFlavour()`). */
+const FLAVOUR_VARIABLE = "SLUICE_TEST_PGMQ_FLAVOUR";
 
-/**
- * `compat`: the system's PostgreSQL as it is (or the server at `DATABASE_URL`); plain PostgreSQL
- * lacks the extension, so migrate installs the compat layer. `extension`: a private server copy
- * whose `create extension pgmq` installs the compat layer packaged as extension pgmq 1.5.1.
- */
-type PgmqMode = "compat" | "extension";
+/** The modes of `SLUICE_TEST_PGMQ` (module comment); `both` is `compat` then `extension`. */
+type PgmqMode = "compat" | "extension" | "packaged";
 type PgmqInstalled = "compat" | "extension";
+/** The PGMQ implementation a run tests: sluice's compat layer (plain or packaged), or the real. */
+type PgmqFlavour = "compat" | "packaged" | "real";
 const ROOT = new URL("../", import.meta.url);
 
 function log(message: string): void {
@@ -74,18 +86,29 @@ async function main(args: string[]): Promise<number> {
   try {
     const modes = pgmqModes(Deno.env.get(MODE_VARIABLE));
     const databaseUrl = Deno.env.get("DATABASE_URL") ?? "";
-    if (databaseUrl !== "" && modes.includes("extension")) {
+    const copied = modes.find((mode) => mode !== "compat");
+    if (databaseUrl !== "" && copied !== undefined) {
       throw new Error(
-        `Cannot run ${MODE_VARIABLE}=extension against DATABASE_URL: that mode starts its own ` +
-          "server copy with the packaged extension; unset DATABASE_URL",
+        `Cannot run ${MODE_VARIABLE}=${copied} against DATABASE_URL: that mode starts its own ` +
+          "server copy with the pgmq extension; unset DATABASE_URL",
       );
     }
-    for (const [index, mode] of modes.entries()) {
+    const extensionDir = Deno.env.get(EXTENSION_DIR_VARIABLE) ?? "";
+    for (const [index, asked] of modes.entries()) {
+      const mode = asked === "extension" && extensionDir === "" ? "packaged" : asked;
+      if (mode !== asked) {
+        log(
+          `${EXTENSION_DIR_VARIABLE} is not set, so the extension mode cannot install the real ` +
+            "PGMQ: it runs the packaged mode instead, which tests sluice's compat layer packaged " +
+            "as extension pgmq 1.5.1 (not the real PGMQ)",
+        );
+      }
       const started = performance.now();
-      const summary = await runMode(mode, databaseUrl, args, index === 0);
+      const summary = await runMode(mode, extensionDir, databaseUrl, args, index === 0);
       if (interrupted !== undefined) return interrupted;
       const seconds = Math.round((performance.now() - started) / 1000);
-      if (modes.length > 1) log(`${mode}: ${formatTestSummary(summary)} (${seconds} s)`);
+      // Named and on stderr: only the summed line below may read like a closing line.
+      log(`${mode} mode: ${formatTestSummary(summary)} (${seconds} s)`);
       addTestSummary(total, summary);
     }
   } catch (error) {
@@ -101,20 +124,23 @@ async function main(args: string[]): Promise<number> {
 /** The modes `SLUICE_TEST_PGMQ` asks for, in the order they run. */
 function pgmqModes(value: string | undefined): PgmqMode[] {
   if (value === undefined || value === "" || value === "compat") return ["compat"];
-  if (value === "extension") return ["extension"];
+  if (value === "extension" || value === "packaged") return [value];
   if (value === "both") return ["compat", "extension"];
   throw new Error(
-    `Cannot run the tests: ${MODE_VARIABLE} must be compat, extension or both, got "${value}"`,
+    `Cannot run the tests: ${MODE_VARIABLE} must be compat, extension, packaged or both, ` +
+      `got "${value}"`,
   );
 }
 
 /**
  * One run of the suite: a server (the one at `databaseUrl`, else a throwaway cluster of the
- * system's PostgreSQL, or of the private copy with the packaged pgmq extension), the template, the
- * type tests when `checkTypesToo`, and `deno test`. Failures of the setup count as one failed test.
+ * system's PostgreSQL, or of the private copy with the real or the packaged pgmq extension), the
+ * template, the type tests when `checkTypesToo`, and `deno test`. Failures of the setup count as
+ * one failed test.
  */
 async function runMode(
   mode: PgmqMode,
+  extensionDir: string,
   databaseUrl: string,
   args: string[],
   checkTypesToo: boolean,
@@ -131,9 +157,11 @@ async function runMode(
       await copy?.remove();
     })();
   try {
-    if (mode === "extension") {
-      copy = await buildPgmqExtensionServer();
-      log(`built a PostgreSQL copy with the packaged pgmq extension (${copy.shareDir})`);
+    if (mode !== "compat") {
+      copy = await buildPgmqExtensionServer(
+        mode === "extension" ? { kind: "real", dir: extensionDir } : { kind: "packaged" },
+      );
+      log(`${mode} mode: built a PostgreSQL copy offering ${copy.description} (${copy.shareDir})`);
     }
     if (adminUrl === "") {
       cluster = await startTempPostgres(copy === undefined ? {} : { path: copy.binDir });
@@ -144,13 +172,21 @@ async function runMode(
     }
     if (copy !== undefined) await checkShareDir(adminUrl, copy.shareDir);
     const installed = await buildTemplate(adminUrl);
-    if (mode === "extension" && installed !== "extension") {
-      throw new Error(`Cannot test the extension mode: the template got PGMQ ${installed}`);
+    if (mode !== "compat" && installed !== "extension") {
+      throw new Error(`Cannot test the ${mode} mode: the template got PGMQ ${installed}`);
     }
+    const flavour: PgmqFlavour = mode === "extension"
+      ? "real"
+      : mode === "packaged"
+      ? "packaged"
+      : installed === "extension"
+      ? "real" // a DATABASE_URL server that has the extension (e.g. Supabase's)
+      : "compat";
     const env = {
       SLUICE_TEST_ADMIN_URL: adminUrl,
       SLUICE_TEST_TEMPLATE: TEMPLATE,
       [INSTALLED_VARIABLE]: installed,
+      [FLAVOUR_VARIABLE]: flavour,
     };
     let typeFailures = 0;
     if (checkTypesToo && await shouldCheckTypes(args)) typeFailures = await checkTypes(env);

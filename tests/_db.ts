@@ -38,12 +38,14 @@ export interface TestDatabase extends AsyncDisposable {
 const ADMIN_URL_VARIABLE = "SLUICE_TEST_ADMIN_URL";
 const TEMPLATE_VARIABLE = "SLUICE_TEST_TEMPLATE";
 const INSTALLED_PGMQ_VARIABLE = "SLUICE_TEST_PGMQ_INSTALLED";
+const PGMQ_FLAVOUR_VARIABLE = "SLUICE_TEST_PGMQ_FLAVOUR";
 
 /**
- * Which PGMQ the test server offers and the template holds: `extension` (`create extension pgmq`
- * works; under `SLUICE_TEST_PGMQ=extension` it is sluice's compat layer packaged as the extension)
- * or `compat` (sluice's compat layer, installed because the server lacks the extension). Only tests
- * of the installer, the migrations and the compat layer itself may depend on it.
+ * How the template got PGMQ: `extension` (the server offers `create extension pgmq`: the real
+ * PGMQ under `SLUICE_TEST_PGMQ=extension`, sluice's compat layer packaged as the extension under
+ * `packaged`) or `compat` (sluice's compat layer, installed because the server lacks the
+ * extension). Only tests of the installer, the migrations and the compat layer itself may depend
+ * on it; see {@linkcode pgmqFlavour} for which implementation runs.
  *
  * @example
  * ```ts ignore
@@ -56,6 +58,30 @@ export function installedPgmq(): "compat" | "extension" {
   if (value !== "compat" && value !== "extension") {
     throw new Error(
       `Cannot tell which PGMQ the test server has: ${INSTALLED_PGMQ_VARIABLE} is ` +
+        `${value === undefined ? "not set" : `"${value}"`}; run the tests with 'deno task test'`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Which PGMQ implementation the suite runs on: `real` (the PGMQ extension's own SQL), `packaged`
+ * (sluice's compat layer installed as extension pgmq) or `compat` (sluice's compat layer as plain
+ * SQL). A test that behaves differently on the real extension reads it and says why in its name
+ * or a comment.
+ *
+ * @example
+ * ```ts ignore
+ * import { pgmqFlavour } from "./_db.ts";
+ * // The real 1.5.1 lets the loser of two concurrent create() calls fail; the compat layer waits.
+ * Deno.test({ name: "compat only", ignore: pgmqFlavour() === "real", fn() {} });
+ * ```
+ */
+export function pgmqFlavour(): "compat" | "packaged" | "real" {
+  const value = Deno.env.get(PGMQ_FLAVOUR_VARIABLE);
+  if (value !== "compat" && value !== "packaged" && value !== "real") {
+    throw new Error(
+      `Cannot tell which PGMQ the test server runs: ${PGMQ_FLAVOUR_VARIABLE} is ` +
         `${value === undefined ? "not set" : `"${value}"`}; run the tests with 'deno task test'`,
     );
   }

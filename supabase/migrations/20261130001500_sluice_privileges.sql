@@ -9,12 +9,17 @@
 -- sluice function is executable by PUBLIC. Grants to named roles do follow new objects: see
 -- sluice.grant_access().
 --
--- Every sluice function runs with the privileges of its caller (none is security definer), and
--- the worker reads its queue through pgmq directly, so a producer and a worker need the same
--- privileges: execute on sluice's functions, read and write on sluice's tables and on pgmq's
--- (`start_flow` sends messages, `complete_tasks` archives them), and create on schema pgmq
--- (startup compilation creates a flow's queues). A role holding none of them, even with usage on
--- both schemas, can neither read nor call anything that touches sluice's data or queues.
+-- Queue DDL (pgmq.create, pgmq.drop_queue) runs only inside two security definer functions owned
+-- by the role that ran the migrations, sluice.ensure_flow_compiled and sluice.delete_flow_and_data
+-- (set search_path = pg_catalog, pg_temp; every reference schema-qualified): the real extension
+-- lets only its owner create queues (ALTER EXTENSION pgmq ADD TABLE), and queue tables are owned by
+-- that role, never by a granted role, so no granted role can put a trigger (or anything else that
+-- runs) on a table a definer function writes. The browser's start_run and read_run_events are
+-- definer too (20261130001700). Everything else runs with its caller's privileges, so a producer
+-- and a worker need: execute on sluice's functions, read and write on sluice's tables and pgmq's
+-- queue tables (`start_flow` sends messages, `complete_tasks` archives them). No create on schema
+-- pgmq. A role holding none of them, even with usage on both schemas, can neither read nor call
+-- anything that touches sluice's data or queues.
 --
 -- pgmq's own functions keep the EXECUTE that PUBLIC holds on them in the real extension (the
 -- compat layer matches it): each of them works on queue tables or pgmq.meta, which PUBLIC cannot
@@ -39,7 +44,6 @@ begin
       using errcode = 'undefined_object';
   end if;
   execute format('grant usage on schema sluice, pgmq to %s', role_name);
-  execute format('grant create on schema pgmq to %s', role_name);
   execute format('grant execute on all routines in schema sluice to %s', role_name);
   execute format(
     'grant select, insert, update, delete on all tables in schema sluice, pgmq to %s', role_name);

@@ -341,6 +341,8 @@ drop function sluice.delete_flow_and_data(text);
 create function sluice.delete_flow_and_data(flow_slug text, force boolean default false)
 returns void
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_queues text[];
@@ -518,6 +520,8 @@ $$;
 create or replace function sluice.ensure_flow_compiled(definition jsonb, environment text)
 returns jsonb
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_flow text;

@@ -196,3 +196,44 @@ Deno.test("sluice.grant_access() opens sluice to another role, including queues 
     await service.end();
   }
 });
+
+// Issue 26 finding 1: a granted role that compiled a flow owned its queue table, hung a trigger of
+// its own on it, and the definer start_run's insert then ran that trigger with the definer's rights.
+Deno.test("a granted role that compiles a flow owns no queue table and cannot hang a trigger on one (the start_run escalation)", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  await db.sql`select sluice.grant_access('service_role')`;
+  // Supabase lets service_role create in public; a trigger function could live there.
+  await db.sql`grant create on schema public to service_role`;
+  const service = connectAs(db.url, "service_role", 1);
+  try {
+    const worker = await startWorker(flow, { sql: service, logger: () => {}, env: {} });
+    await worker.stop();
+    const [{ owner }] = await db.sql`
+      select relowner::regrole::text as owner from pg_class where oid = 'pgmq.q_guarded'::regclass`;
+    assert.notEqual(owner, "service_role");
+    const denied = (error: { code?: string }) => error.code === "42501";
+    await assert.rejects(
+      service.unsafe(
+        "create function pgmq.hijack() returns trigger language plpgsql as $$ begin return new; end $$",
+      ),
+      denied,
+    );
+    await service.unsafe(`
+      create function public.hijack() returns trigger language plpgsql as $$
+      begin raise exception 'hijacked as %', current_user; end $$`);
+    for (
+      const statement of [
+        "create trigger hijack after insert on pgmq.q_guarded for each row execute function public.hijack()",
+        "alter table pgmq.q_guarded owner to service_role",
+        "create trigger hijack after insert on sluice.runs for each row execute function public.hijack()",
+      ]
+    ) {
+      await assert.rejects(service.unsafe(statement), denied, statement);
+    }
+    const [{ run }] = await service`select sluice.start_run('guarded', '{"n": 1}'::jsonb) as run`;
+    assert.ok(run);
+  } finally {
+    await service.end();
+  }
+});
