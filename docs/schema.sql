@@ -1175,6 +1175,10 @@ begin
   execute format(
     'alter default privileges in schema sluice, pgmq grant usage, select, update on sequences to %s',
     role_name);
+  -- The queue registries are written only by the definer compilation and deletion: a row forged
+  -- by a grantee would make delete_flow_and_data drop a queue that is not its flow's.
+  execute format('revoke insert, update, delete, truncate on sluice.queues, pgmq.meta from %s',
+    role_name);
   -- Granting stays with the owner.
   execute format('revoke execute on function sluice.grant_access(name) from %s', role_name);
 end;

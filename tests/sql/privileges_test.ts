@@ -174,15 +174,18 @@ Deno.test("after every migration no sluice function is executable by PUBLIC, and
 Deno.test("sluice.grant_access() opens sluice to another role, including queues created later", async () => {
   await createSupabaseRoles();
   await using db = await freshDatabase();
-  // The template was migrated before service_role existed: nothing is granted yet.
-  const [{ before }] = await db.sql`
-    select has_function_privilege('service_role', 'sluice.start_flow(text,jsonb,uuid)', 'execute')
-      as before`;
-  assert.equal(before, false);
-  await db.sql`select sluice.grant_access('service_role')`;
-
-  const service = connectAs(db.url, "service_role");
+  // A role of its own, created after the template: nothing can have been granted to it, whatever
+  // roles the server had when the template was built (a reused DATABASE_URL server, Supabase).
+  const grantee = `sluice_grantee_${crypto.randomUUID().slice(0, 8)}`;
+  await db.sql.unsafe(`create role ${grantee} nologin noinherit`);
+  await db.sql.unsafe(`grant ${grantee} to ${AUTHENTICATOR}`);
+  const service = connectAs(db.url, grantee);
   try {
+    const [{ before }] = await db.sql`
+      select has_function_privilege(${grantee}, 'sluice.start_flow(text,jsonb,uuid)', 'execute')
+        as before`;
+    assert.equal(before, false);
+    await db.sql`select sluice.grant_access(${grantee})`;
     // Compiled by the owner after the grant: the new queue tables follow the default privileges.
     const worker = await startWorker(flow, { sql: db.sql, logger: () => {}, env: {} });
     const runId = await startFlow(service, flow, { n: 2 });
@@ -194,6 +197,8 @@ Deno.test("sluice.grant_access() opens sluice to another role, including queues 
     assert.equal(count, 2);
   } finally {
     await service.end();
+    await db.sql.unsafe(`drop owned by ${grantee}`);
+    await db.sql.unsafe(`drop role ${grantee}`);
   }
 });
 
@@ -227,6 +232,13 @@ Deno.test("a granted role that compiles a flow owns no queue table and cannot ha
         "create trigger hijack after insert on pgmq.q_guarded for each row execute function public.hijack()",
         "alter table pgmq.q_guarded owner to service_role",
         "create trigger hijack after insert on sluice.runs for each row execute function public.hijack()",
+        // The queue registries: a forged row would make the definer delete_flow_and_data drop a
+        // queue that is not the flow's (another application's Supabase Queue).
+        "insert into sluice.queues (queue_name, ownership, owner_flow_slug) values ('foreign', 'private', 'guarded')",
+        "update sluice.queues set owner_flow_slug = 'guarded'",
+        "delete from sluice.queues",
+        "insert into pgmq.meta (queue_name, is_partitioned, is_unlogged) values ('foreign', false, false)",
+        "delete from pgmq.meta",
       ]
     ) {
       await assert.rejects(service.unsafe(statement), denied, statement);
