@@ -2,6 +2,7 @@
 // with the current code, and copies it into the old version's worktree at the same path, where its
 // relative import resolves to the old version's own DSL. Both sides so compile the same shapes.
 import { Flow } from "../../src/dsl/flow.ts";
+import { withStepQueues } from "../../src/dsl/step_queues.ts";
 
 /** Which tasks the old version's worker leaves hanging (claimed, never finished) until SIGKILLed. */
 export type Hang = (flow: string, step: string, value: unknown) => boolean;
@@ -46,5 +47,11 @@ export function upgradeFlows(hang: Hang = () => false) {
   /** The flow whose worker function the old worker's fatal stop pauses. */
   const guarded = new Flow<{ n: number }>({ slug: "upgrade_guarded" })
     .step({ slug: "noop" }, (input) => input.n);
-  return { map, branch, failed, aliasV1, aliasV2, guarded };
+  /** The step-queued flow of the old/new matrix: one private queue per step. */
+  const stepped = withStepQueues(
+    new Flow<{ n: number }>({ slug: "upgrade_stepped", timeout: 5 })
+      .step({ slug: "add" }, (input) => input.n + 1)
+      .step({ slug: "mul", dependsOn: ["add"] }, (deps) => deps.add * 10),
+  );
+  return { map, branch, failed, aliasV1, aliasV2, guarded, stepped };
 }

@@ -19,9 +19,19 @@ import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 //   - queued: runs started by the old producer, never claimed;
 //   - started: a task claimed by an old worker that was SIGKILLed mid-task;
 //   - retrying: a task whose first attempt failed, its retry delay pending;
-//   - failing: a task that fails every attempt, one attempt already spent (the run ends failed).
-// Then the old/new matrix, plain flow: an old worker process and a current worker serve the same
-// queue while producers of both versions start runs.
+//   - failing: a task that fails every attempt, one attempt already spent (the run ends failed);
+//   - a map fan-out half done (two elements completed, two started by the killed worker);
+//   - a branch skipped by its condition, its join started by the killed worker;
+//   - a run failed for good (stays failed, untouched);
+//   - an alias pointing at V2, a run queued through it (starts after the upgrade land on V2 too);
+//   - a worker function restart-paused by a fatal stop (the pause survives; current ops clears it);
+//   - a fence record by the old ops CLI, then fence disable (current fence restore reads it back).
+// Then the old/new matrix: an old worker process and current workers serve the same queues (a
+// plain flow's, and each step queue of a withStepQueues flow) while producers of both versions
+// start runs.
+//
+// The from-version's migrations must be an unchanged prefix of the current ones (a release's files
+// are frozen); otherwise the tests are skipped naming the changed files.
 
 const override = Deno.env.get("SLUICE_UPGRADE_FROM");
 const releases = await readReleases();
@@ -132,11 +142,19 @@ await until(async () => (await sql\`select count(*)::int as n from sluice.worker
 console.log("IDS " + JSON.stringify({ failing, flaky, killed, map, branch, failed, viaAlias }));
 `;
 
-/** Old worker of the matrix: serves the flow with the shared handler until killed. */
+/**
+ * Old worker process of the matrix: serves the plain flow, and each step of the step-queued flow
+ * with a step worker, until killed; as a producer it starts four step-queued runs.
+ */
 const OLD_MATRIX_WORKER = `${PRELUDE}
-const flow = upgradeFlow(handler);
-const worker = await startWorker(flow, { connectionString: url, logLevel: "error", heartbeatIntervalMs: 100 });
-console.log("READY " + worker.workerId);
+import { upgradeFlows } from "./tests/upgrade/_flows.ts";
+const { stepped } = upgradeFlows();
+const options = { connectionString: url, logLevel: "error", heartbeatIntervalMs: 100 };
+const workers = [await startWorker(upgradeFlow(handler), options)];
+for (const stepSlug of ["add", "mul"]) workers.push(await startWorker(stepped, { ...options, stepSlug }));
+const runs = [];
+for (const n of [1, 2, 3, 4]) runs.push(await startFlow(sql, stepped, { n }));
+console.log("READY " + JSON.stringify({ workers: workers.map((w) => w.workerId), runs }));
 `;
 
 /** Old producer: queues runs while no worker serves the flow. */
@@ -442,8 +460,11 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         assert.equal(await tasks(ids.failed), "boom[0]:failed/1");
         const [{ n }] = await db.sql`select count(*)::int as n from sluice.runs`;
         assert.equal(n, 11, "a run was lost or duplicated");
-        // The old/new matrix (plain flow): an old worker process beside the current one on the same
-        // queue, runs started by producers of both versions.
+        // The old/new matrix: an old worker process beside current workers on the same queues (the
+        // plain flow's, and each step queue of a step-queued flow), runs started by producers of
+        // both versions.
+        await using _add = await testWorker(flows.stepped, db, { stepSlug: "add" });
+        await using _mul = await testWorker(flows.stepped, db, { stepSlug: "mul" });
         await Deno.writeTextFile(`${tree}/_matrix_worker.ts`, OLD_MATRIX_WORKER);
         const oldWorker = new Deno.Command(Deno.execPath(), {
           args: ["run", "-A", "_matrix_worker.ts"],
@@ -461,6 +482,7 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
             ready += value;
           }
           assert.match(ready, /^READY /);
+          const old = JSON.parse(ready.slice(6)) as { workers: string[]; runs: string[] };
           const oldRuns = JSON.parse(
             (await run(Deno.execPath(), tree, ["run", "-A", "_upgrade_producer.ts"], env)).trim(),
           ) as string[];
@@ -472,13 +494,34 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
             outputs.push(await waitForRun(db.sql, id, { timeoutMs: 30_000, flow }));
           }
           assert.deepEqual(outputs, [1, 2, 3, 1, 2, 3].map((n) => ({ double: n * 2 })));
+          const stepRuns = [...old.runs];
+          for (const n of [1, 2, 3, 4]) {
+            stepRuns.push(await startFlow(db.sql, flows.stepped, { n }));
+          }
+          const stepOutputs = [];
+          for (const id of stepRuns) {
+            stepOutputs.push(
+              await waitForRun(db.sql, id, { timeoutMs: 30_000, flow: flows.stepped }),
+            );
+          }
+          assert.deepEqual(
+            stepOutputs,
+            [1, 2, 3, 4, 1, 2, 3, 4].map((n) => ({ mul: (n + 1) * 10 })),
+          );
           const served = await db.sql`
-            select t.last_worker_id = ${_worker.workerId} as current, count(*)::int as tasks
-            from sluice.step_tasks t where t.run_id = any(${all}) group by 1 order by 1`;
-          console.log(`matrix: tasks per worker ${JSON.stringify(served)}`);
+            select t.flow_slug || '.' || t.step_slug as step,
+              case when t.last_worker_id = any(${old.workers}) then 'old' else 'current' end as worker,
+              count(*)::int as tasks
+            from sluice.step_tasks t where t.run_id = any(${[...all, ...stepRuns]})
+            group by 1, 2 order by 1, 2`;
+          console.log(
+            `matrix: tasks per worker ${
+              served.map((r) => `${r.step} ${r.worker}=${r.tasks}`).join(", ")
+            }`,
+          );
           const [{ over }] = await db.sql`
             select count(*)::int as over from sluice.step_tasks
-            where run_id = any(${all}) and attempts_count > 1`;
+            where run_id = any(${[...all, ...stepRuns]}) and attempts_count > 1`;
           assert.equal(over, 0, "a matrix task ran more than once");
         } finally {
           oldWorker.kill("SIGKILL");
