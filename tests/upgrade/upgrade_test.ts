@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { freshDatabase } from "../_db.ts";
+import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { testWorker } from "../worker/_helpers.ts";
 import { RunFailedError } from "../../src/client/errors.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
@@ -31,7 +31,8 @@ import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 // start runs.
 //
 // The from-version's migrations must be an unchanged prefix of the current ones (a release's files
-// are frozen); otherwise the tests are skipped naming the changed files.
+// are frozen); otherwise the upgrade tests are skipped naming the changed files, and the matrix
+// alone runs the from-version's workers against a database built with the current migrations.
 
 const override = Deno.env.get("SLUICE_UPGRADE_FROM");
 const releases = await readReleases();
@@ -195,6 +196,83 @@ async function killOldWorkerMidTask(tree: string, env: Record<string, string>) {
     "failing" | "flaky" | "killed" | "map" | "branch" | "failed" | "viaAlias",
     string
   >;
+}
+
+/**
+ * The old/new matrix on a database at the current migrations: an old worker process (the plain
+ * flow's worker and a step worker per step of the step-queued flow) beside current workers on the
+ * same queues, runs started by producers of both versions; every run completes with its output
+ * and no task runs twice. Logs how many tasks of each step each version ran.
+ */
+async function oldNewMatrix(tree: string, db: TestDatabase, env: Record<string, string>) {
+  const flow = upgradeFlow();
+  const flows = upgradeFlows();
+  await using _plain = await testWorker(flow, db);
+  await using _add = await testWorker(flows.stepped, db, { stepSlug: "add" });
+  await using _mul = await testWorker(flows.stepped, db, { stepSlug: "mul" });
+  await Deno.writeTextFile(`${tree}/_matrix_worker.ts`, OLD_MATRIX_WORKER);
+  const oldWorker = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "_matrix_worker.ts"],
+    cwd: tree,
+    env,
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = oldWorker.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    let ready = "";
+    while (!ready.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the old matrix worker exited: ${ready}`);
+      ready += value;
+    }
+    assert.match(ready, /^READY /);
+    const old = JSON.parse(ready.slice(6)) as { workers: string[]; runs: string[] };
+    const oldRuns = JSON.parse(
+      (await run(Deno.execPath(), tree, ["run", "-A", "_upgrade_producer.ts"], env)).trim(),
+    ) as string[];
+    const newRuns = [];
+    for (const n of [1, 2, 3]) newRuns.push(await startFlow(db.sql, "upgrade_plain", { n }));
+    const all = [...oldRuns, ...newRuns];
+    const outputs = [];
+    for (const id of all) {
+      outputs.push(await waitForRun(db.sql, id, { timeoutMs: 30_000, flow }));
+    }
+    assert.deepEqual(outputs, [1, 2, 3, 1, 2, 3].map((n) => ({ double: n * 2 })));
+    const stepRuns = [...old.runs];
+    for (const n of [1, 2, 3, 4]) {
+      stepRuns.push(await startFlow(db.sql, flows.stepped, { n }));
+    }
+    const stepOutputs = [];
+    for (const id of stepRuns) {
+      stepOutputs.push(
+        await waitForRun(db.sql, id, { timeoutMs: 30_000, flow: flows.stepped }),
+      );
+    }
+    assert.deepEqual(
+      stepOutputs,
+      [1, 2, 3, 4, 1, 2, 3, 4].map((n) => ({ mul: (n + 1) * 10 })),
+    );
+    const served = await db.sql`
+        select t.flow_slug || '.' || t.step_slug as step,
+          case when t.last_worker_id = any(${old.workers}) then 'old' else 'current' end as worker,
+          count(*)::int as tasks
+        from sluice.step_tasks t where t.run_id = any(${[...all, ...stepRuns]})
+        group by 1, 2 order by 1, 2`;
+    console.log(
+      `matrix: tasks per worker ${
+        served.map((r) => `${r.step} ${r.worker}=${r.tasks}`).join(", ")
+      }`,
+    );
+    const [{ over }] = await db.sql`
+        select count(*)::int as over from sluice.step_tasks
+        where run_id = any(${[...all, ...stepRuns]}) and attempts_count > 1`;
+    assert.equal(over, 0, "a matrix task ran more than once");
+  } finally {
+    oldWorker.kill("SIGKILL");
+    await oldWorker.status;
+    await reader.cancel().catch(() => {});
+  }
 }
 
 const SUPABASE_CLI = Deno.env.get("SLUICE_SUPABASE_CLI") ??
@@ -460,74 +538,7 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         assert.equal(await tasks(ids.failed), "boom[0]:failed/1");
         const [{ n }] = await db.sql`select count(*)::int as n from sluice.runs`;
         assert.equal(n, 11, "a run was lost or duplicated");
-        // The old/new matrix: an old worker process beside current workers on the same queues (the
-        // plain flow's, and each step queue of a step-queued flow), runs started by producers of
-        // both versions.
-        await using _add = await testWorker(flows.stepped, db, { stepSlug: "add" });
-        await using _mul = await testWorker(flows.stepped, db, { stepSlug: "mul" });
-        await Deno.writeTextFile(`${tree}/_matrix_worker.ts`, OLD_MATRIX_WORKER);
-        const oldWorker = new Deno.Command(Deno.execPath(), {
-          args: ["run", "-A", "_matrix_worker.ts"],
-          cwd: tree,
-          env,
-          stdout: "piped",
-          stderr: "inherit",
-        }).spawn();
-        const reader = oldWorker.stdout.pipeThrough(new TextDecoderStream()).getReader();
-        try {
-          let ready = "";
-          while (!ready.includes("\n")) {
-            const { value, done } = await reader.read();
-            if (done) throw new Error(`the old matrix worker exited: ${ready}`);
-            ready += value;
-          }
-          assert.match(ready, /^READY /);
-          const old = JSON.parse(ready.slice(6)) as { workers: string[]; runs: string[] };
-          const oldRuns = JSON.parse(
-            (await run(Deno.execPath(), tree, ["run", "-A", "_upgrade_producer.ts"], env)).trim(),
-          ) as string[];
-          const newRuns = [];
-          for (const n of [1, 2, 3]) newRuns.push(await startFlow(db.sql, "upgrade_plain", { n }));
-          const all = [...oldRuns, ...newRuns];
-          const outputs = [];
-          for (const id of all) {
-            outputs.push(await waitForRun(db.sql, id, { timeoutMs: 30_000, flow }));
-          }
-          assert.deepEqual(outputs, [1, 2, 3, 1, 2, 3].map((n) => ({ double: n * 2 })));
-          const stepRuns = [...old.runs];
-          for (const n of [1, 2, 3, 4]) {
-            stepRuns.push(await startFlow(db.sql, flows.stepped, { n }));
-          }
-          const stepOutputs = [];
-          for (const id of stepRuns) {
-            stepOutputs.push(
-              await waitForRun(db.sql, id, { timeoutMs: 30_000, flow: flows.stepped }),
-            );
-          }
-          assert.deepEqual(
-            stepOutputs,
-            [1, 2, 3, 4, 1, 2, 3, 4].map((n) => ({ mul: (n + 1) * 10 })),
-          );
-          const served = await db.sql`
-            select t.flow_slug || '.' || t.step_slug as step,
-              case when t.last_worker_id = any(${old.workers}) then 'old' else 'current' end as worker,
-              count(*)::int as tasks
-            from sluice.step_tasks t where t.run_id = any(${[...all, ...stepRuns]})
-            group by 1, 2 order by 1, 2`;
-          console.log(
-            `matrix: tasks per worker ${
-              served.map((r) => `${r.step} ${r.worker}=${r.tasks}`).join(", ")
-            }`,
-          );
-          const [{ over }] = await db.sql`
-            select count(*)::int as over from sluice.step_tasks
-            where run_id = any(${[...all, ...stepRuns]}) and attempts_count > 1`;
-          assert.equal(over, 0, "a matrix task ran more than once");
-        } finally {
-          oldWorker.kill("SIGKILL");
-          await oldWorker.status;
-          await reader.cancel().catch(() => {});
-        }
+        await oldNewMatrix(tree, db, env);
       } finally {
         await git("worktree", "remove", "--force", tree);
         await Deno.remove(dir, { recursive: true });
@@ -535,3 +546,29 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
     },
   });
 }
+
+// A from-commit whose migrations cannot upgrade (not a prefix) still has workers a team may have
+// deployed: the matrix runs them against a database built with the current migrations.
+Deno.test({
+  name: `old/new worker matrix: workers of ${
+    override ? `SLUICE_UPGRADE_FROM=${override}` : from
+  } beside current workers on a database at the current migrations`,
+  ignore: from === undefined || skip === undefined,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "sluice_matrix_" });
+    const tree = `${dir}/from`;
+    await git("worktree", "add", "--detach", tree, from!);
+    try {
+      await using db = await freshDatabase();
+      await Deno.mkdir(`${tree}/tests/upgrade`, { recursive: true });
+      await Deno.copyFile(new URL("_flows.ts", import.meta.url), `${tree}/tests/upgrade/_flows.ts`);
+      await Deno.writeTextFile(`${tree}/_upgrade_producer.ts`, OLD_PRODUCER);
+      await oldNewMatrix(tree, db, { DATABASE_URL: db.url });
+    } finally {
+      await git("worktree", "remove", "--force", tree);
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
