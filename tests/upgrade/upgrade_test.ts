@@ -55,7 +55,9 @@ async function notAPrefix(commit: string): Promise<string | undefined> {
     `since: ${changed.join(", ")}); only a release's frozen files upgrade`;
 }
 
-const skip = from === undefined ? NO_RELEASE : await notAPrefix(from);
+const unfrozen = from === undefined ? undefined : await notAPrefix(from);
+// A release whose migrations changed is a failure (of the frozen-migrations rule), not a skip.
+const skip = from === undefined ? NO_RELEASE : override ? unfrozen : undefined;
 
 /** The handler both versions run: -1 always fails, 7 fails its first attempt, else doubles. */
 const HANDLER_SOURCE = `(input, ctx) => {
@@ -375,6 +377,7 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
     sanitizeResources: false,
     sanitizeOps: false,
     fn: async () => {
+      assert.equal(unfrozen, undefined, `Cannot upgrade from release ${from}: ${unfrozen}`);
       const dir = await Deno.makeTempDir({ prefix: "sluice_upgrade_" });
       const tree = `${dir}/from`;
       await git("worktree", "add", "--detach", tree, from!);
