@@ -47,6 +47,17 @@ Deno.test("jsr:@sluice/sluice@0.1.0 from a JSR-shaped registry: install, generat
     assert.ok(jsr.requests.includes("@sluice/sluice/meta.json"), jsr.requests.join(" "));
     assert.ok(jsr.requests.includes(`@sluice/sluice/${jsr.version}_meta.json`));
     assert.ok(jsr.requests.includes(`@sluice/sluice/${jsr.version}/cli.ts`));
+    // Published modules carry their bare specifiers unfurled through sluice's deno.json, as
+    // `deno publish` uploads them; an import inside a doc comment is not an import and stays.
+    const served = async (file: string) =>
+      await (await fetch(`${jsr.url}@sluice/sluice/${jsr.version}/${file}`)).text();
+    const startRun = await served("src/browser/start_run.ts");
+    assert.match(
+      startRun,
+      new RegExp(`from "${config.imports["@supabase/supabase-js"].replace(/[.^]/g, "\\$&")}"`),
+    );
+    assert.doesNotMatch(startRun, /from "@supabase\/supabase-js"/);
+    assert.match(await served("src/ops/install_pgmq.ts"), /\* import postgres from "postgres";/);
     const project = JSON.parse(await Deno.readTextFile(join(dir, "deno.json")));
     assert.deepEqual(project.imports, { "@sluice/sluice": spec });
 
