@@ -8,7 +8,8 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { migrate } from "../../src/ops/migrate.ts";
 import { startWorker } from "../../src/worker/start_worker.ts";
-import { adminUrl, freshDatabase } from "../_db.ts";
+import { adminUrl, freshDatabase, installedPgmq } from "../_db.ts";
+import { definition } from "./_fixtures.ts";
 
 const AUTHENTICATOR = "sluice_test_authenticator";
 
@@ -245,6 +246,85 @@ Deno.test("a granted role that compiles a flow owns no queue table and cannot ha
     }
     const [{ run }] = await service`select sluice.start_run('guarded', '{"n": 1}'::jsonb) as run`;
     assert.ok(run);
+  } finally {
+    await service.end();
+  }
+});
+
+/** A grantee's error that says a shadow object ran: it must never appear. */
+const HIJACKED = /hijacked as/;
+
+// Issue 26 finding 1, variant: a grantee that may create in public (Supabase gives service_role
+// that) shadows the functions and operators the definer bodies call unqualified, and puts public
+// before pg_catalog in its own search_path. The definers run with `search_path = pg_catalog,
+// pg_temp`, so none of the shadows runs as the definer. pg_temp listed explicitly is searched for
+// relations and types only, never for functions or operators, whatever its place in the path.
+Deno.test("shadow functions and operators a grantee creates in public or pg_temp never run inside a definer function", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  await db.sql`select sluice.grant_access('service_role')`;
+  await db.sql`grant create on schema public to service_role`;
+  // Compiled by the owner, so the grantee's deletion and start have something to work on.
+  const worker = await startWorker(flow, { sql: db.sql, logger: () => {}, env: {} });
+  await worker.stop();
+  const service = connectAs(db.url, "service_role", 1);
+  try {
+    const shadows = [
+      ["lower(text)", "text"],
+      ["octet_length(text)", "integer"],
+      ["jsonb_typeof(jsonb)", "text"],
+      ["jsonb_array_length(jsonb)", "integer"],
+      ["hashtextextended(text, bigint)", "bigint"],
+      ["quote_literal(text)", "text"],
+      ["gen_random_uuid()", "uuid"],
+      ["now()", "timestamptz"],
+    ];
+    for (const [signature, returns] of shadows) {
+      await service.unsafe(`
+        create function public.${signature} returns ${returns} language plpgsql as $$
+        begin raise exception 'hijacked as %', current_user; end $$`);
+    }
+    await service.unsafe(`
+      create function public.hijack_eq(text, text) returns boolean language plpgsql as $$
+      begin raise exception 'hijacked as %', current_user; end $$;
+      create operator public.= (leftarg = text, rightarg = text, function = public.hijack_eq);
+      create function public.hijack_eq(jsonb, jsonb) returns boolean language plpgsql as $$
+      begin raise exception 'hijacked as %', current_user; end $$;
+      create operator public.= (leftarg = jsonb, rightarg = jsonb, function = public.hijack_eq);
+      create function pg_temp.jsonb_build_object(text, text) returns jsonb language plpgsql as $$
+      begin raise exception 'hijacked as %', current_user; end $$;
+      create temporary table flows (flow_slug text);
+      create temporary table queues (queue_name text);`);
+    await service.unsafe("set search_path = public, pg_catalog, pg_temp");
+    // The shadows are live in the grantee's own session...
+    await assert.rejects(service.unsafe("select lower('A')"), HIJACKED);
+    await assert.rejects(service.unsafe("select 'a'::text = 'a'::text"), HIJACKED);
+    // ...except the pg_temp function: never found unless named, even with pg_temp first.
+    await service.unsafe("set search_path = pg_temp, pg_catalog");
+    const [{ built }] = await service.unsafe(`select jsonb_build_object('a', 'b') as built`);
+    assert.deepEqual(built, { a: "b" });
+    await assert.rejects(service.unsafe(`select pg_temp.jsonb_build_object('a', 'b')`), HIJACKED);
+    await service.unsafe("set search_path = public, pg_catalog, pg_temp");
+
+    const [{ run }] = await service.unsafe(
+      `select sluice.start_run('guarded', '{"n": 1}'::jsonb) as run`,
+    );
+    const [{ events }] = await service.unsafe(
+      "select sluice.read_run_events($1) as events",
+      [run],
+    );
+    assert.equal(events[0].type, "run:started");
+    const shadowed = definition({ slug: "shadowed", steps: [{ slug: "only" }] });
+    const [{ result }] = await service.unsafe(
+      "select sluice.ensure_flow_compiled($1::text::jsonb, 'development') as result",
+      [JSON.stringify(shadowed)],
+    );
+    assert.equal(result.outcome, "compiled");
+    await service.unsafe("select sluice.delete_flow_and_data('shadowed')");
+    await service.unsafe("select sluice.delete_flow_and_data('guarded', force => true)");
+    const [{ left }] = await db.sql`
+      select count(*)::int as left from pgmq.meta where queue_name in ('guarded', 'shadowed')`;
+    assert.equal(left, 0);
   } finally {
     await service.end();
   }
