@@ -8,7 +8,7 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { migrate } from "../../src/ops/migrate.ts";
 import { startWorker } from "../../src/worker/start_worker.ts";
-import { adminUrl, freshDatabase, installedPgmq } from "../_db.ts";
+import { adminUrl, freshDatabase, installedPgmq, pgmqFlavour } from "../_db.ts";
 import { definition } from "./_fixtures.ts";
 
 const AUTHENTICATOR = "sluice_test_authenticator";
@@ -328,4 +328,131 @@ Deno.test("shadow functions and operators a grantee creates in public or pg_temp
   } finally {
     await service.end();
   }
+});
+
+// Issue 26 finding 1, variant: a grantee calls the definer functions directly with hostile
+// arguments. Names are data, never SQL; a queue the owner made for something else (a Supabase
+// Queues queue) is neither adopted nor dropped; the grantee cannot do queue DDL itself.
+Deno.test("definer functions called by a grantee with hostile names neither run SQL nor adopt or drop a foreign queue, and the grantee cannot create or drop queues through pgmq", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  await db.sql`select sluice.grant_access('service_role')`;
+  // Another application's queue, made by the owner (as Supabase Queues does).
+  await db.sql`select pgmq.create('emails')`;
+  await db.sql`select pgmq.send('emails', '{"to": "a@example.com"}'::jsonb)`;
+  const service = connectAs(db.url, "service_role", 1);
+  const compileAs = (def: unknown) =>
+    service.unsafe("select sluice.ensure_flow_compiled($1::text::jsonb, 'development')", [
+      JSON.stringify(def),
+    ]);
+  try {
+    const injected = "x; drop table sluice.runs; --";
+    await assert.rejects(
+      compileAs(definition({ slug: injected, steps: [{ slug: "only" }] })),
+      (error: Error) =>
+        error.message.startsWith("Invalid flow definition") &&
+        error.message.includes(injected),
+    );
+    const quoted = definition({ slug: "quoted", steps: [{ slug: "only" }] });
+    quoted.queue_mode = "routed";
+    quoted.routes = [{ step_slug: "only", queue_name: `q'); select pgmq.drop_queue('emails` }];
+    await assert.rejects(compileAs(quoted), /Invalid flow definition: queue "q'\); select/);
+    // A routed flow pointed at the foreign queue, and a flow whose generated queue is its name.
+    const routed = definition({ slug: "adopter", steps: [{ slug: "only" }] });
+    routed.queue_mode = "routed";
+    routed.routes = [{ step_slug: "only", queue_name: "emails" }];
+    await assert.rejects(compileAs(routed), /shared queue "emails" .* sluice never adopts a queue/);
+    await assert.rejects(
+      compileAs(definition({ slug: "emails", steps: [{ slug: "only" }] })),
+      /queue "emails" of step "only" already exists in PGMQ .* sluice never adopts a queue/,
+    );
+    for (const name of ["emails", `emails'); select pgmq.drop_queue('emails`]) {
+      await assert.rejects(
+        service.unsafe("select sluice.delete_flow_and_data($1)", [name]),
+        /Cannot delete flow ".*": no such flow/,
+      );
+    }
+    // Without create on schema pgmq, queue DDL fails on either implementation: permission denied
+    // for schema pgmq, must be owner of extension pgmq (the real one) or of table (compat).
+    for (
+      const statement of [
+        "select pgmq.create('intruder')",
+        "select pgmq.create_unlogged('intruder')",
+        "select pgmq.drop_queue('emails')",
+      ]
+    ) {
+      await assert.rejects(
+        service.unsafe(statement),
+        (error: { code?: string }) => error.code === "42501",
+        statement,
+      );
+    }
+  } finally {
+    await service.end();
+  }
+  const [{ runs }] = await db.sql`select to_regclass('sluice.runs') is not null as runs`;
+  assert.equal(runs, true);
+  const [{ messages }] = await db.sql`select count(*)::int as messages from pgmq.q_emails`;
+  assert.equal(messages, 1, "the foreign queue is as its owner left it");
+  const flows = await db.sql`select flow_slug from sluice.flows`;
+  const queues = await db.sql`select queue_name from sluice.queues`;
+  assert.deepEqual([flows.length, queues.length], [0, 0]);
+});
+
+// The real extension adds every queue table to itself, which only the extension's owner may do:
+// compilation by sluice's functions owned by another role fails with an error naming both roles.
+// Not on the compat layer (installedPgmq() === "compat"): there pgmq is no extension, so it has
+// no owner, and queue tables are plain tables in schema pgmq.
+Deno.test({
+  name:
+    "on the pgmq extension, compiling as a definer that does not own the extension names both roles and says to migrate as the extension's owner (not on the compat layer: no extension owner)",
+  ignore: installedPgmq() === "compat",
+  async fn() {
+    await using db = await freshDatabase();
+    const migrator = `sluice_migrator_${crypto.randomUUID().slice(0, 8)}`;
+    await db.sql.unsafe(`create role ${migrator} nologin`);
+    const [{ owner }] = await db.sql`
+      select extowner::regrole::text as owner from pg_extension where extname = 'pgmq'`;
+    try {
+      await db.sql`select sluice.grant_access(${migrator})`;
+      // On the real extension a migrator that may create in pgmq gets as far as ALTER EXTENSION;
+      // the packaged compat layer adds no table to the extension, so there the migrator is left
+      // without create on pgmq and fails one statement earlier, on the schema.
+      const real = pgmqFlavour() === "real";
+      if (real) await db.sql.unsafe(`grant create on schema pgmq to ${migrator}`);
+      await db.sql.unsafe(
+        `alter function sluice.ensure_flow_compiled(jsonb, text) owner to ${migrator}`,
+      );
+      const def = definition({ slug: "unowned", steps: [{ slug: "only" }] });
+      await assert.rejects(
+        db.sql.unsafe("select sluice.ensure_flow_compiled($1::text::jsonb, 'production')", [
+          JSON.stringify(def),
+        ]),
+        (error: { message: string; code?: string; detail?: string; hint?: string }) => {
+          assert.equal(error.code, "42501");
+          assert.equal(
+            error.detail,
+            real ? "must be owner of extension pgmq" : "permission denied for schema pgmq",
+          );
+          assert.equal(
+            error.message,
+            `Cannot compile flow "unowned": queue "unowned" cannot be created: extension pgmq is owned by role "${owner}", but sluice's functions are owned by role "${migrator}", and only the extension's owner may create or drop queues`,
+          );
+          assert.match(
+            error.hint ?? "",
+            new RegExp(`Run the sluice migrations as role "${owner}"`),
+          );
+          return true;
+        },
+      );
+      const [{ written }] = await db.sql`
+        select (select count(*) from sluice.flows) + (select count(*) from pgmq.meta) as written`;
+      assert.equal(Number(written), 0, "nothing was written");
+    } finally {
+      await db.sql.unsafe(
+        `alter function sluice.ensure_flow_compiled(jsonb, text) owner to current_user;
+        drop owned by ${migrator}; drop role ${migrator}`,
+      );
+    }
+  },
 });
