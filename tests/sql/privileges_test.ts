@@ -400,12 +400,13 @@ Deno.test("definer functions called by a grantee with hostile names neither run 
 });
 
 // The real extension adds every queue table to itself, which only the extension's owner may do:
-// compilation by sluice's functions owned by another role fails with an error naming both roles.
+// compilation (and deletion) by sluice's functions owned by another role fails with an error
+// naming both roles.
 // Not on the compat layer (installedPgmq() === "compat"): there pgmq is no extension, so it has
 // no owner, and queue tables are plain tables in schema pgmq.
 Deno.test({
   name:
-    "on the pgmq extension, compiling as a definer that does not own the extension names both roles and says to migrate as the extension's owner (not on the compat layer: no extension owner)",
+    "on the pgmq extension, compiling or deleting as a definer that does not own the extension names both roles and says to migrate as the extension's owner (not on the compat layer: no extension owner)",
   ignore: installedPgmq() === "compat",
   async fn() {
     await using db = await freshDatabase();
@@ -448,9 +449,33 @@ Deno.test({
       const [{ written }] = await db.sql`
         select (select count(*) from sluice.flows) + (select count(*) from pgmq.meta) as written`;
       assert.equal(Number(written), 0, "nothing was written");
+
+      // Deletion drops the flow's queues: the same rule, the same error, and nothing deleted.
+      await db.sql.unsafe(
+        `alter function sluice.ensure_flow_compiled(jsonb, text) owner to current_user;
+        alter function sluice.delete_flow_and_data(text, boolean) owner to ${migrator}`,
+      );
+      await db.sql.unsafe("select sluice.ensure_flow_compiled($1::text::jsonb, 'production')", [
+        JSON.stringify(def),
+      ]);
+      await assert.rejects(
+        db.sql`select sluice.delete_flow_and_data('unowned')`,
+        (error: { message: string; code?: string }) => {
+          assert.equal(error.code, "42501");
+          assert.equal(
+            error.message,
+            `Cannot delete flow "unowned": queue "unowned" cannot be dropped: extension pgmq is owned by role "${owner}", but sluice's functions are owned by role "${migrator}", and only the extension's owner may create or drop queues`,
+          );
+          return true;
+        },
+      );
+      const [{ kept }] = await db.sql`
+        select (select count(*) from sluice.flows) + (select count(*) from pgmq.meta) as kept`;
+      assert.equal(Number(kept), 2, "the flow and its queue are still there");
     } finally {
       await db.sql.unsafe(
         `alter function sluice.ensure_flow_compiled(jsonb, text) owner to current_user;
+        alter function sluice.delete_flow_and_data(text, boolean) owner to current_user;
         drop owned by ${migrator}; drop role ${migrator}`,
       );
     }
