@@ -1518,8 +1518,7 @@ begin
     action, flow_slug, queue, case when action = 'compile' then 'created' else 'dropped' end,
     v_owner, current_user
     using errcode = 'insufficient_privilege', detail = cause,
-      hint = format('Run the sluice migrations as role "%s", the owner of extension pgmq (on Supabase: postgres, through SUPABASE_DB_URL)',
-        v_owner);
+      hint = format('Run the sluice migrations as role "%s", the owner of extension pgmq', v_owner);
 end;
 $$;
 
