@@ -570,7 +570,7 @@ begin
     select distinct s ->> 'queue_name' from jsonb_array_elements(shape -> 'steps') s
   loop
     continue when exists (select 1 from sluice.queues q where q.queue_name = v_queue);
-    perform pgmq.create(v_queue);
+    perform sluice.create_queue(v_flow, v_queue);
     insert into sluice.queues (queue_name, ownership, owner_flow_slug)
     values (
       v_queue,
@@ -606,6 +606,21 @@ begin
   values (v_flow, v_flow, v_generation);
 
   perform sluice.refresh_runtime_options(definition);
+end;
+$$;
+
+--
+-- Name: create_queue(text, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.create_queue(flow_slug text, queue text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform pgmq.create(create_queue.queue);
+exception when insufficient_privilege then
+  perform sluice.queue_owner_error('compile', create_queue.flow_slug, create_queue.queue, sqlerrm);
+  raise;
 end;
 $$;
 
@@ -813,7 +828,7 @@ begin
     select q from unnest(v_queues) as q
     where exists (select 1 from pgmq.meta m where m.queue_name = q)
   loop
-    perform pgmq.drop_queue(v_queue);
+    perform sluice.drop_queue(delete_flow_and_data.flow_slug, v_queue);
   end loop;
 end;
 $$;
@@ -889,6 +904,21 @@ CREATE FUNCTION sluice.derive_queue_name(queue_mode text, flow_slug text, step_s
     when 'flow' then lower(flow_slug)
     when 'step' then sluice.step_queue_name(flow_slug, step_slug, step_index)
   end
+$$;
+
+--
+-- Name: drop_queue(text, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.drop_queue(flow_slug text, queue text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform pgmq.drop_queue(drop_queue.queue);
+exception when insufficient_privilege then
+  perform sluice.queue_owner_error('delete', drop_queue.flow_slug, drop_queue.queue, sqlerrm);
+  raise;
+end;
 $$;
 
 --
@@ -1466,6 +1496,29 @@ begin
   delete from sluice.workers w where w.function_name = any (v_names);
   delete from sluice.worker_functions wf where wf.function_name = any (v_names);
   return coalesce(v_names, '{}');
+end;
+$$;
+
+--
+-- Name: queue_owner_error(text, text, text, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.queue_owner_error(action text, flow_slug text, queue text, cause text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_owner text;
+begin
+  select e.extowner::regrole::text into v_owner from pg_catalog.pg_extension e
+  where e.extname = 'pgmq';
+  if v_owner is null or v_owner = current_user::text then
+    return;
+  end if;
+  raise exception 'Cannot % flow "%": queue "%" cannot be %: extension pgmq is owned by role "%", but sluice''s functions are owned by role "%", and only the extension''s owner may create or drop queues',
+    action, flow_slug, queue, case when action = 'compile' then 'created' else 'dropped' end,
+    v_owner, current_user
+    using errcode = 'insufficient_privilege', detail = cause,
+      hint = format('Run the sluice migrations as role "%s", the owner of extension pgmq', v_owner);
 end;
 $$;
 

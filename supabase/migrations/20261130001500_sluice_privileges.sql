@@ -25,6 +25,56 @@
 -- compat layer matches it): each of them works on queue tables or pgmq.meta, which PUBLIC cannot
 -- read or write, and revoking it would break other users of a shared pgmq (Supabase Queues).
 
+-- Queue DDL for the definer compilation and deletion. The real extension adds every queue table
+-- to itself (ALTER EXTENSION pgmq ADD TABLE), which only the extension's owner may do; when the
+-- role that owns sluice's functions (current_user inside the definer) is not that owner, the raw
+-- `must be owner of extension pgmq` (or `permission denied for schema pgmq`) becomes an error
+-- naming both roles and what to do. Any other failure, and every failure where no extension pgmq
+-- exists (the compat layer), is raised unchanged. `action` is "compile" or "delete".
+create function sluice.queue_owner_error(action text, flow_slug text, queue text, cause text)
+returns void
+language plpgsql
+as $$
+declare
+  v_owner text;
+begin
+  select e.extowner::regrole::text into v_owner from pg_catalog.pg_extension e
+  where e.extname = 'pgmq';
+  if v_owner is null or v_owner = current_user::text then
+    return;
+  end if;
+  raise exception 'Cannot % flow "%": queue "%" cannot be %: extension pgmq is owned by role "%", but sluice''s functions are owned by role "%", and only the extension''s owner may create or drop queues',
+    action, flow_slug, queue, case when action = 'compile' then 'created' else 'dropped' end,
+    v_owner, current_user
+    using errcode = 'insufficient_privilege', detail = cause,
+      hint = format('Run the sluice migrations as role "%s", the owner of extension pgmq', v_owner);
+end;
+$$;
+
+create function sluice.create_queue(flow_slug text, queue text)
+returns void
+language plpgsql
+as $$
+begin
+  perform pgmq.create(create_queue.queue);
+exception when insufficient_privilege then
+  perform sluice.queue_owner_error('compile', create_queue.flow_slug, create_queue.queue, sqlerrm);
+  raise;
+end;
+$$;
+
+create function sluice.drop_queue(flow_slug text, queue text)
+returns void
+language plpgsql
+as $$
+begin
+  perform pgmq.drop_queue(drop_queue.queue);
+exception when insufficient_privilege then
+  perform sluice.queue_owner_error('delete', drop_queue.flow_slug, drop_queue.queue, sqlerrm);
+  raise;
+end;
+$$;
+
 revoke all on all routines in schema sluice from public;
 revoke all on all tables in schema sluice from public;
 revoke all on all sequences in schema sluice from public;

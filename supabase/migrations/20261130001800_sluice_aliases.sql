@@ -413,7 +413,7 @@ begin
     select q from unnest(v_queues) as q
     where exists (select 1 from pgmq.meta m where m.queue_name = q)
   loop
-    perform pgmq.drop_queue(v_queue);
+    perform sluice.drop_queue(delete_flow_and_data.flow_slug, v_queue);
   end loop;
 end;
 $$;
@@ -450,7 +450,7 @@ begin
     select distinct s ->> 'queue_name' from jsonb_array_elements(shape -> 'steps') s
   loop
     continue when exists (select 1 from sluice.queues q where q.queue_name = v_queue);
-    perform pgmq.create(v_queue);
+    perform sluice.create_queue(v_flow, v_queue);
     insert into sluice.queues (queue_name, ownership, owner_flow_slug)
     values (
       v_queue,

@@ -8,7 +8,8 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { migrate } from "../../src/ops/migrate.ts";
 import { startWorker } from "../../src/worker/start_worker.ts";
-import { adminUrl, freshDatabase } from "../_db.ts";
+import { adminUrl, freshDatabase, installedPgmq, pgmqFlavour } from "../_db.ts";
+import { definition } from "./_fixtures.ts";
 
 const AUTHENTICATOR = "sluice_test_authenticator";
 
@@ -248,4 +249,235 @@ Deno.test("a granted role that compiles a flow owns no queue table and cannot ha
   } finally {
     await service.end();
   }
+});
+
+/** A grantee's error that says a shadow object ran: it must never appear. */
+const HIJACKED = /hijacked as/;
+
+// Issue 26 finding 1, variant: a grantee that may create in public (Supabase gives service_role
+// that) shadows the functions and operators the definer bodies call unqualified, and puts public
+// before pg_catalog in its own search_path. The definers run with `search_path = pg_catalog,
+// pg_temp`, so none of the shadows runs as the definer. pg_temp listed explicitly is searched for
+// relations and types only, never for functions or operators, whatever its place in the path.
+Deno.test("shadow functions and operators a grantee creates in public or pg_temp never run inside a definer function", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  await db.sql`select sluice.grant_access('service_role')`;
+  await db.sql`grant create on schema public to service_role`;
+  // Compiled by the owner, so the grantee's deletion and start have something to work on.
+  const worker = await startWorker(flow, { sql: db.sql, logger: () => {}, env: {} });
+  await worker.stop();
+  const service = connectAs(db.url, "service_role", 1);
+  try {
+    const shadows = [
+      ["lower(text)", "text"],
+      ["octet_length(text)", "integer"],
+      ["jsonb_typeof(jsonb)", "text"],
+      ["jsonb_array_length(jsonb)", "integer"],
+      ["hashtextextended(text, bigint)", "bigint"],
+      ["quote_literal(text)", "text"],
+      ["gen_random_uuid()", "uuid"],
+      ["now()", "timestamptz"],
+    ];
+    for (const [signature, returns] of shadows) {
+      await service.unsafe(`
+        create function public.${signature} returns ${returns} language plpgsql as $$
+        begin raise exception 'hijacked as %', current_user; end $$`);
+    }
+    await service.unsafe(`
+      create function public.hijack_eq(text, text) returns boolean language plpgsql as $$
+      begin raise exception 'hijacked as %', current_user; end $$;
+      create operator public.= (leftarg = text, rightarg = text, function = public.hijack_eq);
+      create function public.hijack_eq(jsonb, jsonb) returns boolean language plpgsql as $$
+      begin raise exception 'hijacked as %', current_user; end $$;
+      create operator public.= (leftarg = jsonb, rightarg = jsonb, function = public.hijack_eq);
+      create function pg_temp.jsonb_build_object(text, text) returns jsonb language plpgsql as $$
+      begin raise exception 'hijacked as %', current_user; end $$;
+      create temporary table flows (flow_slug text);
+      create temporary table queues (queue_name text);`);
+    await service.unsafe("set search_path = public, pg_catalog, pg_temp");
+    // The shadows are live in the grantee's own session...
+    await assert.rejects(service.unsafe("select lower('A')"), HIJACKED);
+    await assert.rejects(service.unsafe("select 'a'::text = 'a'::text"), HIJACKED);
+    // ...except the pg_temp function: never found unless named, even with pg_temp first.
+    await service.unsafe("set search_path = pg_temp, pg_catalog");
+    const [{ built }] = await service.unsafe(`select jsonb_build_object('a', 'b') as built`);
+    assert.deepEqual(built, { a: "b" });
+    await assert.rejects(service.unsafe(`select pg_temp.jsonb_build_object('a', 'b')`), HIJACKED);
+    await service.unsafe("set search_path = public, pg_catalog, pg_temp");
+
+    const [{ run }] = await service.unsafe(
+      `select sluice.start_run('guarded', '{"n": 1}'::jsonb) as run`,
+    );
+    const [{ events }] = await service.unsafe(
+      "select sluice.read_run_events($1) as events",
+      [run],
+    );
+    assert.equal(events[0].type, "run:started");
+    const shadowed = definition({ slug: "shadowed", steps: [{ slug: "only" }] });
+    const [{ result }] = await service.unsafe(
+      "select sluice.ensure_flow_compiled($1::text::jsonb, 'development') as result",
+      [JSON.stringify(shadowed)],
+    );
+    assert.equal(result.outcome, "compiled");
+    await service.unsafe("select sluice.delete_flow_and_data('shadowed')");
+    await service.unsafe("select sluice.delete_flow_and_data('guarded', force => true)");
+    const [{ left }] = await db.sql`
+      select count(*)::int as left from pgmq.meta where queue_name in ('guarded', 'shadowed')`;
+    assert.equal(left, 0);
+  } finally {
+    await service.end();
+  }
+});
+
+// Issue 26 finding 1, variant: a grantee calls the definer functions directly with hostile
+// arguments. Names are data, never SQL; a queue the owner made for something else (a Supabase
+// Queues queue) is neither adopted nor dropped; the grantee cannot do queue DDL itself.
+Deno.test("definer functions called by a grantee with hostile names neither run SQL nor adopt or drop a foreign queue, and the grantee cannot create or drop queues through pgmq", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  await db.sql`select sluice.grant_access('service_role')`;
+  // Another application's queue, made by the owner (as Supabase Queues does).
+  await db.sql`select pgmq.create('emails')`;
+  await db.sql`select pgmq.send('emails', '{"to": "a@example.com"}'::jsonb)`;
+  const service = connectAs(db.url, "service_role", 1);
+  const compileAs = (def: unknown) =>
+    service.unsafe("select sluice.ensure_flow_compiled($1::text::jsonb, 'development')", [
+      JSON.stringify(def),
+    ]);
+  try {
+    const injected = "x; drop table sluice.runs; --";
+    await assert.rejects(
+      compileAs(definition({ slug: injected, steps: [{ slug: "only" }] })),
+      (error: Error) =>
+        error.message.startsWith("Invalid flow definition") &&
+        error.message.includes(injected),
+    );
+    const quoted = definition({ slug: "quoted", steps: [{ slug: "only" }] });
+    quoted.queue_mode = "routed";
+    quoted.routes = [{ step_slug: "only", queue_name: `q'); select pgmq.drop_queue('emails` }];
+    await assert.rejects(compileAs(quoted), /Invalid flow definition: queue "q'\); select/);
+    // A routed flow pointed at the foreign queue, and a flow whose generated queue is its name.
+    const routed = definition({ slug: "adopter", steps: [{ slug: "only" }] });
+    routed.queue_mode = "routed";
+    routed.routes = [{ step_slug: "only", queue_name: "emails" }];
+    await assert.rejects(compileAs(routed), /shared queue "emails" .* sluice never adopts a queue/);
+    await assert.rejects(
+      compileAs(definition({ slug: "emails", steps: [{ slug: "only" }] })),
+      /queue "emails" of step "only" already exists in PGMQ .* sluice never adopts a queue/,
+    );
+    for (const name of ["emails", `emails'); select pgmq.drop_queue('emails`]) {
+      await assert.rejects(
+        service.unsafe("select sluice.delete_flow_and_data($1)", [name]),
+        /Cannot delete flow ".*": no such flow/,
+      );
+    }
+    // Without create on schema pgmq, queue DDL fails on either implementation: permission denied
+    // for schema pgmq, must be owner of extension pgmq (the real one) or of table (compat).
+    for (
+      const statement of [
+        "select pgmq.create('intruder')",
+        "select pgmq.create_unlogged('intruder')",
+        "select pgmq.drop_queue('emails')",
+      ]
+    ) {
+      await assert.rejects(
+        service.unsafe(statement),
+        (error: { code?: string }) => error.code === "42501",
+        statement,
+      );
+    }
+  } finally {
+    await service.end();
+  }
+  const [{ runs }] = await db.sql`select to_regclass('sluice.runs') is not null as runs`;
+  assert.equal(runs, true);
+  const [{ messages }] = await db.sql`select count(*)::int as messages from pgmq.q_emails`;
+  assert.equal(messages, 1, "the foreign queue is as its owner left it");
+  const flows = await db.sql`select flow_slug from sluice.flows`;
+  const queues = await db.sql`select queue_name from sluice.queues`;
+  assert.deepEqual([flows.length, queues.length], [0, 0]);
+});
+
+// The real extension adds every queue table to itself, which only the extension's owner may do:
+// compilation (and deletion) by sluice's functions owned by another role fails with an error
+// naming both roles.
+// Not on the compat layer (installedPgmq() === "compat"): there pgmq is no extension, so it has
+// no owner, and queue tables are plain tables in schema pgmq.
+Deno.test({
+  name:
+    "on the pgmq extension, compiling or deleting as a definer that does not own the extension names both roles and says to migrate as the extension's owner (not on the compat layer: no extension owner)",
+  ignore: installedPgmq() === "compat",
+  async fn() {
+    await using db = await freshDatabase();
+    const migrator = `sluice_migrator_${crypto.randomUUID().slice(0, 8)}`;
+    await db.sql.unsafe(`create role ${migrator} nologin`);
+    const [{ owner }] = await db.sql`
+      select extowner::regrole::text as owner from pg_extension where extname = 'pgmq'`;
+    try {
+      await db.sql`select sluice.grant_access(${migrator})`;
+      // On the real extension a migrator that may create in pgmq gets as far as ALTER EXTENSION;
+      // the packaged compat layer adds no table to the extension, so there the migrator is left
+      // without create on pgmq and fails one statement earlier, on the schema.
+      const real = pgmqFlavour() === "real";
+      if (real) await db.sql.unsafe(`grant create on schema pgmq to ${migrator}`);
+      await db.sql.unsafe(
+        `alter function sluice.ensure_flow_compiled(jsonb, text) owner to ${migrator}`,
+      );
+      const def = definition({ slug: "unowned", steps: [{ slug: "only" }] });
+      await assert.rejects(
+        db.sql.unsafe("select sluice.ensure_flow_compiled($1::text::jsonb, 'production')", [
+          JSON.stringify(def),
+        ]),
+        (error: { message: string; code?: string; detail?: string; hint?: string }) => {
+          assert.equal(error.code, "42501");
+          assert.equal(
+            error.detail,
+            real ? "must be owner of extension pgmq" : "permission denied for schema pgmq",
+          );
+          assert.equal(
+            error.message,
+            `Cannot compile flow "unowned": queue "unowned" cannot be created: extension pgmq is owned by role "${owner}", but sluice's functions are owned by role "${migrator}", and only the extension's owner may create or drop queues`,
+          );
+          assert.match(
+            error.hint ?? "",
+            new RegExp(`Run the sluice migrations as role "${owner}"`),
+          );
+          return true;
+        },
+      );
+      const [{ written }] = await db.sql`
+        select (select count(*) from sluice.flows) + (select count(*) from pgmq.meta) as written`;
+      assert.equal(Number(written), 0, "nothing was written");
+
+      // Deletion drops the flow's queues: the same rule, the same error, and nothing deleted.
+      await db.sql.unsafe(
+        `alter function sluice.ensure_flow_compiled(jsonb, text) owner to current_user;
+        alter function sluice.delete_flow_and_data(text, boolean) owner to ${migrator}`,
+      );
+      await db.sql.unsafe("select sluice.ensure_flow_compiled($1::text::jsonb, 'production')", [
+        JSON.stringify(def),
+      ]);
+      await assert.rejects(
+        db.sql`select sluice.delete_flow_and_data('unowned')`,
+        (error: { message: string; code?: string }) => {
+          assert.equal(error.code, "42501");
+          assert.equal(
+            error.message,
+            `Cannot delete flow "unowned": queue "unowned" cannot be dropped: extension pgmq is owned by role "${owner}", but sluice's functions are owned by role "${migrator}", and only the extension's owner may create or drop queues`,
+          );
+          return true;
+        },
+      );
+      const [{ kept }] = await db.sql`
+        select (select count(*) from sluice.flows) + (select count(*) from pgmq.meta) as kept`;
+      assert.equal(Number(kept), 2, "the flow and its queue are still there");
+    } finally {
+      await db.sql.unsafe(
+        `alter function sluice.ensure_flow_compiled(jsonb, text) owner to current_user;
+        alter function sluice.delete_flow_and_data(text, boolean) owner to current_user;
+        drop owned by ${migrator}; drop role ${migrator}`,
+      );
+    }
+  },
 });
