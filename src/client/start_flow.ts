@@ -13,6 +13,7 @@ import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_
 import { startRefOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { assertUuid } from "../dsl/uuid.ts";
+import { FlowNotFoundError } from "./errors.ts";
 
 /**
  * Options of {@linkcode startFlow}.
@@ -63,9 +64,10 @@ export interface StartFlowOptions {
  * `input.total: NaN is not JSON`. Nothing is written.
  * @throws {JsonSizeError} When the input's JSON text is larger than `maxInputBytes`.
  * @throws {RangeError} When `maxInputBytes` is not a positive integer.
- * @throws {Error} From the database when the flow or alias does not exist (a flow exists once a
- * worker for it has compiled it), the input is `null`, or a root map step gets an input that is
- * not an array.
+ * @throws {FlowNotFoundError} When no flow (or alias) has that name: a flow exists once a worker
+ * for it has started and compiled it.
+ * @throws {Error} From the database when the input is `null`, or a root map step gets an input
+ * that is not an array.
  *
  * @example Usage
  * ```ts ignore
@@ -126,5 +128,12 @@ export async function startFlow(
     ? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   const inputJson = toJsonText(input, { action, root: "input", maxBytes });
-  return await startFlowRun(sql, { flowRef, concrete, inputJson, runId: options.runId });
+  try {
+    return await startFlowRun(sql, { flowRef, concrete, inputJson, runId: options.runId });
+  } catch (error) {
+    // no_data_found is what start_flow and start_flow_version raise for an unknown name.
+    const code = (error as { code?: unknown }).code;
+    if (code === "P0002") throw new FlowNotFoundError(flowRef, !concrete, { cause: error });
+    throw error;
+  }
 }
