@@ -79,7 +79,7 @@ export interface OpsCliOptions {
   /**
    * How usage and help name the program.
    *
-   * @default {"deno task ops"}
+   * @default {"deno task sluice"}
    */
   readonly program?: string;
 }
@@ -155,7 +155,7 @@ export async function main(
   options: OpsCliOptions = {},
 ): Promise<number> {
   const io = options.io ?? { out: console.log, err: console.error };
-  const program = options.program ?? "deno task ops";
+  const program = options.program ?? "deno task sluice";
   const [name] = args;
   if (name === undefined || name === "-h" || name === "--help" || name === "help") {
     (name === undefined ? io.err : io.out)(help(program));
@@ -203,7 +203,8 @@ export async function main(
     if (!installed) {
       io.err(
         `Cannot run ops ${command.name}: sluice is not installed in this database (schema ` +
-          "sluice missing); run install/migrate (deno task db:migrate)",
+          "sluice missing); apply its migrations with `deno task sluice migrate` (or " +
+          "`supabase migration up` after `deno task sluice install`)",
       );
       return 1;
     }
