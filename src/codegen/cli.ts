@@ -10,6 +10,7 @@
 
 import { QueueNameError } from "../dsl/errors.ts";
 import { CodegenError } from "./errors.ts";
+import { debugRequested } from "./_util.ts";
 import { type FileStatus, generateFunctions } from "./generate.ts";
 
 const USAGE = `Usage: sluice functions generate [--check] [--config <path>]
@@ -106,6 +107,8 @@ export async function main(
     // A configuration or flows-module problem deserves one clear line, not a stack trace.
     if (error instanceof CodegenError || error instanceof QueueNameError) {
       io.err(error.message);
+      const traced = error.cause instanceof Error ? error.cause : error;
+      if (debugRequested() && traced.stack !== undefined) io.err(traced.stack);
       return 1;
     }
     throw error;

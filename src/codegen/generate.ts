@@ -7,12 +7,12 @@
  */
 
 import { dirname, join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { withFunctionTables } from "./_config_toml.ts";
 import { byCodePoint, projectPath } from "./_util.ts";
 import { type CodegenConfig, readCodegenConfig } from "./config.ts";
 import { assertInsideDeployRoot } from "./deploy_root.ts";
 import { CodegenError } from "./errors.ts";
+import { importFlowsModule } from "./load_flows.ts";
 import { planWorkerFunctions, type WorkerFunctionSpec } from "./plan.ts";
 import {
   functionTables,
@@ -174,7 +174,7 @@ export async function generateFunctions(options: GenerateOptions = {}): Promise<
       { reason: "no_flows_module", path: config.flowsModule },
     );
   }
-  const namespace = await import(pathToFileURL(config.flowsModule).href);
+  const namespace = await importFlowsModule(config);
   const specs = planWorkerFunctions(namespace, projectPath(config.root, config.flowsModule));
   const files = renderFunctionFiles(config, specs);
   const toml = await configToml(config, specs);

@@ -195,8 +195,9 @@ export async function main(
     );
     return 2;
   }
-  const sql = connect(url, { max: command.connections ?? 1, applicationName: "sluice-ops" });
+  let sql: ReturnType<typeof connect> | undefined;
   try {
+    sql = connect(url, { max: command.connections ?? 1, applicationName: "sluice-ops" });
     const [{ installed }] = await sql<{ installed: boolean }[]>`
       select to_regnamespace('sluice') is not null as installed
     `;
@@ -216,7 +217,7 @@ export async function main(
   } finally {
     // Bounded: every statement has settled here, and postgres.js 3.4.9's end() has been seen to
     // wait forever on a connection the server showed idle; after 5 s it destroys the connection.
-    await sql.end({ timeout: 5 });
+    await sql?.end({ timeout: 5 });
   }
 }
 
