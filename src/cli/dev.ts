@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { pathToFileURL } from "node:url";
 import { readCodegenConfig } from "../codegen/config.ts";
+import { importFlowsModule } from "../codegen/load_flows.ts";
 import { planWorkerFunctions } from "../codegen/plan.ts";
 import { projectPath } from "../codegen/_util.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
@@ -60,7 +60,7 @@ export async function devCommand(options: DevOptions): Promise<number> {
     return 2;
   }
   const config = await readCodegenConfig(options.configPath);
-  const namespace = await import(pathToFileURL(config.flowsModule).href);
+  const namespace = await importFlowsModule(config);
   const specs = planWorkerFunctions(namespace, projectPath(config.root, config.flowsModule));
   const start = startWorker as (
     flow: DeployableFlow,
@@ -71,7 +71,7 @@ export async function devCommand(options: DevOptions): Promise<number> {
     for (const spec of specs) {
       workers.push(
         await start(
-          namespace[spec.exportName],
+          namespace[spec.exportName] as DeployableFlow,
           {
             connectionString: options.databaseUrl,
             functionName: spec.functionName,

@@ -6,11 +6,10 @@
  * @module
  */
 import { main as generateMain } from "../codegen/cli.ts";
-import { CodegenError } from "../codegen/errors.ts";
-import { QueueNameError } from "../dsl/errors.ts";
+import { debugRequested } from "../codegen/_util.ts";
 import { main as opsMain } from "../ops/cli.ts";
 import { devCommand } from "./dev.ts";
-import { install, NotASupabaseProjectError } from "./install.ts";
+import { install } from "./install.ts";
 import { migrateCommand } from "./migrate.ts";
 import type { CliIo } from "./_io.ts";
 
@@ -87,6 +86,40 @@ export async function main(
   options: SluiceCliOptions = {},
 ): Promise<number> {
   const io = options.io ?? { out: console.log, err: console.error };
+  try {
+    return await run(args, options, io);
+  } catch (error) {
+    // Whatever a command did not expect still deserves one line, not a stack trace; the trace is
+    // there for whoever asks (SLUICE_DEBUG=1).
+    const [command] = args;
+    io.err(oneLine(command, error));
+    if (debugRequested()) {
+      for (let cause = error; cause instanceof Error; cause = cause.cause) {
+        io.err(cause.stack ?? String(cause));
+      }
+    }
+    return 1;
+  }
+}
+
+/** `error` as one line: its message when it already reads "Cannot ...", else prefixed. */
+function oneLine(command: string | undefined, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const text = /^Cannot /.test(message)
+    ? message
+    : `Cannot run sluice ${command ?? ""}: ${
+      error instanceof Error && error.name !== "Error" ? `${error.name}: ` : ""
+    }${message}`;
+  return debugRequested()
+    ? text
+    : `${text.split("\n")[0]}${text.includes("\n") ? " (SLUICE_DEBUG=1 shows more)" : ""}`;
+}
+
+async function run(
+  args: readonly string[],
+  options: SluiceCliOptions,
+  io: CliIo,
+): Promise<number> {
   const cwd = options.cwd ?? Deno.cwd();
   const databaseUrl = options.databaseUrl ?? Deno.env.get("DATABASE_URL");
   const [command, ...rest] = args;
@@ -100,14 +133,8 @@ export async function main(
       return 2;
     }
     if (command === "migrate") return await migrateCommand(databaseUrl, cwd, io);
-    try {
-      await install(cwd, io);
-      return 0;
-    } catch (error) {
-      if (!(error instanceof NotASupabaseProjectError)) throw error;
-      io.err(error.message);
-      return 1;
-    }
+    await install(cwd, io);
+    return 0;
   }
   if (command === "functions" && rest[0] === "generate") {
     return await generateMain(rest.slice(1), io);
@@ -120,18 +147,12 @@ export async function main(
       io.err(`Cannot run dev: expected [--config <deno.json>], got ${rest.join(" ")}\n\n${HELP}`);
       return 2;
     }
-    try {
-      return await devCommand({
-        databaseUrl,
-        configPath,
-        signal: options.signal ?? stopSignal(),
-        io,
-      });
-    } catch (error) {
-      if (!(error instanceof CodegenError || error instanceof QueueNameError)) throw error;
-      io.err(error.message);
-      return 1;
-    }
+    return await devCommand({
+      databaseUrl,
+      configPath,
+      signal: options.signal ?? stopSignal(),
+      io,
+    });
   }
   const opsArgs = command === "ops" ? rest : args;
   return await opsMain(opsArgs, { databaseUrl, io, program: "sluice" });

@@ -46,8 +46,9 @@ export async function migrateCommand(
     );
     return 2;
   }
-  const sql = connect(url, { max: 2, applicationName: "sluice-migrate" });
+  let sql: ReturnType<typeof connect> | undefined;
   try {
+    sql = connect(url, { max: 2, applicationName: "sluice-migrate" });
     const supabaseCopies = await findSupabaseCopies(join(projectDir, "supabase"));
     const { pgmq, applied, appliedBySupabase } = await migrate(sql, { supabaseCopies });
     io.out(PGMQ_OUTCOME[pgmq]);
@@ -76,6 +77,6 @@ export async function migrateCommand(
   } finally {
     // Bounded: every statement has settled here, and postgres.js 3.4.9's end() has been seen to
     // wait forever on a connection the server showed idle; after 5 s it destroys the connection.
-    await sql.end({ timeout: 5 });
+    await sql?.end({ timeout: 5 });
   }
 }

@@ -293,3 +293,48 @@ export class LimitExceededError extends Error {
     this.max = fields.max;
   }
 }
+
+/**
+ * Thrown by `startFlow()` when no flow or alias has the name it was given. Nothing was written.
+ * A flow exists in the database once a worker for it has started and compiled it, so this is
+ * what a producer meets when it starts a run before any worker of the flow ever ran.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, FlowNotFoundError, startFlow } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await startFlow(sql, "refund_order", { orderId: 7 });
+ * } catch (error) {
+ *   if (error instanceof FlowNotFoundError) console.error(error.flowRef);
+ * }
+ * ```
+ */
+export class FlowNotFoundError extends Error {
+  /** Always `"FlowNotFoundError"`. */
+  override name = "FlowNotFoundError";
+  /** The name the run was started by: a concrete slug, or an alias. */
+  readonly flowRef: string;
+  /** Whether the name was looked up as an alias first (a deployed flow or a plain string). */
+  readonly viaAlias: boolean;
+
+  /**
+   * Creates the error; the message says what to do.
+   *
+   * @param flowRef The name the run was started by.
+   * @param viaAlias Whether it was looked up as an alias first.
+   * @param options The database error, as `cause`.
+   */
+  constructor(flowRef: string, viaAlias: boolean, options?: ErrorOptions) {
+    super(
+      `Cannot start flow ${JSON.stringify(flowRef)}: ${
+        viaAlias ? "no flow or alias has that name" : "no such flow"
+      }; a flow exists once a worker for it has started and compiled it, so start one first ` +
+        "(`sluice dev` locally, or deploy its worker functions) and start runs after that",
+      options,
+    );
+    this.flowRef = flowRef;
+    this.viaAlias = viaAlias;
+  }
+}

@@ -11,9 +11,9 @@ import { startFlowRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import { routingOf, startRefOf } from "../dsl/routing.ts";
-import { LimitExceededError } from "./errors.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { assertUuid } from "../dsl/uuid.ts";
+import { FlowNotFoundError, LimitExceededError } from "./errors.ts";
 
 /**
  * Options of {@linkcode startFlow}.
@@ -67,9 +67,10 @@ export interface StartFlowOptions {
  * @throws {RangeError} When `maxInputBytes` is not a positive integer.
  * @throws {LimitExceededError} When the database refuses the input over the flow's
  * `max_input_bytes`, or a root map over its `max_map_tasks` (SQLSTATE `SLL01`).
- * @throws {Error} From the database when the flow or alias does not exist (a flow exists once a
- * worker for it has compiled it), the input is `null`, or a root map step gets an input that is
- * not an array.
+ * @throws {FlowNotFoundError} When no flow (or alias) has that name: a flow exists once a worker
+ * for it has started and compiled it.
+ * @throws {Error} From the database when the input is `null`, or a root map step gets an input
+ * that is not an array.
  *
  * @example Usage
  * ```ts ignore
@@ -136,6 +137,9 @@ export async function startFlow(
   try {
     return await startFlowRun(sql, { flowRef, concrete, inputJson, runId: options.runId });
   } catch (error) {
+    // no_data_found is what start_flow and start_flow_version raise for an unknown name.
+    const code = (error as { code?: unknown }).code;
+    if (code === "P0002") throw new FlowNotFoundError(flowRef, !concrete, { cause: error });
     throw limitError(error);
   }
 }

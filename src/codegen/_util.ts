@@ -11,3 +11,12 @@ export function byCodePoint(a: string, b: string): number {
 export function projectPath(root: string, path: string): string {
   return relative(root, path).split(sep).join("/");
 }
+
+/** Whether the user asked for stack traces (`SLUICE_DEBUG=1`). */
+export function debugRequested(): boolean {
+  try {
+    return ["1", "true"].includes(Deno.env.get("SLUICE_DEBUG") ?? "");
+  } catch {
+    return false; // no --allow-env
+  }
+}

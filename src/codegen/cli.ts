@@ -10,7 +10,9 @@
 
 import { QueueNameError } from "../dsl/errors.ts";
 import { CodegenError } from "./errors.ts";
+import { debugRequested } from "./_util.ts";
 import { type FileStatus, generateFunctions } from "./generate.ts";
+import { UnsafePathError } from "./project_files.ts";
 
 const USAGE = `Usage: sluice functions generate [--check] [--config <path>]
 
@@ -104,8 +106,13 @@ export async function main(
     return 0;
   } catch (error) {
     // A configuration or flows-module problem deserves one clear line, not a stack trace.
-    if (error instanceof CodegenError || error instanceof QueueNameError) {
+    if (
+      error instanceof CodegenError || error instanceof QueueNameError ||
+      error instanceof UnsafePathError
+    ) {
       io.err(error.message);
+      const traced = error.cause instanceof Error ? error.cause : error;
+      if (debugRequested() && traced.stack !== undefined) io.err(traced.stack);
       return 1;
     }
     throw error;

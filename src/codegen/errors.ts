@@ -20,6 +20,8 @@
  * - `outside_deploy_root`: a generated function would import a local file outside the directory
  *   that holds `supabase/`, which `supabase functions deploy` does not upload.
  * - `no_flows_module`: the flows module does not exist.
+ * - `flows_module_failed`: importing the flows module threw (a flow definition error such as a
+ *   duplicate step slug, a syntax error, a missing import); `cause` holds the error.
  *
  * @example Usage
  * ```ts
@@ -36,7 +38,8 @@ export type CodegenErrorReason =
   | "config_toml_conflict"
   | "invalid_name"
   | "outside_deploy_root"
-  | "no_flows_module";
+  | "no_flows_module"
+  | "flows_module_failed";
 
 /**
  * The fields of a {@linkcode CodegenError}.
@@ -62,6 +65,8 @@ export interface CodegenErrorDetails {
   readonly flowSlug?: string;
   /** The exports of the flows module involved, in code-point order. */
   readonly exportNames?: readonly string[];
+  /** The underlying error, when there is one. */
+  readonly cause?: unknown;
 }
 
 /**
@@ -90,7 +95,7 @@ export class CodegenError extends Error implements CodegenErrorDetails {
    * @param details The reason and the file, flow and exports involved.
    */
   constructor(message: string, details: CodegenErrorDetails) {
-    super(message);
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.reason = details.reason;
     this.path = details.path;
     this.flowSlug = details.flowSlug;

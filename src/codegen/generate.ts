@@ -6,13 +6,20 @@
  * @module
  */
 
-import { dirname, join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { dirname, join, relative, sep } from "node:path";
 import { withFunctionTables } from "./_config_toml.ts";
 import { byCodePoint, projectPath } from "./_util.ts";
 import { type CodegenConfig, readCodegenConfig } from "./config.ts";
-import { assertInsideDeployRoot } from "./deploy_root.ts";
+import { assertInsideDeployRoot, deployRoot } from "./deploy_root.ts";
 import { CodegenError } from "./errors.ts";
+import { importFlowsModule } from "./load_flows.ts";
+import {
+  type ProjectPath,
+  readProjectFile,
+  resolveInProject,
+  UnsafePathError,
+  writeProjectFile,
+} from "./project_files.ts";
 import { planWorkerFunctions, type WorkerFunctionSpec } from "./plan.ts";
 import {
   functionTables,
@@ -110,8 +117,15 @@ function generatedBy(text: string | undefined): boolean {
 }
 
 /**
- * Generated files of function directories no function needs any more. Only a directory whose
- * `index.ts` is generated counts; a hand-written function beside them is never touched.
+ * Deno's lockfile, which running a function with plain Deno may have left in its directory (the
+ * generated `deno.json` turns locking off; an older one did not).
+ */
+const LOCKFILE = "deno.lock";
+
+/**
+ * The files of function directories no function needs any more: a directory whose `index.ts` is
+ * generated loses its generated files and a lockfile beside them, and goes when that empties it.
+ * A hand-written function, a symbolic link and any other file are never touched.
  */
 async function extraFiles(config: CodegenConfig, wanted: ReadonlySet<string>): Promise<string[]> {
   const extra: string[] = [];
@@ -128,8 +142,50 @@ async function extraFiles(config: CodegenConfig, wanted: ReadonlySet<string>): P
     if (!generatedBy(await readText(join(dir, "index.ts")))) continue;
     extra.push(join(dir, "index.ts"));
     if (generatedBy(await readText(join(dir, "deno.json")))) extra.push(join(dir, "deno.json"));
+    const lock = await Deno.lstat(join(dir, LOCKFILE)).catch(() => null);
+    if (lock?.isFile) extra.push(join(dir, LOCKFILE));
   }
   return extra;
+}
+
+/**
+ * Resolves a file the generator writes, refusing what it must not write through: a symbolic link
+ * out of the project or to nothing, a function directory that is a link, and a file it did not
+ * generate (no marker), which it never overwrites.
+ */
+async function writablePath(
+  config: CodegenConfig,
+  file: GeneratedFile,
+  generatedOnly: boolean,
+): Promise<{ path: ProjectPath; current: string | undefined }> {
+  const root = deployRoot(config);
+  const absolute = join(config.root, file.path);
+  const inFunctions = relative(config.functionsDir, absolute).split(sep);
+  if (inFunctions.length === 2 && !inFunctions[0].startsWith("..")) {
+    const dir = join(config.functionsDir, inFunctions[0]);
+    if ((await Deno.lstat(dir).catch(() => null))?.isSymlink) {
+      throw new UnsafePathError(
+        `Cannot generate functions: ${
+          projectPath(config.root, dir)
+        } is a symbolic link; sluice writes a generated function only into a directory of its own ` +
+          "(remove the link, or rename the flow so that its function gets another name)",
+        { reason: "symlinked_function", path: dir, target: await Deno.readLink(dir) },
+      );
+    }
+  }
+  const path = await resolveInProject(root, absolute, file.path);
+  const current = await readProjectFile(path, file.path);
+  if (generatedOnly && current !== undefined && !generatedBy(current)) {
+    throw new UnsafePathError(
+      `Cannot generate functions: ${file.path} exists and was not written by sluice (its first ` +
+        `lines lack ${
+          JSON.stringify(GENERATED_MARKER)
+        }); sluice never overwrites a hand-written file, so it is left as it is. Rename the ` +
+        "flow or step whose worker function has that name, or move the hand-written function",
+      { reason: "not_generated", path: absolute },
+    );
+  }
+  return { path, current };
 }
 
 /** The project's `config.toml` with the generated block in place, when that file exists. */
@@ -138,7 +194,11 @@ async function configToml(
   specs: readonly WorkerFunctionSpec[],
 ): Promise<GeneratedFile | undefined> {
   const path = join(dirname(config.functionsDir), "config.toml");
-  const text = await readText(path);
+  const shown = projectPath(config.root, path);
+  const text = await readProjectFile(
+    await resolveInProject(deployRoot(config), path, shown),
+    shown,
+  );
   if (text === undefined) return undefined;
   const names = specs.map((spec) => spec.functionName);
   return {
@@ -174,23 +234,25 @@ export async function generateFunctions(options: GenerateOptions = {}): Promise<
       { reason: "no_flows_module", path: config.flowsModule },
     );
   }
-  const namespace = await import(pathToFileURL(config.flowsModule).href);
+  const namespace = await importFlowsModule(config);
   const specs = planWorkerFunctions(namespace, projectPath(config.root, config.flowsModule));
   const files = renderFunctionFiles(config, specs);
   const toml = await configToml(config, specs);
   if (toml !== undefined) files.push(toml);
 
   const reports: FileReport[] = [];
-  const writes: GeneratedFile[] = [];
+  const writes: { path: ProjectPath; content: string }[] = [];
   for (const file of files) {
-    const current = await readText(join(config.root, file.path));
+    // Every file is checked before any is written: a refusal leaves the project as it was.
+    const generatedOnly = file !== toml;
+    const { path, current } = await writablePath(config, file, generatedOnly);
     const status = current === undefined
       ? "missing"
       : current === file.content
       ? "unchanged"
       : "stale";
     reports.push({ path: file.path, status });
-    if (status !== "unchanged") writes.push(file);
+    if (status !== "unchanged") writes.push({ path, content: file.content });
   }
   const extra = await extraFiles(config, new Set(specs.map((spec) => spec.functionName)));
   for (const path of extra) {
@@ -198,11 +260,7 @@ export async function generateFunctions(options: GenerateOptions = {}): Promise<
   }
 
   if (!options.check) {
-    for (const file of writes) {
-      const path = join(config.root, file.path);
-      await Deno.mkdir(dirname(path), { recursive: true });
-      await Deno.writeTextFile(path, file.content);
-    }
+    for (const file of writes) await writeProjectFile(file.path, file.content);
     for (const path of extra) await Deno.remove(path);
     for (const dir of new Set(extra.map((path) => dirname(path)))) {
       // Only an emptied directory goes: anything a user put beside the generated files stays.

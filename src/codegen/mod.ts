@@ -18,4 +18,5 @@ export * from "./config.ts";
 export * from "./errors.ts";
 export * from "./generate.ts";
 export * from "./plan.ts";
+export { UnsafePathError, type UnsafePathReason } from "./project_files.ts";
 export * from "./render.ts";

@@ -84,7 +84,9 @@ function functionDenoJson(config: CodegenConfig, dir: string): string {
         : entry.target,
     ]),
   );
-  return `${JSON.stringify({ $comment: GENERATED_MARKER, imports }, null, 2)}\n`;
+  // No lockfile: running a function with plain Deno (`--config` this file) would otherwise
+  // leave a deno.lock in the generated directory.
+  return `${JSON.stringify({ $comment: GENERATED_MARKER, imports, lock: false }, null, 2)}\n`;
 }
 
 function manifest(config: CodegenConfig, specs: readonly WorkerFunctionSpec[]): string {

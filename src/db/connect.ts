@@ -46,6 +46,8 @@ export interface ConnectOptions {
  * @param options Pool size, application name and connect timeout.
  * @returns The client.
  * @throws {RangeError} When an option is out of range.
+ * @throws {TypeError} When `url` is empty or not a valid connection URL (the message masks the
+ * password).
  *
  * @example Usage
  * ```ts ignore
@@ -72,11 +74,31 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
       }`,
     );
   }
-  return postgres(url, {
-    prepare: false,
-    max,
-    connect_timeout: connectTimeout,
-    onnotice: () => {},
-    connection: { application_name: options.applicationName ?? "sluice" },
-  });
+  try {
+    return postgres(url, {
+      prepare: false,
+      max,
+      connect_timeout: connectTimeout,
+      onnotice: () => {},
+      connection: { application_name: options.applicationName ?? "sluice" },
+    });
+  } catch (error) {
+    // postgres.js parses the URL here; its TypeError/URIError quote the password, so neither the
+    // message nor the cause is passed on.
+    if (!(error instanceof TypeError || error instanceof URIError)) throw error;
+    throw new TypeError(
+      `Cannot connect: the connection string ${JSON.stringify(redactPassword(url))} is not a ` +
+        "valid URL; expected postgres://user:password@host:port/database, with special " +
+        "characters of the user and password percent-encoded (@ as %40, # as %23, / as %2F)",
+    );
+  }
+}
+
+/** The connection string with everything between the user's colon and the last `@` masked. */
+function redactPassword(url: string): string {
+  const start = url.indexOf("://");
+  const at = url.lastIndexOf("@");
+  if (start === -1 || at < start) return url;
+  const colon = url.indexOf(":", start + 3);
+  return colon === -1 || colon > at ? url : `${url.slice(0, colon + 1)}***${url.slice(at)}`;
 }

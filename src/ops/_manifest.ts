@@ -33,7 +33,10 @@ export async function readManifest(path: string): Promise<readonly ManifestEntry
   }
   const functions = (body as { functions?: unknown } | null)?.functions;
   if (!Array.isArray(functions)) {
-    throw new ManifestError(path, 'no "functions" array; write it with deno task gen:functions');
+    throw new ManifestError(
+      path,
+      'no "functions" array; write it with deno task sluice functions generate',
+    );
   }
   const seen = new Set<string>();
   return functions.map((entry: Record<string, unknown> | null, i) => {

@@ -79,7 +79,7 @@ export interface OpsCliOptions {
   /**
    * How usage and help name the program.
    *
-   * @default {"deno task ops"}
+   * @default {"deno task sluice"}
    */
   readonly program?: string;
 }
@@ -155,7 +155,7 @@ export async function main(
   options: OpsCliOptions = {},
 ): Promise<number> {
   const io = options.io ?? { out: console.log, err: console.error };
-  const program = options.program ?? "deno task ops";
+  const program = options.program ?? "deno task sluice";
   const [name] = args;
   if (name === undefined || name === "-h" || name === "--help" || name === "help") {
     (name === undefined ? io.err : io.out)(help(program));
@@ -195,15 +195,17 @@ export async function main(
     );
     return 2;
   }
-  const sql = connect(url, { max: command.connections ?? 1, applicationName: "sluice-ops" });
+  let sql: ReturnType<typeof connect> | undefined;
   try {
+    sql = connect(url, { max: command.connections ?? 1, applicationName: "sluice-ops" });
     const [{ installed }] = await sql<{ installed: boolean }[]>`
       select to_regnamespace('sluice') is not null as installed
     `;
     if (!installed) {
       io.err(
         `Cannot run ops ${command.name}: sluice is not installed in this database (schema ` +
-          "sluice missing); run install/migrate (deno task db:migrate)",
+          "sluice missing); apply its migrations with `deno task sluice migrate` (or " +
+          "`supabase migration up` after `deno task sluice install`)",
       );
       return 1;
     }
@@ -215,7 +217,7 @@ export async function main(
   } finally {
     // Bounded: every statement has settled here, and postgres.js 3.4.9's end() has been seen to
     // wait forever on a connection the server showed idle; after 5 s it destroys the connection.
-    await sql.end({ timeout: 5 });
+    await sql?.end({ timeout: 5 });
   }
 }
 

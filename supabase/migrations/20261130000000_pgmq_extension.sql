@@ -1,7 +1,7 @@
 -- sluice's first migration: make sure PGMQ >= 1.5 is installed.
 --
 -- On Supabase (and any server that ships the extension) this creates extension pgmq. Under
--- `deno task db:migrate` on plain PostgreSQL the runner has already installed sluice's
+-- `deno task sluice migrate` on plain PostgreSQL the runner has already installed sluice's
 -- PGMQ-compatible layer before any migration runs, so schema pgmq exists and nothing is created.
 -- Either way the engine needs the message headers column that PGMQ 1.5 introduced.
 do $$
@@ -10,8 +10,7 @@ begin
     if exists (select 1 from pg_available_extensions where name = 'pgmq') then
       create extension pgmq;
     else
-      raise exception 'sluice requires PGMQ, but the pgmq extension is neither installed nor available on this server'
-        using hint = 'Install PGMQ >= 1.5 on the server, or apply the migrations with "deno task db:migrate", which installs sluice''s PGMQ-compatible layer.';
+      raise exception 'sluice requires PGMQ, but the pgmq extension is neither installed nor available on this server; install PGMQ >= 1.5 on the server, or apply the migrations with "deno task sluice migrate", which installs sluice''s PGMQ-compatible layer first';
     end if;
   end if;
 

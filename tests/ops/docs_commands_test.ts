@@ -45,7 +45,7 @@ const FUNCTIONS: Record<string, { flow: DeployableFlow; stepSlug?: string }> = {
   "thread-digest-v2--deliver": { flow: threadDigestV2, stepSlug: "deliver" },
 };
 
-/** The manifest entry `deno task gen:functions` writes for a function of {@linkcode FUNCTIONS}. */
+/** The manifest entry `deno task sluice functions generate` writes for a function of {@linkcode FUNCTIONS}. */
 function manifestEntry(name: string) {
   const { flow, stepSlug } = FUNCTIONS[name];
   const target = (resolveWorkerTarget as (
@@ -86,8 +86,8 @@ class Scenario {
   readonly vars: Record<string, string> = {};
 
   /**
-   * @param generations The functions each `deno task gen:functions` of the doc adds, in order.
-   * @param redeploy Whether a sequence starting with `gen:functions` first redeploys every
+   * @param generations The functions each `deno task sluice functions generate` of the doc adds, in order.
+   * @param redeploy Whether a sequence starting with `sluice functions generate` first redeploys every
    * function (rollout.md's new-version sequence starts from a healthy deploy, whatever the
    * sections before did); versions.md's sequences follow each other.
    */
@@ -124,7 +124,7 @@ class Scenario {
     "git show v1.4.0:supabase/functions/sluice.manifest.json > old.manifest.json": () =>
       Deno.copyFile(`${this.dir}/${MANIFEST}`, `${this.dir}/old.manifest.json`),
     "supabase functions deploy": () => this.deployAll(),
-    "deno task gen:functions": async () => {
+    "deno task sluice functions generate": async () => {
       const added = this.generations.shift() ?? assert.fail("no functions left to generate");
       const manifest = await this.manifest();
       manifest.functions.push(...added.map(manifestEntry));
@@ -139,17 +139,17 @@ class Scenario {
       },
   };
 
-  /** Runs one documented `deno task ops` line as a process in the project directory. */
+  /** Runs one documented `deno task sluice` line as a process in the project directory. */
   async ops(line: string): Promise<void> {
-    const [deno, task, ops, ...args] = shellWords(line, this.vars);
-    assert.deepEqual([deno, task, ops], ["deno", "task", "ops"], line);
+    const [deno, task, sluice, ...args] = shellWords(line, this.vars);
+    assert.deepEqual([deno, task, sluice], ["deno", "task", "sluice"], line);
     const result = await new Deno.Command(Deno.execPath(), {
       args: [
         "run",
         "-A",
         "--config",
         fromFileUrl(new URL("deno.json", REPO)),
-        fromFileUrl(new URL("src/ops/cli.ts", REPO)),
+        fromFileUrl(new URL("cli.ts", REPO)),
         ...args,
       ],
       cwd: this.dir,
@@ -169,13 +169,13 @@ class Scenario {
         commands++;
       }
       if (block.lang !== "sh") continue;
-      if (this.redeploy && block.body.startsWith("deno task gen:functions")) {
+      if (this.redeploy && block.body.startsWith("deno task sluice functions generate")) {
         await this.deployAll();
       }
       for (const line of block.body.split("\n").filter((text) => text.trim() !== "")) {
         const standIn = this.standIns[line];
         if (standIn !== undefined) await standIn();
-        else if (line.startsWith("deno task ops ")) await this.ops(line);
+        else if (line.startsWith("deno task sluice ")) await this.ops(line);
         else assert.fail(`${path}: no way to run ${JSON.stringify(line)}; add a stand-in`);
         commands++;
       }

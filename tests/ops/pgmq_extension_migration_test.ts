@@ -22,7 +22,9 @@ Deno.test({
     await using db = await freshDatabase({ empty: true });
     await assert.rejects(db.sql.unsafe(migration), {
       message:
-        "sluice requires PGMQ, but the pgmq extension is neither installed nor available on this server",
+        "sluice requires PGMQ, but the pgmq extension is neither installed nor available on this " +
+        'server; install PGMQ >= 1.5 on the server, or apply the migrations with "deno task ' +
+        "sluice migrate\", which installs sluice's PGMQ-compatible layer first",
     });
   },
 });

@@ -313,7 +313,8 @@ Deno.test("a database without sluice gets one clear line, not a missing relation
   assert.equal(
     result.err,
     "Cannot run ops runs: sluice is not installed in this database (schema sluice missing); " +
-      "run install/migrate (deno task db:migrate)",
+      "apply its migrations with `deno task sluice migrate` (or `supabase migration up` after " +
+      "`deno task sluice install`)",
   );
 });
 
@@ -365,12 +366,15 @@ Deno.test("ops --help lists the two-word commands, and each one's --help its opt
   assert.equal(await main(["fence", "drain", "--help"], { io: drain.io }), 0);
   assert.match(
     drain.text,
-    /^Usage: deno task ops fence drain \[--state FILE\] \[--functions NAME,\.\.\.\] \[--timeout DURATION\]$/m,
+    /^Usage: deno task sluice fence drain \[--state FILE\] \[--functions NAME,\.\.\.\] \[--timeout DURATION\]$/m,
   );
   assert.match(drain.text, /^ {2}--timeout DURATION +give up after this long/m);
   const archive = new Output();
   assert.equal(await main(["queues", "archive", "--help"], { io: archive.io }), 0);
-  assert.match(archive.text, /^Usage: deno task ops queues archive <queue> <message_id>\.\.\.$/m);
+  assert.match(
+    archive.text,
+    /^Usage: deno task sluice queues archive <queue> <message_id>\.\.\.$/m,
+  );
   const group = new Output();
   assert.equal(await main(["fence", "drian"], { databaseUrl: "x", io: group.io }), 2);
   assert.match(group.errors, /^Cannot run ops "fence": give one of fence diff, fence record, /);

@@ -33,7 +33,7 @@ export const clearPauseCommand: OpsCommand = {
       io.err(
         `Cannot clear the restart pause of ${
           JSON.stringify(name)
-        }: no worker function has that name (see deno task ops functions)`,
+        }: no worker function has that name (see deno task sluice functions)`,
       );
       return 1;
     }

@@ -7,7 +7,7 @@
 
 import { readManifest } from "../_manifest.ts";
 import { type OpsCommand, optionString, printListing } from "./_command.ts";
-import { DEFAULT_MANIFEST, MANIFEST_OPTION } from "./_fence.ts";
+import { DEFAULT_MANIFEST, FUNCTIONS_OPTION, functionsOption, MANIFEST_OPTION } from "./_fence.ts";
 
 /** One route of a manifest function with its serving workers. */
 interface ConfirmRow extends Record<string, unknown> {
@@ -33,15 +33,30 @@ interface ConfirmRow extends Record<string, unknown> {
 export const fenceConfirmCommand: OpsCommand = {
   name: "fence confirm",
   positional: [],
-  options: [MANIFEST_OPTION],
+  options: [MANIFEST_OPTION, {
+    ...FUNCTIONS_OPTION,
+    summary: "check only these functions of the manifest",
+  }],
   json: true,
   summary: "check that every route of the new manifest has a live worker; exit 1 if not",
   description:
     "For each function of the manifest, each route it serves (every step of a plain flow,\n" +
     "one step of a step function) with the live workers on it that are not deprecated. A\n" +
-    "route without one is MISSING (its flow not even compiled: NOT COMPILED): exit 1.",
+    "route without one is MISSING (its flow not even compiled: NOT COMPILED): exit 1.\n" +
+    "--functions checks only the named functions, e.g. the ones this deploy runs.",
   async run(sql, args, io) {
-    const manifest = await readManifest(optionString(args, "manifest", DEFAULT_MANIFEST));
+    const listed = await readManifest(optionString(args, "manifest", DEFAULT_MANIFEST));
+    const only = functionsOption(args);
+    const unknown = only?.filter((name) => !listed.some((entry) => entry.function_name === name));
+    if (unknown !== undefined && unknown.length > 0) {
+      throw new RangeError(
+        `--functions names ${unknown.map((name) => JSON.stringify(name)).join(", ")}, which the ` +
+          "manifest does not list",
+      );
+    }
+    const manifest = only === undefined
+      ? listed
+      : listed.filter((entry) => only.includes(entry.function_name));
     const rows = await sql<ConfirmRow[]>`
       select m.function_name, m.flow_slug, coalesce(s.step_slug, m.step_slug) as step_slug,
         m.queue_name, s.flow_slug is not null as compiled,
@@ -79,6 +94,17 @@ export const fenceConfirmCommand: OpsCommand = {
         missing.map((row) => `${row.flow_slug}.${row.step_slug ?? "*"}`).join(", ")
       }`,
     );
+    const uncompiled = [...new Set(missing.filter((row) => !row.compiled).map((r) => r.flow_slug))];
+    if (uncompiled.length > 0) {
+      io.err(
+        `NOT COMPILED: no worker of ${
+          uncompiled.map((slug) => JSON.stringify(slug)).join(", ")
+        } ever started in this database. If this deploy does not run ${
+          uncompiled.length === 1 ? "that flow" : "those flows"
+        }, confirm only the functions it does run: fence confirm --functions NAME,... (or ` +
+          "--manifest FILE with a manifest of them); otherwise deploy their functions first",
+      );
+    }
     return 1;
   },
 };

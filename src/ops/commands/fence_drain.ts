@@ -114,7 +114,7 @@ export const fenceDrainCommand: OpsCommand = {
         `Cannot drain: no worker function ${
           missing.map((name) => JSON.stringify(name)).join(", ")
         }` +
-          " (see deno task ops functions)",
+          " (see deno task sluice functions)",
       );
       return 1;
     }

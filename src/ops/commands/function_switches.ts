@@ -14,7 +14,7 @@ function rejectUnknown(verb: string, unknown: readonly string[], err: (line: str
   err(
     `Cannot ${verb} ${
       unknown.map((name) => JSON.stringify(name)).join(", ")
-    }: no worker function has that name (see deno task ops functions); nothing changed`,
+    }: no worker function has that name (see deno task sluice functions); nothing changed`,
   );
   return 1;
 }

@@ -24,7 +24,7 @@ export const functionsCommand: OpsCommand = {
   json: true,
   summary: "every worker function: enabled, restart pause and reason, live workers",
   description: "Reads sluice.worker_function_status. A restart-paused function does not respawn\n" +
-    "its worker until an operator runs `deno task ops clear-pause <function_name>`.",
+    "its worker until an operator runs `deno task sluice clear-pause <function_name>`.",
   async run(sql, args, io) {
     const rows = await readWorkerFunctionStatus(sql);
     printListing(io, args, rows, {

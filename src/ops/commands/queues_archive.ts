@@ -26,7 +26,7 @@ export const queuesArchiveCommand: OpsCommand = {
   summary: "archive stray messages of a queue (never one a queued or started task waits on)",
   description:
     "Calls sluice.archive_messages. Use it for the message ids a restart pause names (see\n" +
-    "deno task ops functions), then lift the pause with clear-pause. A message that carries a\n" +
+    "deno task sluice functions), then lift the pause with clear-pause. A message that carries a\n" +
     "task still queued or started is refused: its task would never run.",
   async run(sql, args, io) {
     const [queue, ...ids] = args.positional;

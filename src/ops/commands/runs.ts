@@ -43,7 +43,7 @@ export const runsCommand: OpsCommand = {
   json: true,
   summary: "the latest runs: status, steps done, duration, error",
   description:
-    "Lists runs newest first from sluice.runs. `deno task ops run <run_id>` shows one\n" +
+    "Lists runs newest first from sluice.runs. `deno task sluice run <run_id>` shows one\n" +
     "run's steps, tasks, attempts and errors.",
   async run(sql, args, io) {
     const flow = optionString(args, "flow") ?? null;
