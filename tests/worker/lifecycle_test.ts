@@ -49,17 +49,22 @@ Deno.test("a deprecated worker stops polling, finishes its in-flight task, then 
 Deno.test("stop() lets in-flight tasks finish within the grace period and reports them", async () => {
   await using db = await freshDatabase();
   const started = latch();
+  const release = latch();
   const flow = new Flow({ slug: "graceful" })
     .step({ slug: "work" }, async () => {
       started.resolve();
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await release.promise;
       return "done";
     });
-  const worker = await testWorker(flow, db, { shutdownGraceMs: 5000 });
+  const worker = await testWorker(flow, db, { shutdownGraceMs: 60_000 });
 
   const runId = await startFlow(db.sql, flow, {});
   await started.promise;
-  await worker.stop();
+  // The task is still running when the stop begins: it ends only once the task has finished.
+  const stopping = worker.stop();
+  assert.equal(worker.status, "stopping");
+  release.resolve();
+  await stopping;
   assert.equal(worker.status, "stopped");
   assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 1000, flow }), { work: "done" });
 });
@@ -170,7 +175,7 @@ Deno.test("an idle worker is woken by NOTIFY, not by its poll interval", async (
     .step({ slug: "b", dependsOn: ["a"] }, (deps) => deps.a + 1)
     .step({ slug: "c", dependsOn: ["b"] }, (deps) => deps.b + 1);
   // A poll interval far longer than the test: only notifications can wake the worker.
-  const pollSeconds = 60;
+  const pollSeconds = 20;
   await using worker = await testWorker(flow, db, {
     pollIntervalMs: pollSeconds * 1000,
     logLevel: "info",
@@ -190,7 +195,7 @@ Deno.test("an idle worker is woken by NOTIFY, not by its poll interval", async (
   // latency figure itself is measured by bench/worker.ts (idle latency).
   for (let i = 0; i < 3; i++) {
     const runId = await startFlow(db.sql, flow, { n: i });
-    await waitForRun(db.sql, runId, { timeoutMs: pollSeconds * 2 * 1000 });
+    await waitForRun(db.sql, runId, { timeoutMs: pollSeconds * 4 * 1000 });
     const [{ inTime }] = await db.sql<{ inTime: boolean }[]>`
       select completed_at - started_at < make_interval(secs => ${pollSeconds / 2}) as "inTime"
       from sluice.runs where run_id = ${runId}`;
