@@ -51,20 +51,32 @@ Deno.test("stop() lets in-flight tasks finish within the grace period and report
   const started = latch();
   const release = latch();
   const flow = new Flow({ slug: "graceful" })
-    .step({ slug: "work" }, async () => {
+    .step({ slug: "work" }, async (_input, ctx) => {
       started.resolve();
-      await release.promise;
+      // A task that honours its signal: an abort before the grace is over would end it here.
+      const aborted = new Promise((resolve) =>
+        ctx.signal.addEventListener("abort", resolve, { once: true })
+      );
+      await Promise.race([release.promise, aborted]);
+      ctx.signal.throwIfAborted();
+      events.push("task returned");
       return "done";
     });
+  const events: string[] = [];
   const worker = await testWorker(flow, db, { shutdownGraceMs: 60_000 });
 
   const runId = await startFlow(db.sql, flow, {});
   await started.promise;
-  // The task is still running when the stop begins: it ends only once the task has finished.
-  const stopping = worker.stop();
+  // The task is still running when the stop begins and once polling has stopped: the stop
+  // settles only after the task returned.
+  const stopping = worker.stop().then(() => events.push("stopped"));
   assert.equal(worker.status, "stopping");
+  await worker.pollingStopped;
+  // One turn of the timer queue: an abort due at once (a grace of 0) has fired by now.
+  await new Promise((resolve) => setTimeout(resolve, 0));
   release.resolve();
   await stopping;
+  assert.deepEqual(events, ["task returned", "stopped"]);
   assert.equal(worker.status, "stopped");
   assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 1000, flow }), { work: "done" });
 });
