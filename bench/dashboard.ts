@@ -69,7 +69,7 @@ try {
 
   const rows: string[][] = [];
   for (const [label, runId] of [["completed", completedRun], ["in flight", startedRun]]) {
-    const url = `${dashboard.origin}/runs/${runId}`;
+    const url = `${dashboard.root}/runs/${runId}`;
     const server: number[] = [];
     let bytes = 0;
     for (let i = 0; i < repeat; i++) {

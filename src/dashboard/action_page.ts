@@ -21,9 +21,9 @@ export function confirmPage(action: string, functionName: string, question: stri
   return page(
     "Confirm",
     markup`<h1>Confirm</h1><p id="question">${question}</p>
-<form method="post" action="/actions/${action}">
+<form method="post" action="actions/${action}">
 <input type="hidden" name="function" value="${functionName}">
-<button id="confirm">Yes, ${action} ${functionName}</button> <a href="/">Cancel</a></form>`,
+<button id="confirm">Yes, ${action} ${functionName}</button> <a href="./">Cancel</a></form>`,
   );
 }
 
@@ -40,6 +40,6 @@ export function confirmPage(action: string, functionName: string, question: stri
 export function resultPage(title: string, message: string): string {
   return page(
     title,
-    markup`<h1>${title}</h1><p id="result">${message}</p><p><a href="/">Overview</a></p>`,
+    markup`<h1>${title}</h1><p id="result">${message}</p><p><a href="./">Overview</a></p>`,
   );
 }

@@ -1,12 +1,35 @@
 /**
- * The dashboard's access check: a secret token, given once in the URL (`/?token=...`), then kept
- * in an HTTP-only, same-site cookie; or sent as `Authorization: Bearer <token>`.
+ * The dashboard's access check: a secret token, given once in the URL (`/<base>/?token=...`), then
+ * kept in an HTTP-only, same-site cookie whose path is the dashboard's random base path; or sent as
+ * `Authorization: Bearer <token>`. Browsers send a host's cookies to all of its ports, so the path,
+ * not the port, keeps the cookie from another server on the same host.
  *
  * @module
  */
 
 /** Shortest secret accepted for a dashboard reachable from other machines. */
 export const MIN_SECRET_LENGTH = 16;
+
+/** `count` random bytes as hex. */
+function randomHex(count: number): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(count));
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * A fresh base path for one start of the dashboard: `/` and 16 random bytes as hex, no trailing
+ * slash. Every dashboard address lives under it and the cookie is scoped to it.
+ *
+ * @example Usage
+ * ```ts
+ * import { newBasePath } from "./auth.ts";
+ *
+ * const base = newBasePath(); // "/" and 32 hex digits
+ * ```
+ */
+export function newBasePath(): string {
+  return `/${randomHex(16)}`;
+}
 
 /**
  * A fresh random token: 32 random bytes as hex.
@@ -19,8 +42,7 @@ export const MIN_SECRET_LENGTH = 16;
  * ```
  */
 export function newToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return randomHex(32);
 }
 
 /** Whether two byte strings are equal, in a time that depends on their lengths only. */
@@ -37,28 +59,31 @@ export type Access =
   /** The token came in the URL: set the cookie and redirect to the URL without it. */
   | { readonly kind: "welcome"; readonly location: string; readonly cookie: string };
 
+/** The cookie's name; its `Path`, the base path, tells one dashboard's cookie from another's. */
+const COOKIE_NAME = "sluice_dashboard";
+
 /**
- * Checks requests against one token. The cookie's name carries the port, as browsers share
- * cookies between ports of one host.
+ * Checks requests against one token. The cookie is scoped to the dashboard's base path, as
+ * browsers share cookies between ports of one host.
  *
  * @example Usage
  * ```ts
  * import { TokenCheck } from "./auth.ts";
  *
- * const check = new TokenCheck("s3cret-s3cret-s3cret", 4300);
- * check.check(new Request("http://127.0.0.1:4300/")).kind; // "denied"
+ * const check = new TokenCheck("s3cret-s3cret-s3cret", "/0f3a");
+ * check.check(new Request("http://127.0.0.1:4300/0f3a/")).kind; // "denied"
  * ```
  */
 export class TokenCheck {
   readonly #token: Uint8Array;
-  readonly #cookieName: string;
   readonly #tokenText: string;
+  readonly #basePath: string;
 
-  /** A check for `token`, on a server listening on `port`. */
-  constructor(token: string, port: number) {
+  /** A check for `token`, on a dashboard whose addresses live under `basePath` (`/<random>`). */
+  constructor(token: string, basePath: string) {
     this.#tokenText = token;
     this.#token = new TextEncoder().encode(token);
-    this.#cookieName = `sluice_dashboard_${port}`;
+    this.#basePath = basePath;
   }
 
   #matches(candidate: string | null | undefined): boolean {
@@ -75,9 +100,9 @@ export class TokenCheck {
       return {
         kind: "welcome",
         location: `${url.pathname}${url.search}`,
-        cookie: `${this.#cookieName}=${
+        cookie: `${COOKIE_NAME}=${
           encodeURIComponent(this.#tokenText)
-        }; Path=/; HttpOnly; SameSite=Strict`,
+        }; Path=${this.#basePath}/; HttpOnly; SameSite=Strict`,
       };
     }
     const bearer = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1];
@@ -88,7 +113,7 @@ export class TokenCheck {
   #cookie(request: Request): string | undefined {
     for (const part of (request.headers.get("cookie") ?? "").split(";")) {
       const [name, ...value] = part.trim().split("=");
-      if (name !== this.#cookieName) continue;
+      if (name !== COOKIE_NAME) continue;
       try {
         return decodeURIComponent(value.join("="));
       } catch {

@@ -80,7 +80,7 @@ export function flowPage({ flow, steps, queues }: FlowView): string {
 <tr><th>Base delay</th><td>${flow.opt_base_delay}s</td></tr>
 <tr><th>Timeout</th><td>${flow.opt_timeout}s</td></tr>
 <tr><th>Compiled</th><td>${formatTime(flow.created_at)}</td></tr></table>
-<p><a href="/runs?flow=${encodeURIComponent(flow.flow_slug)}">Runs of this flow</a></p>
+<p><a href="runs?flow=${encodeURIComponent(flow.flow_slug)}">Runs of this flow</a></p>
 <h2>Steps</h2>${graph}
 <table id="flow-steps"><tr><th>#</th><th>Step</th><th>Type</th><th>After</th><th>Queue</th>
 <th>Max attempts</th><th>Base delay</th><th>Timeout</th><th>Start delay</th><th>Condition</th>

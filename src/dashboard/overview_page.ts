@@ -27,7 +27,7 @@ export interface Overview {
 
 /** A button that opens the confirmation page of an action on a worker function. */
 function actionButton(action: string, functionName: string, label: string): Html {
-  return markup`<form class="inline" method="get" action="/actions/${action}">
+  return markup`<form class="inline" method="get" action="actions/${action}">
 <input type="hidden" name="function" value="${functionName}"><button>${label}</button></form>`;
 }
 
@@ -75,7 +75,7 @@ function queuesTable(queues: readonly QueueRow[]): Html {
 }
 
 function flowLink(flowSlug: string): Html {
-  return markup`<a href="/flows/${encodeURIComponent(flowSlug)}">${flowSlug}</a>`;
+  return markup`<a href="flows/${encodeURIComponent(flowSlug)}">${flowSlug}</a>`;
 }
 
 function coverageTable(coverage: readonly CoverageRow[]): Html {
@@ -99,7 +99,7 @@ their tasks wait in their queues until one starts.`;
 
 function runsSummary(counts: Readonly<Record<string, number>>): Html {
   const links = ["started", "completed", "failed"].map((status) =>
-    markup`<a href="/runs?status=${status}&amp;since=1+hour">${statusBadge(status)} ${
+    markup`<a href="runs?status=${status}&amp;since=1+hour">${statusBadge(status)} ${
       counts[status] ?? 0
     }</a> `
   );
@@ -111,7 +111,7 @@ function flowsTable(flows: readonly FlowSummaryRow[]): Html {
   const rows = flows.map((f) =>
     markup`<tr><td>${flowLink(f.flow_slug)}</td><td>${f.queue_mode}</td>
 <td class="num">${f.steps}</td><td>${formatTime(f.created_at)}</td>
-<td><a href="/runs?flow=${encodeURIComponent(f.flow_slug)}">runs</a></td></tr>`
+<td><a href="runs?flow=${encodeURIComponent(f.flow_slug)}">runs</a></td></tr>`
   );
   return markup`<table id="flows"><tr><th>Flow</th><th>Queue mode</th><th>Steps</th>
 <th>Compiled</th><th></th></tr>${rows}</table>`;

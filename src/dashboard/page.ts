@@ -54,8 +54,27 @@ export function page(title: string, body: Html): string {
 <html lang="en"><head><meta charset="utf-8"><title>${title} · sluice</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>${new Html(STYLE)}</style></head>
-<body><header><b>sluice</b><a href="/">Overview</a><a href="/runs">Runs</a></header>
+<body><header><b>sluice</b><a href="./">Overview</a><a href="runs">Runs</a></header>
 <main>${body}</main></body></html>`);
+}
+
+/**
+ * `doc`, a {@linkcode page}, with a `<base>` element: its relative links resolve under `basePath`.
+ *
+ * @param doc A document made by {@linkcode page}.
+ * @param basePath The dashboard's base path with its trailing slash, e.g. `/0f3a/`.
+ * @returns The document with `<base href>` first in its head.
+ *
+ * @example Usage
+ * ```ts
+ * import { markup } from "./escape.ts";
+ * import { page, withBase } from "./page.ts";
+ *
+ * const doc = withBase(page("Overview", markup`<h1>Overview</h1>`), "/0f3a/");
+ * ```
+ */
+export function withBase(doc: string, basePath: string): string {
+  return doc.replace("<head>", String(markup`<head><base href="${basePath}">`));
 }
 
 /**

@@ -95,7 +95,7 @@ export function runParts({ run, steps }: RunView): RunParts {
 <tr><th>Status</th><td id="run-status" data-status="${run.status}">${
     statusBadge(run.status)
   }</td></tr>
-<tr><th>Flow</th><td><a href="/flows/${
+<tr><th>Flow</th><td><a href="flows/${
     encodeURIComponent(run.flowSlug)
   }">${run.flowSlug}</a>${via}</td></tr>
 <tr><th>Started</th><td>${formatTime(run.startedAt)}</td></tr>

@@ -28,7 +28,7 @@ function pageLink(filter: RunFilter, offset: number): string {
   if (filter.status !== null) params.set("status", filter.status);
   if (filter.since !== null) params.set("since", filter.since);
   if (offset > 0) params.set("offset", String(offset));
-  return `/runs?${params}`;
+  return `runs?${params}`;
 }
 
 function option(value: string, selected: string | null): Html {
@@ -38,8 +38,8 @@ function option(value: string, selected: string | null): Html {
 }
 
 function runRow(r: RunListRow): Html {
-  return markup`<tr data-run="${r.run_id}"><td><a href="/runs/${r.run_id}">${r.run_id}</a></td>
-<td><a href="/flows/${encodeURIComponent(r.flow_slug)}">${r.flow_slug}</a></td>
+  return markup`<tr data-run="${r.run_id}"><td><a href="runs/${r.run_id}">${r.run_id}</a></td>
+<td><a href="flows/${encodeURIComponent(r.flow_slug)}">${r.flow_slug}</a></td>
 <td>${statusBadge(r.status)}</td><td class="num">${r.steps - r.remaining_steps}/${r.steps}</td>
 <td>${formatTime(r.started_at)}</td>
 <td class="num">${formatDuration(r.started_at, r.finished_at)}</td>
@@ -68,7 +68,7 @@ export function runsPage({ filter, runs, more, flows }: RunsListing): string {
   return page(
     "Runs",
     markup`<h1>Runs</h1>
-<form class="filters" method="get" action="/runs">
+<form class="filters" method="get" action="runs">
 <label>Flow <select name="flow">${option("", filter.flow)}${
       flows.map((flow) => option(flow, filter.flow))
     }</select></label>

@@ -22,9 +22,10 @@ import {
 import { isUuid } from "../dsl/uuid.ts";
 import { ACTIONS, isActionName } from "./actions.ts";
 import { confirmPage, resultPage } from "./action_page.ts";
-import { MIN_SECRET_LENGTH, newToken, TokenCheck } from "./auth.ts";
+import { MIN_SECRET_LENGTH, newBasePath, newToken, TokenCheck } from "./auth.ts";
 import { flowPage } from "./flow_page.ts";
 import { overviewPage } from "./overview_page.ts";
+import { withBase } from "./page.ts";
 import { runChanges } from "./run_changes.ts";
 import { LIVE_SCRIPT_SOURCE, runPage, runParts } from "./run_page.ts";
 import { readRunView } from "./run_view.ts";
@@ -67,10 +68,15 @@ export interface DashboardOptions {
 
 /** A running dashboard. */
 export interface Dashboard extends AsyncDisposable {
-  /** The address to open: the origin with `/?token=...`. */
+  /** The address to open: the root with `/?token=...`. */
   readonly url: string;
   /** The origin, e.g. `http://127.0.0.1:4300`. */
   readonly origin: string;
+  /**
+   * Where every page lives: the origin and this start's random base path, no trailing slash,
+   * e.g. `http://127.0.0.1:4300/5d41402abc4b2a76b9719d911017c592`. Anything outside it is 404.
+   */
+  readonly root: string;
   /** The token requests must carry. */
   readonly token: string;
   /** Stops listening and ends every live stream. */
@@ -103,7 +109,8 @@ function htmlResponse(body: string, status = 200, headers: Record<string, string
       "content-type": "text/html; charset=utf-8",
       // The inline style is ours; the one script that may run is the run page's, by its hash.
       "content-security-policy": `default-src 'self'; style-src 'unsafe-inline'; ` +
-        `script-src ${LIVE_SCRIPT_SOURCE}; img-src 'self' data:; frame-ancestors 'none'`,
+        `script-src ${LIVE_SCRIPT_SOURCE}; img-src 'self' data:; frame-ancestors 'none'; ` +
+        `base-uri 'self'`,
       "x-content-type-options": "nosniff",
       "referrer-policy": "same-origin",
       ...headers,
@@ -184,12 +191,13 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
   validateOptions(options);
   const log = options.log ?? console.log;
   const token = options.secret ?? newToken();
+  const basePath = newBasePath();
   const streams = new Set<AbortController>();
   const shutdown = new AbortController();
 
-  async function route(request: Request, remote: string): Promise<Response> {
+  /** Answers a request whose path, below the base path, is `path`. */
+  async function route(request: Request, path: string, remote: string): Promise<Response> {
     const url = new URL(request.url);
-    const path = url.pathname;
     if (request.method === "POST") {
       const action = /^\/actions\/([a-z-]+)$/.exec(path)?.[1];
       if (action === undefined || !isActionName(action)) {
@@ -364,6 +372,14 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
   }
 
   async function handle(request: Request, info: Deno.ServeHandlerInfo): Promise<Response> {
+    const fullPath = new URL(request.url).pathname;
+    if (!fullPath.startsWith(`${basePath}/`)) {
+      // Outside this start's base path nothing answers, and nothing is set.
+      return new Response("Not found: open the address the dashboard printed at start\n", {
+        status: 404,
+        headers: { "content-type": "text/plain; charset=utf-8" },
+      });
+    }
     const decision = access.check(request);
     if (decision.kind === "denied") {
       return new Response(
@@ -379,11 +395,12 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
     }
     const remote = (info.remoteAddr as Deno.NetAddr).hostname;
     try {
-      return await route(request, remote);
+      const response = await route(request, fullPath.slice(basePath.length), remote);
+      if (!response.headers.get("content-type")?.startsWith("text/html")) return response;
+      // The pages link relative to the base path (`runs`, `flows/x`): the document says where.
+      return new Response(withBase(await response.text(), `${basePath}/`), response);
     } catch (error) {
-      log(
-        `dashboard: ${request.method} ${new URL(request.url).pathname} failed: ${message(error)}`,
-      );
+      log(`dashboard: ${request.method} ${fullPath} failed: ${message(error)}`);
       return problem(500, "Error", `Cannot answer: ${message(error)}`);
     }
   }
@@ -396,7 +413,7 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
   }, handle);
   const address = server.addr as Deno.NetAddr;
   // Requests arrive only after this line: `handle` may use it.
-  const access = new TokenCheck(token, address.port);
+  const access = new TokenCheck(token, basePath);
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
   const origin = `http://${host}:${address.port}`;
   const close = async () => {
@@ -404,9 +421,11 @@ export function startDashboard(sql: Sql, options: DashboardOptions = {}): Dashbo
     for (const stream of streams) stream.abort();
     await server.finished;
   };
+  const root = `${origin}${basePath}`;
   return {
-    url: `${origin}/?token=${encodeURIComponent(token)}`,
+    url: `${root}/?token=${encodeURIComponent(token)}`,
     origin,
+    root,
     token,
     close,
     [Symbol.asyncDispose]: close,

@@ -318,20 +318,34 @@ await sql.end();
       ["dashboard", "--port", String(dashboardPort), "--secret", secret],
       "deno task sluice dashboard",
     );
+    // Its pages live under the random base path of the address it prints.
+    const lines = dashboard.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let printed = "";
+    const dashboardRoot = await waitUntil(
+      async () => {
+        const { value, done } = await lines.read();
+        printed += value ?? "";
+        if (done) throw new Error(`The dashboard stopped before printing its address: ${printed}`);
+        return /open (http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]{32})\/\?token=/.exec(printed)?.[1];
+      },
+      "the dashboard's printed address",
+      60_000,
+    );
     const dashboardOutput = Promise.all([
-      new Response(dashboard.stdout).text(),
+      (async () => {
+        for (let chunk = await lines.read(); !chunk.done; chunk = await lines.read()) {
+          printed += chunk.value;
+        }
+        return printed;
+      })(),
       new Response(dashboard.stderr).text(),
     ]);
-    const runUrl = `http://127.0.0.1:${dashboardPort}/runs/${runId}`;
+    const runUrl = `${dashboardRoot}/runs/${runId}`;
     const runHtml = await waitUntil(
       async () => {
-        try {
-          const response = await fetch(runUrl, { headers: { authorization: `Bearer ${secret}` } });
-          const text = await response.text();
-          return response.status === 200 ? text : undefined;
-        } catch {
-          return undefined; // not listening yet
-        }
+        const response = await fetch(runUrl, { headers: { authorization: `Bearer ${secret}` } });
+        const text = await response.text();
+        return response.status === 200 ? text : undefined;
       },
       "the dashboard's run page",
       60_000,

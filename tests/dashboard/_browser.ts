@@ -52,7 +52,7 @@ export async function openRunPage(
 ): Promise<Page> {
   const page = await chromium.newPage();
   await page.goto(server.url);
-  await page.goto(`${server.origin}/runs/${runId}`);
+  await page.goto(`${server.root}/runs/${runId}`);
   await page.waitFor(`document.querySelector("#live").textContent === "live"`, "the live stream");
   return page;
 }

@@ -93,7 +93,7 @@ Deno.test({
 
     // Clear the pause: a confirmation page first, nothing changed yet.
     await page.evaluate(
-      `document.querySelector('tr[data-function="dash-stray"] form[action="/actions/clear-pause"]').submit()`,
+      `document.querySelector('tr[data-function="dash-stray"] form[action="actions/clear-pause"]').submit()`,
     );
     await page.waitFor(`document.querySelector("#question")`, "the confirmation page");
     assert.match(
@@ -233,7 +233,61 @@ Deno.test({
     };
     await inert();
     // A fresh load renders the same error on the server.
-    await page.goto(`${server.origin}/runs/${runId}`);
+    await page.goto(`${server.root}/runs/${runId}`);
     await inert();
+  },
+});
+
+Deno.test({
+  name:
+    "dashboard cookie stays with its base path: a server on another loopback port never receives the token",
+  ignore: NO_BROWSER,
+  async fn() {
+    await using db = await freshDatabase();
+    await compileFlow(db.sql, { slug: "dash_cookie", steps: [{ slug: "only" }] });
+    await using server = dashboard(db);
+    const base = new URL(server.root).pathname;
+    // Another server on the same host, another port: it records every request it gets.
+    const seen: { url: string; headers: [string, string][] }[] = [];
+    await using other = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+      seen.push({ url: request.url, headers: [...request.headers] });
+      return new Response("<!doctype html><title>other</title><p>other server</p>", {
+        headers: { "content-type": "text/html" },
+      });
+    });
+    const otherOrigin = `http://127.0.0.1:${(other.addr as Deno.NetAddr).port}`;
+    await using chromium = await browser();
+    const page = await chromium.newPage();
+    await page.goto(server.url);
+    assert.equal(await page.evaluate("location.pathname"), `${base}/`);
+    assert.equal(await page.evaluate("location.search"), "", "the token leaves the address bar");
+    // The cookie authenticates, and the pages' relative links stay under the base path.
+    await page.evaluate(`document.querySelector('header a[href="runs"]').click()`);
+    await page.waitFor(`location.pathname === ${JSON.stringify(`${base}/runs`)}`, "the runs page");
+    await page.waitFor(
+      `document.querySelector("form.filters") !== null`,
+      "the runs page's filters",
+    );
+    await page.goto(`${server.root}/flows/dash_cookie`);
+    assert.match(await page.evaluate<string>("document.body.textContent"), /Runs of this flow/);
+
+    for (const path of ["/", "/runs", `/flows/dash_cookie`, "/?token=x"]) {
+      await page.goto(`${otherOrigin}${path}`);
+      assert.equal(await page.evaluate("document.title"), "other");
+    }
+    assert.equal(seen.length >= 4, true, `the other server saw the navigations: ${seen.length}`);
+    for (const request of seen) {
+      for (const [name, value] of request.headers) {
+        assert.ok(
+          !value.includes(server.token),
+          `${request.url} received the token in ${name}: ${value}`,
+        );
+        assert.ok(!value.includes(base), `${request.url} learned the base path in ${name}`);
+      }
+      assert.equal(request.headers.find(([name]) => name === "cookie"), undefined, request.url);
+    }
+    // The dashboard still knows the browser: the cookie was there all along.
+    await page.goto(`${server.root}/`);
+    assert.match(await page.evaluate<string>("document.title"), /Overview/);
   },
 });

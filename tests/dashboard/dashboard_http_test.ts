@@ -23,41 +23,59 @@ Deno.test("dashboard answers 401 to every request without the right token", asyn
   await using server = dashboard(db);
   const runId = crypto.randomUUID();
   for (const path of ["/", "/runs", `/runs/${runId}`, `/runs/${runId}/events`, "/flows/x"]) {
-    const missing = await get(`${server.origin}${path}`, null);
+    const missing = await get(`${server.root}${path}`, null);
     assert.equal(missing.status, 401, `${path} without a token`);
     assert.match(missing.text, /^Unauthorized: open the address the dashboard printed/);
     assert.equal(
-      (await get(`${server.origin}${path}`, "wrong")).status,
+      (await get(`${server.root}${path}`, "wrong")).status,
       401,
       `${path}, wrong token`,
     );
     assert.equal(
-      (await get(`${server.origin}${path}?token=wrong`, null)).status,
+      (await get(`${server.root}${path}?token=wrong`, null)).status,
       401,
       `${path}, wrong token in the URL`,
     );
   }
-  const action = await get(`${server.origin}/actions/disable`, null, {
+  const action = await get(`${server.root}/actions/disable`, null, {
     method: "POST",
     body: new URLSearchParams({ function: "anything" }),
   });
   assert.equal(action.status, 401);
-  assert.equal((await get(`${server.origin}/`, server.token)).status, 200);
+  assert.equal((await get(`${server.root}/`, server.token)).status, 200);
 });
 
-Deno.test("dashboard trades the token in the URL for a same-site cookie and a clean address", async () => {
+Deno.test("dashboard trades the token in the URL for a cookie scoped to its random base path", async () => {
   await using db = await freshDatabase();
   await using server = dashboard(db);
+  const base = new URL(server.root).pathname;
+  assert.match(base, /^\/[0-9a-f]{32}$/);
+  assert.equal(server.url, `${server.root}/?token=${server.token}`);
   const welcome = await get(`${server.url}&status=failed`.replace("/?", "/runs?"), null);
   assert.equal(welcome.status, 303);
-  assert.equal(welcome.headers.get("location"), "/runs?status=failed");
+  assert.equal(welcome.headers.get("location"), `${base}/runs?status=failed`);
   const cookie = welcome.headers.get("set-cookie")!;
-  assert.match(cookie, /^sluice_dashboard_\d+=[0-9a-f]{64}; Path=\/; HttpOnly; SameSite=Strict$/);
-  const page = await get(`${server.origin}/runs?status=failed`, null, {
+  assert.equal(
+    cookie,
+    `sluice_dashboard=${server.token}; Path=${base}/; HttpOnly; SameSite=Strict`,
+  );
+  const page = await get(`${server.root}/runs?status=failed`, null, {
     headers: { cookie: cookie.split(";")[0] },
   });
   assert.equal(page.status, 200);
   assert.match(page.text, /No runs match/);
+  // The page's relative links resolve under the base path.
+  assert.ok(page.text.includes(`<head><base href="${base}/">`), page.text.slice(0, 300));
+  // Outside the base path nothing answers and nothing is set, even with the right token.
+  for (const path of ["/", `/?token=${server.token}`, "/runs", base, `${base}x/`]) {
+    const outside = await get(`${server.origin}${path}`, server.token);
+    assert.equal(outside.status, 404, path);
+    assert.equal(outside.headers.get("set-cookie"), null, path);
+    assert.ok(!outside.text.includes(base), `${path}: the 404 does not tell the base path`);
+  }
+  // Another start has another base path.
+  await using other = dashboard(db);
+  assert.notEqual(new URL(other.root).pathname, base);
 });
 
 Deno.test("dashboard refuses a non-loopback address without a secret, and a short secret", async () => {
@@ -80,9 +98,12 @@ Deno.test("dashboard refuses a non-loopback address without a secret, and a shor
     secret: "a-configured-secret",
   });
   assert.equal(remote.token, "a-configured-secret");
-  const port = new URL(remote.origin).port;
-  assert.equal((await get(`http://127.0.0.1:${port}/`, null)).status, 401);
-  assert.equal((await get(`http://127.0.0.1:${port}/`, "a-configured-secret")).status, 200);
+  const { port, pathname } = new URL(remote.root);
+  assert.equal((await get(`http://127.0.0.1:${port}${pathname}/`, null)).status, 401);
+  assert.equal(
+    (await get(`http://127.0.0.1:${port}${pathname}/`, "a-configured-secret")).status,
+    200,
+  );
 
   const err: string[] = [];
   const code = await main(["dashboard", "--host", "0.0.0.0", "--port", "0"], {
@@ -98,7 +119,7 @@ Deno.test("dashboard actions refuse another origin and unknown functions, and lo
   await db.sql`select sluice.track_worker_function('dash-fn')`;
   await using server = dashboard(db);
   const post = (name: string, origin: string) =>
-    get(`${server.origin}/actions/disable`, server.token, {
+    get(`${server.root}/actions/disable`, server.token, {
       method: "POST",
       headers: { origin },
       body: new URLSearchParams({ function: name }),
@@ -120,7 +141,7 @@ Deno.test("dashboard actions refuse another origin and unknown functions, and lo
   const [{ count }] = await db.sql`select count(*)::int from sluice.worker_functions`;
   assert.equal(count, 1, "a typo creates no row");
 
-  const confirm = await get(`${server.origin}/actions/disable?function=dash-fn`, server.token);
+  const confirm = await get(`${server.root}/actions/disable?function=dash-fn`, server.token);
   assert.match(confirm.text, /Disable worker function &quot;dash-fn&quot;\?/);
   assert.equal(await enabled(), true, "the confirmation page changes nothing");
 
@@ -142,29 +163,29 @@ Deno.test("dashboard runs page filters by flow and status, pages by 50, and reje
   await using server = dashboard(db);
   const runIds = (text: string) => [...text.matchAll(/<tr data-run="([^"]+)"/g)].map((m) => m[1]);
 
-  const first = await get(`${server.origin}/runs?flow=dash_a`, server.token);
+  const first = await get(`${server.root}/runs?flow=dash_a`, server.token);
   assert.equal(runIds(first.text).length, 50);
-  assert.match(first.text, /href="\/runs\?flow=dash_a&amp;offset=50">older/);
-  const second = await get(`${server.origin}/runs?flow=dash_a&offset=50`, server.token);
+  assert.match(first.text, /href="runs\?flow=dash_a&amp;offset=50">older/);
+  const second = await get(`${server.root}/runs?flow=dash_a&offset=50`, server.token);
   assert.equal(runIds(second.text).length, 2);
   assert.doesNotMatch(second.text, /older →/);
   assert.equal(new Set([...runIds(first.text), ...runIds(second.text)]).size, 52);
 
   const b = await get(
-    `${server.origin}/runs?flow=dash_b&status=started&since=1+hour`,
+    `${server.root}/runs?flow=dash_b&status=started&since=1+hour`,
     server.token,
   );
   assert.deepEqual(runIds(b.text), [bRun]);
-  const none = await get(`${server.origin}/runs?status=completed`, server.token);
+  const none = await get(`${server.root}/runs?status=completed`, server.token);
   assert.deepEqual(runIds(none.text), []);
 
-  const badStatus = await get(`${server.origin}/runs?status=done`, server.token);
+  const badStatus = await get(`${server.root}/runs?status=done`, server.token);
   assert.equal(badStatus.status, 400);
   assert.match(
     badStatus.text,
     /status must be one of started, completed, failed, got &quot;done&quot;/,
   );
-  const badSince = await get(`${server.origin}/runs?since=yesterday-ish`, server.token);
+  const badSince = await get(`${server.root}/runs?since=yesterday-ish`, server.token);
   assert.equal(badSince.status, 400);
   assert.match(badSince.text, /since must be an interval \(1 hour\) or a timestamp/);
 });
@@ -178,7 +199,7 @@ Deno.test("dashboard flow page shows the steps, their queues and the stored shap
     steps: [{ slug: "load" }, { slug: "each", type: "map", deps: ["load"], mapSource: "load" }],
   });
   await using server = dashboard(db);
-  const page = await get(`${server.origin}/flows/dash_shape`, server.token);
+  const page = await get(`${server.root}/flows/dash_shape`, server.token);
   assert.equal(page.status, 200);
   assert.match(
     page.text,
@@ -192,9 +213,9 @@ Deno.test("dashboard flow page shows the steps, their queues and the stored shap
     ) => [step.step_slug, step.deps]),
     [["load", []], ["each", ["load"]]],
   );
-  const missing = await get(`${server.origin}/flows/nope`, server.token);
+  const missing = await get(`${server.root}/flows/nope`, server.token);
   assert.equal(missing.status, 404);
-  const noRun = await get(`${server.origin}/runs/${crypto.randomUUID()}`, server.token);
+  const noRun = await get(`${server.root}/runs/${crypto.randomUUID()}`, server.token);
   assert.equal(noRun.status, 404);
 });
 
@@ -222,14 +243,15 @@ Deno.test("deno task dashboard serves the database of --database-url until SIGIN
   const address = await waitUntil(async () => {
     const { value } = await lines.read();
     printed += value ?? "";
-    return /open (http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64})/.exec(printed)?.[1];
+    return /open (http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]{32}\/\?token=[0-9a-f]{64})/.exec(printed)
+      ?.[1];
   }, "the printed address");
   const url = new URL(address);
   const token = url.searchParams.get("token")!;
-  const overview = await get(`${url.origin}/`, token);
+  const overview = await get(`${url.origin}${url.pathname}`, token);
   assert.equal(overview.status, 200);
   assert.match(overview.text, /data-function="dash-cli"/);
-  assert.equal((await get(`${url.origin}/`, null)).status, 401);
+  assert.equal((await get(`${url.origin}${url.pathname}`, null)).status, 401);
   child.kill("SIGINT");
   const status = await child.status;
   await lines.cancel();
@@ -249,7 +271,7 @@ Deno.test("dashboard live stream sends the run's parts, and a closed page releas
     return count;
   };
   const pages = new AbortController();
-  const response = await fetch(`${server.origin}/runs/${runId}/events`, {
+  const response = await fetch(`${server.root}/runs/${runId}/events`, {
     headers: { authorization: `Bearer ${server.token}` },
     signal: pages.signal,
   });
@@ -271,7 +293,7 @@ Deno.test("dashboard pages allow only the run page's own script", async () => {
   await compileFlow(db.sql, { slug: "dash_csp", steps: [{ slug: "only" }] });
   const runId = await startFlow(db.sql, "dash_csp", {});
   await using server = dashboard(db);
-  const page = await get(`${server.origin}/runs/${runId}`, server.token);
+  const page = await get(`${server.root}/runs/${runId}`, server.token);
   const script = /<script type="module">([\s\S]*?)<\/script>/.exec(page.text)![1];
   const digest = new Uint8Array(
     await crypto.subtle.digest("SHA-256", new TextEncoder().encode(script)),

@@ -160,12 +160,8 @@ Deno.test("an ending isolate drains within drainTimeoutMs: a task still running 
   const runId = await startFlow(db.sql, flow, {});
   await started.promise;
 
-  const began = performance.now();
   await handler.end();
-  const elapsed = performance.now() - began;
-
-  // Far below the worker's own 60 s grace, whatever the machine's load.
-  assert.ok(elapsed >= 450 && elapsed < 15_000, `the end took ${Math.round(elapsed)} ms`);
+  // Which grace ended the task is in its stored error: 500 ms, not the worker's own 60 s.
   assert.equal(functionUrl.requests.length, 1);
   const [task] = await db.sql`
     select status, attempts_count, error_message from sluice.step_tasks where run_id = ${runId}`;

@@ -29,9 +29,7 @@ function runOutput(stdout: string): unknown {
 
 Deno.test("deno task demo migrates an empty database and runs the example flow to completion", async () => {
   await using db = await freshDatabase({ empty: true });
-  const started = performance.now();
   const { code, stdout, stderr } = await runDemo({ DATABASE_URL: db.url });
-  const seconds = (performance.now() - started) / 1000;
   assert.equal(code, 0, `exit code ${code}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
   assert.deepEqual(runOutput(stdout), {
     invoice: {
@@ -52,8 +50,6 @@ Deno.test("deno task demo migrates an empty database and runs the example flow t
   assert.match(stdout, /express_shipping was skipped/);
   assert.match(stdout, /price ran 4 map tasks/);
   assert.match(stdout, /run completed \| steps 5\/5 resolved \| tasks 7\/7 done/);
-  // Generous for a loaded test machine; alone it takes a few seconds.
-  assert.ok(seconds < 30, `the demo took ${seconds.toFixed(1)} s`);
 
   const [{ status }] = await db.sql<{ status: string }[]>`select status from sluice.runs`;
   assert.equal(status, "completed");

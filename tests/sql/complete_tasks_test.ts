@@ -46,16 +46,29 @@ Deno.test("complete_tasks() aggregates map outputs by task index, whatever the c
       { slug: "twice", type: "map", deps: ["each"], mapSource: "each" },
     ],
   });
-  const runId = await startFlow(db.sql, "mapped", [1, 2, 3]);
   const worker = await registerWorker(db.sql, "mapped", "mapped");
-  const first = await readAndClaim(db.sql, "mapped", worker, "mapped");
-  assert.deepEqual(first.map((t) => t.input), [1, 2, 3]);
-  for (const task of [...first].reverse()) {
-    await completeTask(db.sql, task, (task.input as number) * 10);
+  // Every order in which three tasks can complete, one run each.
+  const orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+  for (const order of orders) {
+    const ordered = await startFlow(db.sql, "mapped", [1, 2, 3]);
+    const tasks = await readAndClaim(db.sql, "mapped", worker, "mapped");
+    assert.deepEqual(tasks.map((t) => t.input), [1, 2, 3]);
+    for (const index of order) {
+      const task = tasks.find((t) => t.task_index === index)!;
+      await completeTask(db.sql, task, (task.input as number) * 10);
+    }
+    const [each] = await db
+      .sql`select output from sluice.step_states where run_id = ${ordered} and step_slug = 'each'`;
+    assert.deepEqual(each.output, [10, 20, 30], `completed in order ${order}`);
+    // The run's second step, so that the next claim holds the next run's tasks only.
+    for (const task of await readAndClaim(db.sql, "mapped", worker, "mapped")) {
+      await completeTask(db.sql, task, 0);
+    }
+    assert.equal((await run(db.sql, ordered)).status, "completed");
   }
-  const [each] = await db
-    .sql`select output from sluice.step_states where run_id = ${runId} and step_slug = 'each'`;
-  assert.deepEqual(each.output, [10, 20, 30]);
+  const runId = await startFlow(db.sql, "mapped", [1, 2, 3]);
+  const first = await readAndClaim(db.sql, "mapped", worker, "mapped");
+  for (const task of first) await completeTask(db.sql, task, (task.input as number) * 10);
 
   const second = await readAndClaim(db.sql, "mapped", worker, "mapped");
   assert.deepEqual(second.map((t) => t.input), [10, 20, 30]);

@@ -64,6 +64,8 @@ Deno.test("fail_task() rejects a negative, NaN, infinite or over-cap retry delay
   const runId = await startFlow(db.sql, "badretry", {});
   const worker = await registerWorker(db.sql, "badretry", "badretry");
   const [task] = await readAndClaim(db.sql, "badretry", worker, "badretry");
+  const before = await db.sql`select * from sluice.step_tasks where run_id = ${runId}`;
+  const [{ vt: vtBefore }] = await db.sql`select vt from pgmq.q_badretry`;
   for (const bad of ["-1", "NaN", "Infinity", "86401"]) {
     await assert.rejects(
       db.sql`select sluice.fail_task(${task.run_id}, 'a', 0, ${task.attempt}, ${task.worker_id}, 'x', ${bad}::double precision)`,
@@ -71,6 +73,10 @@ Deno.test("fail_task() rejects a negative, NaN, infinite or over-cap retry delay
       bad,
     );
   }
+  // Nothing written: the task row (status, attempts, error) and its message's visibility.
+  assert.deepEqual(await db.sql`select * from sluice.step_tasks where run_id = ${runId}`, before);
+  const [{ vt: vtAfter }] = await db.sql`select vt from pgmq.q_badretry`;
+  assert.deepEqual(vtAfter, vtBefore);
   assert.deepEqual(await taskStatuses(db.sql, runId), { "a:0": "started" });
 });
 

@@ -5,10 +5,14 @@ import {
   completeTask,
   drive,
   failTask,
+  liveMessages,
   readAndClaim,
   registerWorker,
   run,
+  type Sql,
   startFlow,
+  stepStatuses,
+  taskStatuses,
 } from "./_fixtures.ts";
 
 const MIGRATIONS = new URL("../../supabase/migrations/", import.meta.url);
@@ -70,7 +74,7 @@ Deno.test("every queue operation of a step-queued flow uses the task's stored qu
   assert.equal(noFlowQueue.n, 0);
 });
 
-Deno.test("a finished run never leaves a task queued or started or a live message, on any path", async () => {
+Deno.test("a finished run never leaves a task queued or started or a live message: maps, a condition and failed last attempts", async () => {
   await using db = await freshDatabase();
   await compileFlow(db.sql, {
     slug: "mixed",
@@ -109,4 +113,115 @@ Deno.test("a finished run never leaves a task queued or started or a live messag
     join sluice.runs r using (run_id) where r.status <> 'started'
   `;
   assert.equal(live.n, 0);
+});
+
+/** Every finished run among `runs`: no task queued or started, no live message of its tasks. */
+async function assertSettled(sql: Sql, runs: string[]): Promise<void> {
+  for (const runId of runs) {
+    const { status } = await run(sql, runId);
+    assert.notEqual(status, "started", `run ${runId} finished`);
+    const open = Object.entries(await taskStatuses(sql, runId))
+      .filter(([, task]) => task === "queued" || task === "started");
+    assert.deepEqual(open, [], `run ${runId} (${status}) left tasks open`);
+    assert.equal(await liveMessages(sql, runId), 0, `run ${runId} (${status}) left live messages`);
+  }
+}
+
+Deno.test("a finished run never leaves a task queued or started or a live message: retries, skip-cascade, stall recovery and cancellation", async () => {
+  await using db = await freshDatabase();
+  const claim = async (flow: string, worker: string) => {
+    // Retry and stall delays are not waited for: every message of the queue is visible now.
+    await db.sql`update ${db.sql(`pgmq.q_${flow}`)} set vt = clock_timestamp()`;
+    return await readAndClaim(db.sql, flow, worker, flow);
+  };
+
+  // Retry: every map task fails its first attempt and completes its second.
+  await compileFlow(db.sql, {
+    slug: "inv_retry",
+    maxAttempts: 2,
+    baseDelay: 1,
+    steps: [{ slug: "fan", type: "map" }, { slug: "sum", deps: ["fan"] }],
+  });
+  const retryWorker = await registerWorker(db.sql, "inv_retry", "inv_retry");
+  const retried = await startFlow(db.sql, "inv_retry", [1, 2, 3]);
+  for (let round = 0; round < 10; round++) {
+    for (const task of await claim("inv_retry", retryWorker)) {
+      if (task.attempt === 1) assert.equal(await failTask(db.sql, task, "flaky"), "retried");
+      else await completeTask(db.sql, task, 1);
+    }
+  }
+  assert.equal((await run(db.sql, retried)).status, "completed");
+  const attempts = await db.sql`
+    select attempts_count from sluice.step_tasks where run_id = ${retried} and step_slug = 'fan'`;
+  assert.deepEqual(attempts.map((t) => t.attempts_count), [2, 2, 2], "each map task retried");
+
+  // Skip-cascade: an exhausted optional step skips itself and its dependant; an unmet condition
+  // skips another; the run completes.
+  await compileFlow(db.sql, {
+    slug: "inv_skip",
+    maxAttempts: 1,
+    steps: [
+      { slug: "a" },
+      { slug: "opt", deps: ["a"], whenExhausted: "skip-cascade" },
+      { slug: "after", deps: ["opt"] },
+      { slug: "gate", if: { go: true } },
+      { slug: "fin", deps: ["a"] },
+    ],
+  });
+  const skipWorker = await registerWorker(db.sql, "inv_skip", "inv_skip");
+  const skipped = await startFlow(db.sql, "inv_skip", { go: false });
+  for (let round = 0; round < 10; round++) {
+    for (const task of await claim("inv_skip", skipWorker)) {
+      if (task.step_slug === "opt") await failTask(db.sql, task, "optional broke");
+      else await completeTask(db.sql, task, 1);
+    }
+  }
+  assert.equal((await run(db.sql, skipped)).status, "completed");
+  const skipStates = await stepStatuses(db.sql, skipped);
+  assert.deepEqual(
+    [skipStates.opt, skipStates.after, skipStates.gate, skipStates.fin],
+    ["skipped", "skipped", "skipped", "completed"],
+  );
+
+  // Stall recovery: a claimed attempt goes silent past its timeout, is requeued, and the next
+  // claim completes it.
+  await compileFlow(db.sql, {
+    slug: "inv_stall",
+    maxAttempts: 2,
+    steps: [{ slug: "a", timeout: 5 }, { slug: "b", deps: ["a"] }],
+  });
+  const stallWorker = await registerWorker(db.sql, "inv_stall", "inv_stall");
+  const stalled = await startFlow(db.sql, "inv_stall", {});
+  assert.equal((await claim("inv_stall", stallWorker)).length, 1);
+  await db.sql`
+    update sluice.step_tasks set started_at = now() - interval '40 seconds'
+    where run_id = ${stalled} and status = 'started'`;
+  const [{ requeued }] = await db.sql`select sluice.requeue_stalled_tasks() as requeued`;
+  assert.equal(requeued, 1, "the silent attempt was requeued");
+  for (let round = 0; round < 10; round++) {
+    for (const task of await claim("inv_stall", stallWorker)) {
+      await completeTask(db.sql, task, 1);
+    }
+  }
+  assert.equal((await run(db.sql, stalled)).status, "completed");
+
+  // Cancellation: one map task fails its last attempt while its sibling is running; the run
+  // fails, the sibling is cancelled, and its late completion changes nothing.
+  await compileFlow(db.sql, {
+    slug: "inv_cancel",
+    maxAttempts: 1,
+    steps: [{ slug: "fan", type: "map" }, { slug: "sum", deps: ["fan"] }],
+  });
+  const cancelWorker = await registerWorker(db.sql, "inv_cancel", "inv_cancel");
+  const cancelled = await startFlow(db.sql, "inv_cancel", [1, 2]);
+  const [first, second] = await claim("inv_cancel", cancelWorker);
+  assert.equal(await failTask(db.sql, first, "fatal"), "failed");
+  await completeTask(db.sql, second, 1);
+  assert.equal((await run(db.sql, cancelled)).status, "failed");
+  assert.deepEqual(
+    Object.values(await taskStatuses(db.sql, cancelled)).sort(),
+    ["cancelled", "failed"],
+  );
+
+  await assertSettled(db.sql, [retried, skipped, stalled, cancelled]);
 });

@@ -64,3 +64,23 @@ export async function testWorker(
     [Symbol.asyncDispose]: () => handle.stop(),
   };
 }
+
+/**
+ * A TCP port on loopback that counts the connections made to it and answers none: a
+ * `connectionString` pointing here shows whether code reached for the database at all.
+ */
+export function silentDatabase(): Disposable & { readonly url: string; accepted(): number } {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let accepted = 0;
+  (async () => {
+    for await (const connection of listener) {
+      accepted++;
+      connection.close();
+    }
+  })().catch(() => {});
+  return {
+    url: `postgres://nobody@127.0.0.1:${(listener.addr as Deno.NetAddr).port}/nothing`,
+    accepted: () => accepted,
+    [Symbol.dispose]: () => listener.close(),
+  };
+}

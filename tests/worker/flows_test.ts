@@ -5,7 +5,7 @@ import { getRun } from "../../src/client/get_run.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
-import { testWorker } from "./_helpers.ts";
+import { latch, testWorker } from "./_helpers.ts";
 
 Deno.test("a worker runs a linear 3-step flow to completion", async () => {
   await using db = await freshDatabase();
@@ -44,16 +44,22 @@ Deno.test("a worker runs map steps, one task per element, outputs in element ord
   const flow = new Flow<{ words: string[] }>({ slug: "words" })
     .array({ slug: "split" }, (input) => input.words)
     .map({ slug: "upper", array: "split" }, async (word, ctx) => {
-      // Later elements finish first: the output keeps element order anyway.
-      await new Promise((resolve) => setTimeout(resolve, 30 - ctx.taskIndex * 10));
+      // Later elements finish first, forced: each task waits until the one after it returned.
+      // The output keeps element order anyway.
+      await returned[ctx.taskIndex + 1]?.promise;
+      finished.push(ctx.taskIndex);
+      returned[ctx.taskIndex].resolve();
       return { word: word.toUpperCase(), index: ctx.taskIndex };
     })
     .step({ slug: "count", dependsOn: ["upper"] }, (deps) => deps.upper.length);
-  await using _worker = await testWorker(flow, db);
+  const returned = [latch(), latch(), latch()];
+  const finished: number[] = [];
+  await using _worker = await testWorker(flow, db, { maxConcurrent: 3 });
 
   const runId = await startFlow(db.sql, flow, { words: ["a", "b", "c"] });
   const output = await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
   assert.deepEqual(output, { count: 3 });
+  assert.deepEqual(finished, [2, 1, 0]);
   const run = await getRun(db.sql, runId);
   assert.deepEqual(run?.steps.find((s) => s.stepSlug === "upper")?.output, [
     { word: "A", index: 0 },

@@ -5,9 +5,10 @@ import { Flow } from "../../src/dsl/flow.ts";
 import { FlowShapeMismatchError } from "../../src/client/errors.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
+import postgres from "../../src/db/postgres.ts";
 import { startWorker } from "../../src/worker/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
-import { latch, testWorker, waitUntil } from "./_helpers.ts";
+import { latch, silentDatabase, testWorker, waitUntil } from "./_helpers.ts";
 
 async function counts(db: TestDatabase) {
   const [row] = await db.sql`
@@ -18,12 +19,13 @@ async function counts(db: TestDatabase) {
 }
 
 Deno.test("startWorker rejects stepSlug for a plain flow before touching the database", async () => {
-  await using db = await freshDatabase();
   const flow = new Flow({ slug: "plain" }).step({ slug: "a" }, () => 1);
+  // The connection string leads to a port that counts connections: the refusal opens none.
+  using database = silentDatabase();
 
   await assert.rejects(
     // @ts-expect-error stepSlug is not an option of a plain-flow worker
-    startWorker(flow, { connectionString: db.url, stepSlug: "a" }),
+    startWorker(flow, { connectionString: database.url, stepSlug: "a" }),
     (error: Error) => {
       assert.ok(error instanceof TypeError);
       assert.match(error.message, /stepSlug "a" is only for step-queued flows/);
@@ -32,32 +34,35 @@ Deno.test("startWorker rejects stepSlug for a plain flow before touching the dat
       return true;
     },
   );
-  assert.deepEqual(await counts(db), { flows: 0, functions: 0, workers: 0 });
+  assert.equal(database.accepted(), 0, "the worker connected to its database");
 });
 
 Deno.test("startWorker checks its options before touching the database", async () => {
-  await using db = await freshDatabase();
   const flow = new Flow({ slug: "opts" }).step({ slug: "a" }, () => 1);
+  // The client and the connection string lead to a port that counts connections.
+  using database = silentDatabase();
+  const silent = postgres(database.url, { max: 1 });
 
   await assert.rejects(
     startWorker(flow, {}),
     /give sql \(a postgres\.js client\) or connectionString/,
   );
   await assert.rejects(
-    startWorker(flow, { sql: db.sql, connectionString: db.url }),
+    startWorker(flow, { sql: silent, connectionString: database.url }),
     /either sql or connectionString, not both/,
   );
   await assert.rejects(
-    startWorker(flow, { sql: db.sql, maxConcurrent: 0 }),
+    startWorker(flow, { sql: silent, maxConcurrent: 0 }),
     (error: Error) =>
       error instanceof RangeError &&
       /maxConcurrent must be an integer >= 1, got 0/.test(error.message),
   );
   await assert.rejects(
-    startWorker(flow, { sql: db.sql, logLevel: "loud" as never }),
+    startWorker(flow, { sql: silent, logLevel: "loud" as never }),
     /logLevel must be "debug", "info", "warn" or "error", got "loud"/,
   );
-  assert.deepEqual(await counts(db), { flows: 0, functions: 0, workers: 0 });
+  assert.equal(database.accepted(), 0, "the worker connected to its database");
+  await silent.end({ timeout: 0 });
 });
 
 Deno.test("a failed compilation leaves no worker function and no worker row", async () => {
