@@ -93,3 +93,100 @@ Deno.test("watchRun() replaces a frozen listener session (SIGSTOP) by its ping a
     await pool.end();
   }
 });
+
+/** A TCP proxy to the test server that can go down (refusing and resetting) and come back. */
+function outageProxy(url: string) {
+  const target = new URL(url);
+  const conns = new Set<Deno.Conn>();
+  let listener: Deno.Listener | null = null;
+  let port = 0;
+  const accept = async (current: Deno.Listener) => {
+    for await (const client of current) {
+      try {
+        const server = await Deno.connect({
+          hostname: target.hostname,
+          port: Number(target.port),
+        });
+        conns.add(client).add(server);
+        client.readable.pipeTo(server.writable).catch(() => {});
+        server.readable.pipeTo(client.writable).catch(() => {});
+      } catch {
+        client.close();
+      }
+    }
+  };
+  const up = () => {
+    listener = Deno.listen({ hostname: "127.0.0.1", port });
+    port = (listener.addr as Deno.NetAddr).port;
+    void accept(listener).catch(() => {});
+  };
+  up();
+  const proxied = new URL(url);
+  proxied.hostname = "127.0.0.1";
+  proxied.port = String(port);
+  return {
+    url: proxied.href,
+    /** Refuses new connections and cuts every open one. */
+    down() {
+      listener?.close();
+      listener = null;
+      for (const conn of conns) {
+        try {
+          conn.close();
+        } catch {
+          // Already closed by its peer.
+        }
+      }
+      conns.clear();
+    },
+    up,
+  };
+}
+
+Deno.test({
+  name:
+    "waitForRun() and watchRun() ride out a server outage (ECONNREFUSED, cut connections) and resolve",
+  // The proxy's piped streams end with the connections they cut, not within the test's ops.
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    await using db = await freshDatabase();
+    const slugs = ["outage_a", "outage_b"];
+    const runIds: string[] = [];
+    for (const slug of slugs) {
+      await compileFlow(db.sql, mixedFlow(slug));
+      runIds.push(await startFlow(db.sql, slug, { tier: "silver" }));
+    }
+    const proxy = outageProxy(db.url);
+    const pool = connect(proxy.url, {
+      max: 2,
+      applicationName: "outage",
+      connectTimeoutSeconds: 2,
+    });
+    try {
+      const waits = runIds.map((runId) => waitForRun(pool, runId, { timeoutMs: 60_000 }));
+      const watcher = collect(watchRun(pool, runIds[0]));
+      await waitUntil(() => watcher.events.length >= 2, "the replayed start");
+      await waitUntil(async () => {
+        const [{ n }] = await db.sql<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity
+          where application_name = 'outage' and query like 'listen %'`;
+        return n === 1;
+      }, "the shared listener session");
+      proxy.down();
+      // While the server is unreachable every read and the listener's reconnects are refused.
+      for (const slug of slugs) await new MixedRunDriver(db.sql, slug).finish();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      proxy.up();
+      assert.deepEqual(await within(Promise.all(waits), "both waits"), [
+        { flaky: "ok" },
+        { flaky: "ok" },
+      ]);
+      await within(watcher.done, "the watch's terminal event");
+      assert.equal(watcher.events.at(-1)?.type, "run:completed");
+    } finally {
+      proxy.down();
+      await pool.end({ timeout: 0 });
+    }
+  },
+});
