@@ -222,6 +222,31 @@ CREATE FUNCTION sluice.backoff_delay_seconds(base_delay integer, attempt integer
 $$;
 
 --
+-- Name: browser_error_message(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.browser_error_message(message text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select regexp_replace(
+    regexp_replace(message, '\n[ \t]*at [^\n]*', '', 'g'),
+    'file://[^\s)]*|(/[^\s/()]+)+\.[cm]?[jt]sx?(:[0-9]+)*', '<file>', 'g')
+$$;
+
+--
+-- Name: browser_event(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.browser_event(event jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select case when jsonb_typeof(event -> 'errorMessage') = 'string'
+    then jsonb_set(event, '{errorMessage}',
+      to_jsonb(sluice.browser_error_message(event ->> 'errorMessage')))
+    else event end
+$$;
+
+--
 -- Name: check_enum(jsonb, text[], text); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1531,7 +1556,9 @@ CREATE FUNCTION sluice.read_run_events(run_id uuid) RETURNS jsonb
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  return sluice.run_events(read_run_events.run_id);
+  return (select jsonb_agg(sluice.browser_event(e.event) order by e.n)
+    from jsonb_array_elements(sluice.run_events(read_run_events.run_id))
+      with ordinality as e(event, n));
 end;
 $$;
 
@@ -1854,23 +1881,32 @@ CREATE FUNCTION sluice.send_run_event(run_id uuid, event jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
 declare
-  v_text text := event::text;
+  v_omitted jsonb;
+  v_text text;
   v_field text;
 begin
-  if octet_length(v_text) > sluice.max_event_bytes() then
-    foreach v_field in array array['output', 'errorMessage'] loop
-      if event ? v_field then
-        event := (event - v_field)
-          || jsonb_build_object('omitted', coalesce(event -> 'omitted', '[]') || to_jsonb(v_field));
-        v_text := event::text;
-      end if;
-      exit when octet_length(v_text) <= sluice.max_event_bytes();
-    end loop;
-  end if;
-  perform pg_notify(sluice.run_channel(run_id), v_text);
+  select jsonb_agg(f.field order by f.n) into v_omitted
+  from unnest(array['output', 'errorMessage']) with ordinality as f(field, n)
+  where event ? f.field;
+  perform pg_notify(sluice.run_channel(run_id),
+    (event - 'output' - 'errorMessage'
+      || case when v_omitted is null then '{}' else jsonb_build_object('omitted', v_omitted) end
+    )::text);
   -- Supabase Realtime's broadcast from the database, where it is installed: private topic, so
   -- only subscribers that the project's Realtime authorization policies admit receive it.
   if to_regprocedure('realtime.send(jsonb, text, text, boolean)') is not null then
+    event := sluice.browser_event(event);
+    v_text := event::text;
+    if octet_length(v_text) > sluice.max_event_bytes() then
+      foreach v_field in array array['output', 'errorMessage'] loop
+        if event ? v_field then
+          event := (event - v_field)
+            || jsonb_build_object('omitted', coalesce(event -> 'omitted', '[]') || to_jsonb(v_field));
+          v_text := event::text;
+        end if;
+        exit when octet_length(v_text) <= sluice.max_event_bytes();
+      end loop;
+    end if;
     perform realtime.send(event, event ->> 'type', sluice.run_topic(run_id), true);
   end if;
 end;

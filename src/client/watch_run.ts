@@ -6,7 +6,7 @@
 
 import type { Sql } from "../db/postgres.ts";
 import { readRunEvents } from "../db/event_queries.ts";
-import { type ListenerConnection, openListenerConnection } from "../db/listener.ts";
+import { type ChannelSubscription, subscribeChannel } from "../db/run_listener.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import {
   runChannel,
@@ -71,8 +71,8 @@ export interface WatchRunOptions<F extends DeployableFlow = never> {
  * events, so a late subscriber misses nothing, then passes on the run's NOTIFY events, each
  * transition once. A lost listener connection is re-established and the state read again, so
  * nothing is lost or repeated, the terminal event included. Where LISTEN is unavailable, or the
- * flow's events are off, it polls the state. Opens one session connection of its own while
- * iterating (closed when the iteration ends, also on `break`).
+ * flow's events are off, it polls the state. Every watch of one pool shares one LISTEN session
+ * connection (opened by the first, closed after the last, replaced when lost or unanswering).
  *
  * @typeParam F The run's flow type.
  * @param sql The database client.
@@ -128,7 +128,6 @@ async function* watch(
   options: WatchRunOptions<DeployableFlow>,
   intervals: Intervals,
 ): AsyncGenerator<RunEventPayload, void, undefined> {
-  const channel = runChannel(runId);
   // Polls without LISTEN or while the flow's events are off; otherwise resyncs now and then.
   let polling = false;
   let pollMs = intervals.pollMs;
@@ -136,70 +135,85 @@ async function* watch(
     const row = await readState(sql, runId, intervals.pollMs, options.signal);
     if (row === null) return null;
     const was = polling;
-    polling = listener === null || !row.events_enabled;
+    polling = subscription === null || !row.events_enabled;
     if (polling && !was) schedule(pollMs);
     return row.events;
   });
-  let listener: ListenerConnection | null = null;
+  let subscription: ChannelSubscription | null = null;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let ended = false;
-  // Every tick LISTENs again (reconnecting a lost connection; a no-op on a live one) and only
-  // then reads the state, so that nothing committed between the two goes unseen. The read runs
-  // on the pool, never on the listener: a listener that does not answer (a frozen backend, a
-  // half-open connection) delays it by at most LISTEN_ANSWER_MS.
-  const tick = async () => {
-    if (listener !== null) await answered(listener.listen(channel));
+  let started = false;
+  // Every tick reads the state on the pool, never on the listener: the shared listener
+  // reconnects by itself and replaces a session that stops answering. While it is down, the
+  // state is read every RECONNECTING_RESYNC_MS.
+  const tick = () => {
     feed.resync();
-    schedule(polling ? pollMs : intervals.resyncMs);
-    if (polling) pollMs = Math.min(intervals.maxPollMs, pollMs * 1.5);
+    if (polling) {
+      schedule(pollMs);
+      pollMs = Math.min(intervals.maxPollMs, pollMs * 1.5);
+    } else {
+      schedule(
+        subscription?.listening === false
+          ? Math.min(intervals.resyncMs, RECONNECTING_RESYNC_MS)
+          : intervals.resyncMs,
+      );
+    }
   };
   const schedule = (ms: number) => {
     clearTimeout(timer);
     if (!ended) timer = setTimeout(tick, ms);
   };
   if (options.listen !== false) {
-    listener = openListenerConnection(sql, {
-      onNotify: (name, payload) => {
-        if (name === channel) feed.push(JSON.parse(payload) as RunEventPayload);
-      },
-      // Notifications sent while the connection is down are gone: reconnect soon and resync.
-      // Live events wait for that resync, so that none goes ahead of the state it follows.
-      onClose: () => {
+    subscription = subscribeChannel(sql, runChannel(runId), {
+      onNotify: (payload) => feed.push(JSON.parse(payload) as RunEventPayload),
+      // Notifications sent while the session is down are gone. Live events wait for the resync
+      // that follows the new LISTEN, so that none goes ahead of the state it follows.
+      onInterrupt: () => {
         feed.interrupt();
-        schedule(intervals.pollMs);
+        schedule(Math.min(intervals.resyncMs, RECONNECTING_RESYNC_MS));
+      },
+      // The first LISTEN's answer before the iteration starts is covered by its first read.
+      onListening: () => {
+        if (started) feed.resync();
       },
     });
-    if (await answered(listener.listen(channel)) === "failed") {
-      await listener.close();
-      listener = null;
+    if (await answered(subscription.ready) === "failed") {
+      await subscription.close();
+      subscription = null;
     }
   }
-  polling = listener === null;
+  started = true;
+  polling = subscription === null;
   schedule(polling ? pollMs : intervals.resyncMs);
   try {
     yield* feed.events(options.signal);
   } finally {
     ended = true;
     clearTimeout(timer);
-    await listener?.close();
+    await subscription?.close();
   }
 }
 
-/** How long a tick waits for the listener's LISTEN before it reads the state anyway. */
+/** While the shared listener reconnects, how often a listening watch reads the state anyway. */
+const RECONNECTING_RESYNC_MS = 1000;
+
+/** How long a watch waits for its channel's first LISTEN answer before it reads the state. */
 const LISTEN_ANSWER_MS = 1000;
 
 /**
  * Settles with the LISTEN's outcome, or "pending" after LISTEN_ANSWER_MS: a listener that does
  * not answer must not hold back the re-read, which is what finishes a watch it cannot serve.
  */
-async function answered(listening: Promise<number>): Promise<"listening" | "failed" | "pending"> {
+async function answered(
+  listening: Promise<"listening" | "failed">,
+): Promise<"listening" | "failed" | "pending"> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<"pending">((resolve) => {
     timer = setTimeout(() => resolve("pending"), LISTEN_ANSWER_MS);
   });
   try {
     return await Promise.race([
-      listening.then(() => "listening" as const, () => "failed" as const),
+      listening,
       late,
     ]);
   } finally {

@@ -290,9 +290,10 @@ export type RunEvent<F extends DeployableFlow = never> =
   | StepCancelledEvent<EventStepSlug<F>>;
 
 /**
- * An event as a transport carries it: an event too large for NOTIFY (8,000 bytes) leaves out
- * its `output` (then its `errorMessage`) and names them in `omitted`; `watchRun()` and the
- * browser client read those back before they hand the event on.
+ * An event as a transport carries it: NOTIFY always leaves out its `output` and `errorMessage`
+ * (any role may LISTEN), a Realtime broadcast only when the event is too large (8,000 bytes),
+ * and either names them in `omitted`; `watchRun()` and the browser client read those back
+ * before they hand the event on.
  *
  * @example Usage
  * ```ts

@@ -102,31 +102,68 @@ language sql
 immutable
 as $$ select 7999 $$;
 
--- Sends one event of a run on both transports. An event too large for NOTIFY leaves out its
--- output, then its error message, and lists what it left out under "omitted": a consumer reads
--- those from the run (sluice.run_events) when it needs them. Realtime gets the same payload.
+-- An error text as a browser may see it: stack frames ("    at f (file:///...:1:2)") dropped,
+-- file URLs and absolute source paths replaced by "<file>". What the error says stays.
+create function sluice.browser_error_message(message text)
+returns text
+language sql
+immutable
+as $$
+  select regexp_replace(
+    regexp_replace(message, '\n[ \t]*at [^\n]*', '', 'g'),
+    'file://[^\s)]*|(/[^\s/()]+)+\.[cm]?[jt]sx?(:[0-9]+)*', '<file>', 'g')
+$$;
+
+-- An event as a browser may see it: its error text through sluice.browser_error_message.
+create function sluice.browser_event(event jsonb)
+returns jsonb
+language sql
+immutable
+as $$
+  select case when jsonb_typeof(event -> 'errorMessage') = 'string'
+    then jsonb_set(event, '{errorMessage}',
+      to_jsonb(sluice.browser_error_message(event ->> 'errorMessage')))
+    else event end
+$$;
+
+-- Sends one event of a run on both transports. NOTIFY carries ids, states and counts only: any
+-- role that can connect may LISTEN on a run's channel, so the event's output and error message
+-- are left out and listed under "omitted", for a consumer to read from the run
+-- (sluice.run_events, a privileged read) when it needs them. Realtime (a private topic behind
+-- the project's authorization policies) gets the event with its error text stripped of stack
+-- frames and file paths; one too large for it leaves out its output, then its error message, and
+-- lists them under "omitted" the same way.
 create function sluice.send_run_event(run_id uuid, event jsonb)
 returns void
 language plpgsql
 as $$
 declare
-  v_text text := event::text;
+  v_omitted jsonb;
+  v_text text;
   v_field text;
 begin
-  if octet_length(v_text) > sluice.max_event_bytes() then
-    foreach v_field in array array['output', 'errorMessage'] loop
-      if event ? v_field then
-        event := (event - v_field)
-          || jsonb_build_object('omitted', coalesce(event -> 'omitted', '[]') || to_jsonb(v_field));
-        v_text := event::text;
-      end if;
-      exit when octet_length(v_text) <= sluice.max_event_bytes();
-    end loop;
-  end if;
-  perform pg_notify(sluice.run_channel(run_id), v_text);
+  select jsonb_agg(f.field order by f.n) into v_omitted
+  from unnest(array['output', 'errorMessage']) with ordinality as f(field, n)
+  where event ? f.field;
+  perform pg_notify(sluice.run_channel(run_id),
+    (event - 'output' - 'errorMessage'
+      || case when v_omitted is null then '{}' else jsonb_build_object('omitted', v_omitted) end
+    )::text);
   -- Supabase Realtime's broadcast from the database, where it is installed: private topic, so
   -- only subscribers that the project's Realtime authorization policies admit receive it.
   if to_regprocedure('realtime.send(jsonb, text, text, boolean)') is not null then
+    event := sluice.browser_event(event);
+    v_text := event::text;
+    if octet_length(v_text) > sluice.max_event_bytes() then
+      foreach v_field in array array['output', 'errorMessage'] loop
+        if event ? v_field then
+          event := (event - v_field)
+            || jsonb_build_object('omitted', coalesce(event -> 'omitted', '[]') || to_jsonb(v_field));
+          v_text := event::text;
+        end if;
+        exit when octet_length(v_text) <= sluice.max_event_bytes();
+      end loop;
+    end if;
     perform realtime.send(event, event ->> 'type', sluice.run_topic(run_id), true);
   end if;
 end;
@@ -266,7 +303,9 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-  return sluice.run_events(read_run_events.run_id);
+  return (select jsonb_agg(sluice.browser_event(e.event) order by e.n)
+    from jsonb_array_elements(sluice.run_events(read_run_events.run_id))
+      with ordinality as e(event, n));
 end;
 $$;
 

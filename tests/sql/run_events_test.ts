@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import postgres from "postgres";
+import { watchRun } from "../../src/client/watch_run.ts";
 import { isTerminalRunEvent, runChannel } from "../../src/events/run_event.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import {
@@ -10,8 +12,9 @@ import {
   MixedRunDriver,
   realtimeCalls,
   withoutAt,
+  withoutProgress,
 } from "../_run_events.ts";
-import { waitUntil } from "../_support.ts";
+import { waitUntil, within } from "../_support.ts";
 import { waitUntilBlocked } from "../pgmq/_pgmq.ts";
 import {
   compile,
@@ -31,6 +34,16 @@ async function listenToRun(db: TestDatabase, runId: string): Promise<Event[]> {
   const channel = runChannel(runId);
   await db.connect(1).listen(channel, (payload) => events.push(JSON.parse(payload)));
   return events;
+}
+
+/**
+ * What NOTIFY carries of an event: ids, states and counts, its output and error message left out
+ * and named under "omitted" (a LISTEN needs no privilege).
+ */
+function notifiedForm(event: Event): Event {
+  const { output: _output, errorMessage: _errorMessage, ...rest } = event;
+  const omitted = ["output", "errorMessage"].filter((field) => field in event);
+  return omitted.length === 0 ? rest as Event : { ...rest, omitted } as Event;
 }
 
 /** Claims the visible tasks of a queue and completes each with `output`, one per transaction. */
@@ -64,13 +77,13 @@ Deno.test("a run with a map, a skipped step and a retried failure sends exactly 
   await installRealtimeSend(db.sql);
   const { runId, notified } = await listenToMixedRun(db);
 
-  assert.deepEqual(withoutAt(notified), mixedEvents(runId, "evts"));
+  assert.deepEqual(withoutAt(notified), mixedEvents(runId, "evts").map(notifiedForm));
   const calls = await realtimeCalls(db.sql, `sluice:run:${runId}`);
   assert.deepEqual(withoutAt(calls.map((c) => c.payload)), mixedEvents(runId, "evts"));
   assert.deepEqual(calls.map((c) => c.event), mixedEvents(runId, "evts").map((e) => e.type));
   assert.ok(calls.every((c) => c.private), "every broadcast goes to a private topic");
-  // Both transports carry one payload: the realtime payloads are the notified ones, byte for byte.
-  assert.deepEqual(calls.map((c) => c.payload), notified);
+  // The same events on both transports: NOTIFY's are the broadcasts without outputs and errors.
+  assert.deepEqual(calls.map((c) => notifiedForm(c.payload)), notified);
 });
 
 Deno.test("sluice.run_events() replays a run's state as the events that led to it, in order", async () => {
@@ -80,8 +93,9 @@ Deno.test("sluice.run_events() replays a run's state as the events that led to i
   const [{ events }] = await db.sql<
     { events: Event[] }[]
   >`select sluice.run_events(${runId}) as events`;
-  // A finished step's replay has no progress: its terminal event says more.
-  assert.deepEqual(events, notified.filter((e) => e.type !== "step:progress"));
+  // A finished step's replay has no progress: its terminal event says more. It has the outputs.
+  assert.deepEqual(withoutAt(events), withoutProgress(mixedEvents(runId, "evts")));
+  assert.deepEqual(events.map(notifiedForm), notified.filter((e) => e.type !== "step:progress"));
   const [{ none }] = await db.sql`select sluice.run_events(gen_random_uuid()) as none`;
   assert.equal(none, null);
 });
@@ -111,7 +125,7 @@ Deno.test("a failed run's terminal event comes after its failed and cancelled st
     { type: "step:cancelled", runId, stepSlug: "good" },
     { type: "run:failed", runId, flowSlug: "boom", stepSlug: "bad", errorMessage: error },
   ];
-  assert.deepEqual(withoutAt(notified), expected);
+  assert.deepEqual(withoutAt(notified), expected.map(notifiedForm));
   const calls = await realtimeCalls(db.sql, `sluice:run:${runId}`);
   assert.deepEqual(withoutAt(calls.map((c) => c.payload)), expected);
 });
@@ -163,8 +177,8 @@ Deno.test("a flow with events off sends none, and a restart with events on turns
   await waitUntil(() => notified.some(isTerminalRunEvent), "the terminal event over NOTIFY");
 
   assert.deepEqual(withoutAt(notified), [
-    { type: "step:completed", runId: quietRun, stepSlug: "two", output: 2 },
-    { type: "run:completed", runId: quietRun, flowSlug: "quiet", output: { two: 2 } },
+    { type: "step:completed", runId: quietRun, stepSlug: "two", omitted: ["output"] },
+    { type: "run:completed", runId: quietRun, flowSlug: "quiet", omitted: ["output"] },
   ]);
   assert.equal((await realtimeCalls(db.sql, `sluice:run:${quietRun}`)).length, 2);
 });
@@ -293,4 +307,116 @@ Deno.test("ensureRole() succeeds when another session creates the same role at t
   } finally {
     await db.sql.unsafe(`drop role if exists ${role}`);
   }
+});
+
+/** The "boom2" flow: "good" completes with a secret output, then "bad" fails with a secret error. */
+async function secretRun(db: TestDatabase, runId: string, error: string): Promise<void> {
+  await db.sql`select sluice.start_flow('boom2', '{}'::jsonb, ${runId}) where not exists (
+    select from sluice.runs where run_id = ${runId})`;
+  const workerId = await registerWorker(db.sql, "boom2", "boom2");
+  const tasks = await readAndClaim(db.sql, "boom2", workerId, "boom2");
+  await completeTask(db.sql, tasks.find((t) => t.step_slug === "good")!, "secret-output");
+  await failTask(db.sql, tasks.find((t) => t.step_slug === "bad")!, error);
+}
+
+Deno.test("a role with no privilege on sluice LISTENs on a run's channel and reads no output or error text; watchRun() as a granted role gets them", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, {
+    slug: "boom2",
+    maxAttempts: 1,
+    steps: [{ slug: "good" }, { slug: "bad", deps: [] }],
+  });
+  await ensureRole(db.sql, "sluice_test_nobody");
+  const runId = crypto.randomUUID();
+  const payloads: string[] = [];
+  // One session (postgres.js's onnotify, as the listener uses it): set role, then LISTEN.
+  const nobody = postgres(
+    db.url,
+    {
+      max: 1,
+      onnotice: () => {},
+      onnotify: (_channel: string, payload: string) => payloads.push(payload),
+    } as unknown as postgres.Options<Record<string, never>>,
+  );
+  try {
+    await nobody.unsafe(`set role sluice_test_nobody; listen ${runChannel(runId)}`);
+    await db.sql`select sluice.start_flow('boom2', '{}'::jsonb, ${runId})`;
+    const watcher = (async () => {
+      const events: Record<string, unknown>[] = [];
+      for await (const event of watchRun(db.sql, runId)) events.push({ ...event });
+      return events;
+    })();
+    await waitUntil(async () => {
+      const [{ n }] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+        where query like ${`%listen ${runChannel(runId)}%`}`;
+      return n === 2;
+    }, "both sessions listening");
+    await secretRun(db, runId, "secret-error");
+    const events = await within(watcher, "the watch's terminal event");
+    await waitUntil(
+      () => payloads.some((p) => isTerminalRunEvent(JSON.parse(p))),
+      "the terminal event over NOTIFY",
+    );
+
+    assert.ok(payloads.length >= 5, `NOTIFY delivered ${payloads.length} events`);
+    for (const payload of payloads) {
+      assert.ok(!payload.includes("secret"), `NOTIFY payload ${payload} carries a secret`);
+    }
+    const [{ denied }] = await db.sql`
+      select not has_table_privilege('sluice_test_nobody', 'sluice.runs', 'select') as denied`;
+    assert.equal(denied, true);
+    const error = 'step "bad" task 0 failed: secret-error';
+    assert.deepEqual(
+      events.filter((e) => e.type === "step:completed" || e.type === "run:failed")
+        .map(({ at: _at, ...rest }) => rest),
+      [
+        { type: "step:completed", runId, stepSlug: "good", output: "secret-output" },
+        { type: "run:failed", runId, flowSlug: "boom2", stepSlug: "bad", errorMessage: error },
+      ],
+    );
+    assert.ok(events.some((e) => e.type === "step:failed" && e.errorMessage === error));
+  } finally {
+    await nobody.end();
+  }
+});
+
+Deno.test("error texts sent to browsers (realtime.send, read_run_events) have no stack frames or file paths", async () => {
+  await using db = await freshDatabase();
+  await installRealtimeSend(db.sql);
+  await compileFlow(db.sql, {
+    slug: "boom2",
+    maxAttempts: 1,
+    steps: [{ slug: "good" }, { slug: "bad", deps: [] }],
+  });
+  const runId = crypto.randomUUID();
+  await secretRun(
+    db,
+    runId,
+    [
+      "Error: it broke",
+      "    at handler (file:///app/flows/report.ts:12:5)",
+      "    at async run (/srv/app/worker.ts:3:1)",
+      "Caused by TypeError: cannot read /srv/app/data/x.ts:4",
+      "    at load (file:///app/load.ts:1:1)",
+    ].join("\n"),
+  );
+  const expected =
+    'step "bad" task 0 failed: Error: it broke\nCaused by TypeError: cannot read <file>';
+  const calls = await realtimeCalls(db.sql, `sluice:run:${runId}`);
+  const broadcast = calls.map((c) => c.payload).filter((p) => p.errorMessage !== undefined);
+  assert.deepEqual(broadcast.map((p) => [p.type, p.errorMessage]), [
+    ["step:failed", expected],
+    ["run:failed", expected],
+  ]);
+  const [{ events }] = await db.sql<{ events: Event[] }[]>`
+    select sluice.read_run_events(${runId}) as events`;
+  assert.deepEqual(
+    events.filter((e) => typeof e.errorMessage === "string").map((e) => e.errorMessage),
+    [expected, expected],
+  );
+  // The run itself keeps the whole text, for privileged readers.
+  const [{ error_message }] = await db.sql`
+    select error_message from sluice.runs where run_id = ${runId}`;
+  assert.match(error_message, /at handler \(file:\/\/\/app\/flows\/report\.ts:12:5\)/);
 });

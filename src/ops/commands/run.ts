@@ -51,22 +51,39 @@ async function readRun(sql: Sql, runId: string): Promise<RunDetail | null> {
   };
 }
 
-/** The view after one live event: the tree follows the events between two reads. */
+/** How far a step has come: 0 created, 1 started, 2 finished (any terminal status). */
+function stage(status: StepState["status"]): number {
+  return status === "created" ? 0 : status === "started" ? 1 : 2;
+}
+
+/**
+ * The view after one live event: the tree follows the events between two reads. An event that
+ * does not move the view forward (a replay of what the view already shows, after the first read
+ * or a reconnect) leaves it as it is, so the view never goes back; the same `detail` is returned.
+ */
 function applyEvent(detail: RunDetail, event: RunEvent): RunDetail {
   const at = new Date(event.at);
   switch (event.type) {
     case "run:started":
       return detail;
     case "run:completed":
+      if (detail.run.status !== "started") return detail;
       return { ...detail, run: { ...detail.run, status: "completed", completedAt: at } };
     case "run:failed":
+      if (detail.run.status !== "started") return detail;
       return {
         ...detail,
         run: { ...detail.run, status: "failed", failedAt: at, errorMessage: event.errorMessage },
       };
   }
+  const current = detail.steps.find((step) => step.stepSlug === event.stepSlug);
+  if (current === undefined) return detail;
+  const moves = event.type === "step:progress"
+    ? stage(current.status) === 1 && event.done > current.done
+    : stage(current.status) < (event.type === "step:started" ? 1 : 2);
+  if (!moves) return detail;
   const steps = detail.steps.map((step): StepDetail => {
-    if (step.stepSlug !== event.stepSlug) return step;
+    if (step !== current) return step;
     switch (event.type) {
       case "step:started":
         return {
@@ -197,7 +214,14 @@ export const runCommand: OpsCommand = {
     // The replay at the start of the events repeats what the first read showed: it changes
     // nothing, so nothing is printed again until the run moves.
     for await (const event of watchRun(sql, runId)) {
-      detail = applyEvent(detail, event);
+      const next = applyEvent(detail, event);
+      if (next === detail) continue;
+      // A step that finished: its tasks' attempts and errors are read again (events do not
+      // carry them). The read follows the event, so it shows that state or a later one.
+      detail = event.type.startsWith("step:") && event.type !== "step:started" &&
+          event.type !== "step:progress"
+        ? (await readRun(sql, runId)) ?? next
+        : next;
       if (!args.json) print(detail);
     }
     // The run is terminal: read it once more for what events do not carry (attempts, errors).
