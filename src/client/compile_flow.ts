@@ -113,6 +113,19 @@ export async function compileFlow(
   flow: DeployableFlow,
   options: CompileFlowOptions = {},
 ): Promise<CompileResult> {
+  const { outcome, differences } = await compileFlowGeneration(sql, flow, options);
+  return { outcome, differences };
+}
+
+/**
+ * {@linkcode compileFlow}, also answering the flow's compile generation, which a worker registers
+ * with: once the flow is compiled again (a development recompile) the worker is fenced.
+ */
+export async function compileFlowGeneration(
+  sql: Sql,
+  flow: DeployableFlow,
+  options: CompileFlowOptions = {},
+): Promise<CompileResult & { readonly generation: number }> {
   const environment = options.environment ?? "production";
   if (environment !== "production" && environment !== "development") {
     throw new TypeError(
@@ -133,7 +146,11 @@ export async function compileFlow(
       case "compiled":
       case "verified":
       case "recompiled":
-        return { outcome: result.outcome, differences: Object.freeze([...result.differences]) };
+        return {
+          outcome: result.outcome,
+          differences: Object.freeze([...result.differences]),
+          generation: result.generation!,
+        };
       case "mismatch":
         throw new FlowShapeMismatchError(definition.flow_slug, result.differences);
       case "draining":
