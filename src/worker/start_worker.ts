@@ -6,7 +6,8 @@
  * @module
  */
 
-import { type CompileEnvironment, compileFlowGeneration } from "../client/compile_flow.ts";
+import type { CompileEnvironment } from "../client/compile_flow.ts";
+import { compileFlowGeneration } from "../client/_compile_generation.ts";
 import { connect } from "../db/connect.ts";
 import type { Sql } from "../db/postgres.ts";
 import { stopRefetchingTypes } from "../db/fetch_types.ts";
