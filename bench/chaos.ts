@@ -138,6 +138,8 @@ class AliasSwitch {
 
 /** A worker counts as live this long after its last heartbeat (`sluice.worker_heartbeat_ttl()`). */
 const HEARTBEAT_TTL_SECONDS = 30;
+/** How long the thawed old worker has the new shape's runs to itself, at most. */
+const OLD_WORKER_ALONE_MS = 10_000;
 /** Runs of the new shape started right after the development recompile. */
 const DEV_RUNS = 5;
 
@@ -156,9 +158,12 @@ class DevRecompile {
   #buffered = "";
   #oldWorker: string | undefined;
   #frozenAt: number | undefined;
+  #thawedAt: number | undefined;
+  /** Settles once the thawed old worker printed its `DONE` line (or exited). */
+  #oldEnded: Promise<unknown> = Promise.resolve();
   #newWorker: WorkerHandle | undefined;
   #runIds: string[] = [];
-  state: "idle" | "frozen" | "recompiled" = "idle";
+  state: "idle" | "frozen" | "thawed" | "recompiled" = "idle";
   /** How the old worker ended (`DONE <status>`), or why it was not seen to. */
   oldEnd = "not reached";
   runsCompleted = 0;
@@ -197,14 +202,26 @@ class DevRecompile {
           this.#runIds.push(await startFlow(producer, DEV_FLOW, i));
         }
         log(`chaos_dev ${outcome} in development at ${t.toFixed(1)} s; thawing its old worker`);
-        this.state = "recompiled";
+        this.state = "thawed";
       } catch (error) {
         log(`development recompile failed (retried next tick): ${error}`);
         return;
       } finally {
-        if (this.state === "recompiled") this.#child!.kill("SIGCONT");
+        if (this.state === "thawed") this.#child!.kill("SIGCONT");
       }
+      this.#thawedAt = Date.now();
+      this.#oldEnded = this.#nextLine().then(
+        (line) => this.oldEnd = line,
+        () => this.oldEnd = "exited",
+      );
+    } else if (
+      this.state === "thawed" &&
+      (this.oldEnd !== "not reached" || Date.now() - this.#thawedAt! > OLD_WORKER_ALONE_MS)
+    ) {
+      // The old worker had the new runs to itself until it stopped (or for a while): a stale
+      // worker that is not fenced claims them now.
       this.#newWorker = await startWorker(devShapeB(), { sql: producer, logLevel: "error" });
+      this.state = "recompiled";
     }
   }
   async end(producer: postgres.Sql): Promise<void> {
@@ -215,11 +232,13 @@ class DevRecompile {
     );
     this.runsCompleted = settled.filter((r) => r.status === "fulfilled").length;
     await this.#newWorker?.stop({ graceMs: 1000 });
-    const ended = await Promise.race([
-      this.#nextLine().catch(() => "exited"),
-      new Promise<string>((resolve) => setTimeout(() => resolve("still running"), 10_000)),
+    let timer: number | undefined;
+    await Promise.race([
+      this.#oldEnded,
+      new Promise((resolve) => timer = setTimeout(resolve, OLD_WORKER_ALONE_MS)),
     ]);
-    this.oldEnd = ended;
+    clearTimeout(timer);
+    if (this.oldEnd === "not reached") this.oldEnd = "still running";
     try {
       this.#child.kill("SIGKILL");
     } catch {
