@@ -1,7 +1,8 @@
 /**
  * `deno task bench:chaos [--runs N] [--seconds S] [--smoke]`: runs of a fan-out flow with random
  * handler failures, worked by 4 worker processes while the benchmark SIGKILLs one every 2–5 s,
- * freezes one past the stall window and restarts PostgreSQL in immediate mode; then audits the
+ * freezes one past the stall window, recompiles a flow in development under a frozen worker of its
+ * old shape and restarts PostgreSQL in immediate mode; then audits the
  * engine's tables against the handlers' own execution log. Exits 1 when a defect counter is not
  * zero. See bench/README.md for what each counter means.
  *
@@ -26,6 +27,7 @@ import { defineDeployedFlow } from "../src/dsl/deployed_flow.ts";
 import { Flow } from "../src/dsl/flow.ts";
 import { startWorker, type WorkerHandle } from "../src/worker/mod.ts";
 import { benchDatabase } from "./_bench_database.ts";
+import { DEV_FLOW, devShapeB } from "./_chaos_dev_flow.ts";
 import {
   audit,
   deadlocks,
@@ -131,6 +133,141 @@ class AliasSwitch {
       this.#v1?.stop({ graceMs: 1000 }),
       this.#v2?.stop({ graceMs: 1000 }),
     ]);
+  }
+}
+
+/** A worker counts as live this long after its last heartbeat (`sluice.worker_heartbeat_ttl()`). */
+const HEARTBEAT_TTL_SECONDS = 30;
+/** How long the thawed old worker has the new shape's runs to itself, at most. */
+const OLD_WORKER_ALONE_MS = 10_000;
+/** Runs of the new shape started right after the development recompile. */
+const DEV_RUNS = 5;
+
+/**
+ * A development recompile with a frozen worker: a worker subprocess on shape A of `chaos_dev` is
+ * frozen (SIGSTOP) until its heartbeat has expired, as at a debugger breakpoint; the flow is
+ * recompiled in development with shape B and runs of B are started; then the old worker is
+ * thawed and a worker on B starts. The old worker is fenced: every output of it accepted after
+ * the recompile is a defect, and so is a restart pause on its worker function.
+ */
+class DevRecompile {
+  #sql: postgres.Sql;
+  #url: string;
+  #child: Deno.ChildProcess | undefined;
+  #lines: ReadableStreamDefaultReader<string> | undefined;
+  #buffered = "";
+  #oldWorker: string | undefined;
+  #frozenAt: number | undefined;
+  #thawedAt: number | undefined;
+  /** Settles once the thawed old worker printed its `DONE` line (or exited). */
+  #oldEnded: Promise<unknown> = Promise.resolve();
+  #newWorker: WorkerHandle | undefined;
+  #runIds: string[] = [];
+  state: "idle" | "frozen" | "thawed" | "recompiled" = "idle";
+  /** How the old worker ended (`DONE <status>`), or why it was not seen to. */
+  oldEnd = "not reached";
+  runsCompleted = 0;
+  fencedOutputs = 0;
+  restartPaused = 0;
+  constructor(sql: postgres.Sql, url: string) {
+    this.#sql = sql;
+    this.#url = url;
+  }
+  async begin(): Promise<void> {
+    this.#child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("./_chaos_dev_worker.ts", import.meta.url).pathname, this.#url],
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    this.#lines = this.#child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    if (await this.#nextLine() !== "READY") throw new Error("the chaos_dev worker did not start");
+    const [row] = await this.#sql<{ worker_id: string }[]>`
+      select worker_id::text from sluice.workers where flow_slug = ${DEV_FLOW}`;
+    this.#oldWorker = row.worker_id;
+  }
+  async tick(producer: postgres.Sql, t: number): Promise<void> {
+    if (this.state === "idle") {
+      this.#child!.kill("SIGSTOP");
+      this.#frozenAt = Date.now();
+      this.state = "frozen";
+      log(`froze the chaos_dev worker (shape A) at ${t.toFixed(1)} s`);
+    } else if (
+      this.state === "frozen" && Date.now() - this.#frozenAt! > (HEARTBEAT_TTL_SECONDS + 2) * 1000
+    ) {
+      try {
+        const { outcome } = await compileFlow(producer, devShapeB(), {
+          environment: "development",
+        });
+        for (let i = 0; i < DEV_RUNS; i++) {
+          this.#runIds.push(await startFlow(producer, DEV_FLOW, i));
+        }
+        log(`chaos_dev ${outcome} in development at ${t.toFixed(1)} s; thawing its old worker`);
+        this.state = "thawed";
+      } catch (error) {
+        log(`development recompile failed (retried next tick): ${error}`);
+        return;
+      } finally {
+        if (this.state === "thawed") this.#child!.kill("SIGCONT");
+      }
+      this.#thawedAt = Date.now();
+      this.#oldEnded = this.#nextLine().then(
+        (line) => this.oldEnd = line,
+        () => this.oldEnd = "exited",
+      );
+    } else if (
+      this.state === "thawed" &&
+      (this.oldEnd !== "not reached" || Date.now() - this.#thawedAt! > OLD_WORKER_ALONE_MS)
+    ) {
+      // The old worker had the new runs to itself until it stopped (or for a while): a stale
+      // worker that is not fenced claims them now.
+      this.#newWorker = await startWorker(devShapeB(), { sql: producer, logLevel: "error" });
+      this.state = "recompiled";
+    }
+  }
+  async end(producer: postgres.Sql): Promise<void> {
+    if (this.#child === undefined) return;
+    if (this.state === "frozen") this.#child.kill("SIGCONT");
+    const settled = await Promise.allSettled(
+      this.#runIds.map((runId) => waitForRun(producer, runId, { timeoutMs: 30_000 })),
+    );
+    this.runsCompleted = settled.filter((r) => r.status === "fulfilled").length;
+    await this.#newWorker?.stop({ graceMs: 1000 });
+    let timer: number | undefined;
+    await Promise.race([
+      this.#oldEnded,
+      new Promise((resolve) => timer = setTimeout(resolve, OLD_WORKER_ALONE_MS)),
+    ]);
+    clearTimeout(timer);
+    if (this.oldEnd === "not reached") this.oldEnd = "still running";
+    try {
+      this.#child.kill("SIGKILL");
+    } catch {
+      // It exited by itself, as a fenced worker does.
+    }
+    await this.#child.status;
+    await this.#lines?.cancel().catch(() => {});
+    const [row] = await this.#sql<{ outputs: number; paused: number }[]>`
+      select
+        (select count(*)::int from sluice.step_tasks
+          where flow_slug = ${DEV_FLOW} and status = 'completed'
+            and last_worker_id = ${this.#oldWorker!}::uuid) as outputs,
+        (select count(*)::int from sluice.worker_functions wf
+          join sluice.workers w on w.function_name = wf.function_name
+          where w.worker_id = ${this.#oldWorker!}::uuid and wf.restart_paused_at is not null)
+          as paused`;
+    this.fencedOutputs = row.outputs;
+    this.restartPaused = row.paused;
+  }
+  async #nextLine(): Promise<string> {
+    while (!this.#buffered.includes("\n")) {
+      const { value, done } = await this.#lines!.read();
+      if (done) throw new Error("the chaos_dev worker exited");
+      this.#buffered += value;
+    }
+    const end = this.#buffered.indexOf("\n");
+    const line = this.#buffered.slice(0, end);
+    this.#buffered = this.#buffered.slice(end + 1);
+    return line;
   }
 }
 
@@ -327,6 +464,8 @@ async function main(): Promise<number> {
   let listenRound = 0;
   const aliasSwitch = new AliasSwitch(producer);
   await aliasSwitch.begin();
+  const devRecompile = new DevRecompile(sql, db.url);
+  await devRecompile.begin();
   let nextRespawn = RESPAWN_EVERY_SECONDS;
   await using fleet = new WorkerFleet(db.url, dir);
   fleet.start(WORKERS);
@@ -342,7 +481,10 @@ async function main(): Promise<number> {
   let restart: Restart | undefined;
   let terminal = false;
 
-  while (elapsed() < seconds && !(terminal && frozen?.thawedAt !== undefined)) {
+  while (
+    elapsed() < seconds &&
+    !(terminal && frozen?.thawedAt !== undefined && devRecompile.state === "recompiled")
+  ) {
     const t = elapsed();
     for (const due = Math.ceil(runs * Math.min(1, t / chaosSeconds)); started < due; started++) {
       try {
@@ -369,6 +511,7 @@ async function main(): Promise<number> {
       }
       nextKill = t + killDelayMs() / 1000;
     }
+    await devRecompile.tick(producer, t);
     if (frozen === undefined && t >= 1) frozen = await freezeBusyWorker(sql, fleet, t);
     if (
       frozen !== undefined && frozen.thawedAt === undefined &&
@@ -410,6 +553,7 @@ async function main(): Promise<number> {
     log(`watcher defect: ${line}`);
   }
   await aliasSwitch.end();
+  await devRecompile.end(producer);
   await producer.end({ timeout: 5 });
   await fleet.stop();
   const loadAfter = await loadAverage();
@@ -439,6 +583,8 @@ async function main(): Promise<number> {
       (restart?.deadlocksBefore ?? 0) + (await deadlocks(sql)) - (restart?.deadlocksAfter ?? 0),
     ],
     ["alias moved back by an old version's respawn", aliasSwitch.movedBack],
+    ["outputs accepted from a fenced worker (development recompile)", devRecompile.fencedOutputs],
+    ["restart pauses set by a fenced worker", devRecompile.restartPaused],
     ["watcher errors (waitForRun rejected, not by a failed run)", watchers.errors.length],
     ["watcher hangs (waitForRun unsettled 10 s past its timeout)", watcherHangs.length],
   ];
@@ -452,6 +598,10 @@ async function main(): Promise<number> {
     ["executions recorded", whole(found.executions)],
     ["workers SIGKILLed / exited on their own", `${kills} / ${fleet.unexpectedExits}`],
     ["old-version respawns (on-startup activation)", whole(aliasSwitch.respawns)],
+    [
+      "development recompile under a frozen worker: old worker ended / new-shape runs completed",
+      `${devRecompile.oldEnd} / ${devRecompile.runsCompleted} of ${DEV_RUNS}`,
+    ],
     [
       "LISTEN connections cut / LISTEN backends frozen",
       `${listenFaults.cut} / ${listenFaults.frozen}`,

@@ -334,6 +334,16 @@ CREATE FUNCTION sluice.clear_restart_pause(function_name text) RETURNS boolean
 $$;
 
 --
+-- Name: compile_generation(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.compile_generation(flow_slug text) RETURNS bigint
+    LANGUAGE sql STABLE
+    AS $$
+  select f.compile_generation from sluice.flows f where f.flow_slug = compile_generation.flow_slug
+$$;
+
+--
 -- Name: complete_step(uuid, text, text, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -422,6 +432,8 @@ declare
   v_done_keys text[] := '{}';
   v_keys text[];
   v_stale jsonb;
+  v_fenced uuid[];
+  v_results jsonb := complete_tasks.results;
 begin
   if jsonb_typeof(complete_tasks.results) is distinct from 'array' then
     raise exception 'Cannot complete tasks: results must be a JSON array of {run_id, step_slug, task_index, attempt, worker_id, output}, got %',
@@ -440,8 +452,21 @@ begin
       using errcode = 'invalid_parameter_value';
   end if;
 
+  -- A fenced worker's results are set aside before any check: they are all stale.
+  select array_agg(w.worker_id) into v_fenced
+  from (
+    select distinct x.worker_id
+    from jsonb_to_recordset(complete_tasks.results) as x(worker_id uuid)
+  ) w
+  where sluice.worker_fenced(w.worker_id);
+  if v_fenced is not null then
+    select coalesce(jsonb_agg(r.value order by r.ord), '[]'::jsonb) into v_results
+    from jsonb_array_elements(complete_tasks.results) with ordinality as r(value, ord)
+    where not ((r.value ->> 'worker_id')::uuid = any (v_fenced));
+  end if;
+
   select x.run_id, x.step_slug, x.task_index into v_missing
-  from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text, task_index integer)
+  from jsonb_to_recordset(v_results) as x(run_id uuid, step_slug text, task_index integer)
   where not exists (
     select 1 from sluice.step_tasks t
     where t.run_id = x.run_id and t.step_slug = x.step_slug and t.task_index = x.task_index
@@ -457,7 +482,7 @@ begin
   select x.run_id, x.step_slug, x.task_index, octet_length(x.output::text) as bytes,
     f.opt_max_output_bytes as max_bytes
   into v_missing
-  from jsonb_to_recordset(complete_tasks.results)
+  from jsonb_to_recordset(v_results)
     as x(run_id uuid, step_slug text, task_index integer, output jsonb)
   join sluice.runs r on r.run_id = x.run_id
   join sluice.flows f on f.flow_slug = r.flow_slug
@@ -472,7 +497,7 @@ begin
   end if;
 
   select array_agg(x.run_id), array_agg(x.step_slug) into v_run_ids, v_step_slugs
-  from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text);
+  from jsonb_to_recordset(v_results) as x(run_id uuid, step_slug text);
 
   for v_state in select * from sluice.lock_run_steps(v_run_ids, v_step_slugs, false) loop
     continue when v_state.status <> 'started';
@@ -487,7 +512,7 @@ begin
     with x as materialized (
       select distinct on (r.task_index) r.run_id, r.step_slug, r.task_index, r.attempt,
         r.worker_id, r.output
-      from jsonb_to_recordset(complete_tasks.results)
+      from jsonb_to_recordset(v_results)
         as r(run_id uuid, step_slug text, task_index integer, attempt integer,
           worker_id uuid, output jsonb)
       where r.run_id = v_run and r.step_slug = v_step
@@ -979,7 +1004,8 @@ begin
     perform sluice.lock_queue_names(v_shape);
     perform sluice.validate_routes(definition, v_shape);
     perform sluice.create_flow(definition, v_shape);
-    return jsonb_build_object('outcome', 'compiled', 'differences', '[]'::jsonb);
+    return jsonb_build_object('outcome', 'compiled', 'differences', '[]'::jsonb,
+      'generation', sluice.compile_generation(v_flow));
   end if;
 
   if v_flow <> definition ->> 'flow_slug' then
@@ -992,7 +1018,8 @@ begin
 
   if cardinality(v_differences) = 0 then
     perform sluice.refresh_runtime_options(definition);
-    return jsonb_build_object('outcome', 'verified', 'differences', '[]'::jsonb);
+    return jsonb_build_object('outcome', 'verified', 'differences', '[]'::jsonb,
+      'generation', sluice.compile_generation(v_flow));
   end if;
 
   if environment = 'production' then
@@ -1013,8 +1040,12 @@ begin
       'differences', to_jsonb(v_differences));
   end if;
 
+  -- The recreated flow takes a new compile_generation: every worker registered for the old one,
+  -- live or paused past the heartbeat TTL, is fenced from here on (sluice.worker_fenced).
   perform sluice.recreate_flow(v_flow, definition, v_shape);
-  return jsonb_build_object('outcome', 'recompiled', 'differences', to_jsonb(v_differences));
+  v_flow := definition ->> 'flow_slug';
+  return jsonb_build_object('outcome', 'recompiled', 'differences', to_jsonb(v_differences),
+    'generation', sluice.compile_generation(v_flow));
 end;
 $$;
 
@@ -1113,6 +1144,10 @@ begin
     raise exception 'Cannot fail task (run %, step "%", index %): attempt and worker_id are required, the fencing token its claim handed out',
       fail_task.run_id, fail_task.step_slug, fail_task.task_index
       using errcode = 'invalid_parameter_value';
+  end if;
+
+  if sluice.worker_fenced(fail_task.worker_id) then
+    return 'stale';
   end if;
 
   if not exists (
@@ -1666,10 +1701,10 @@ end;
 $$;
 
 --
--- Name: register_worker(uuid, text, text, text, text); Type: FUNCTION; Schema: sluice; Owner: -
+-- Name: register_worker(uuid, text, text, text, text, bigint); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
-CREATE FUNCTION sluice.register_worker(worker_id uuid, function_name text, queue_name text, flow_slug text, step_slug text DEFAULT NULL::text) RETURNS void
+CREATE FUNCTION sluice.register_worker(worker_id uuid, function_name text, queue_name text, flow_slug text, step_slug text DEFAULT NULL::text, flow_generation bigint DEFAULT NULL::bigint) RETURNS void
     LANGUAGE plpgsql
     AS $$
 begin
@@ -1680,10 +1715,16 @@ begin
     raise exception 'Cannot register worker %: worker function "%" is not tracked; call sluice.track_worker_function first',
       register_worker.worker_id, register_worker.function_name;
   end if;
-  insert into sluice.workers (worker_id, function_name, queue_name, flow_slug, step_slug)
+  insert into sluice.workers (
+    worker_id, function_name, queue_name, flow_slug, step_slug, flow_generation
+  )
   values (
     register_worker.worker_id, register_worker.function_name, lower(register_worker.queue_name),
-    register_worker.flow_slug, register_worker.step_slug
+    register_worker.flow_slug, register_worker.step_slug,
+    coalesce(register_worker.flow_generation, (
+      select f.compile_generation from sluice.flows f
+      where f.flow_slug = register_worker.flow_slug
+    ))
   );
 end;
 $$;
@@ -2343,6 +2384,7 @@ CREATE FUNCTION sluice.start_tasks(queue_name text, message_ids bigint[], worker
 declare
   v_queue text := lower(start_tasks.queue_name);
   v_function text;
+  v_flow text;
   v_bodies jsonb;
   v_fatal_ids bigint[];
   v_fatal_classes text[];
@@ -2365,12 +2407,23 @@ begin
       using errcode = 'invalid_parameter_value';
   end if;
 
-  select w.function_name into v_function
+  select w.function_name, w.flow_slug into v_function, v_flow
   from sluice.workers w where w.worker_id = start_tasks.worker_id;
   if not found then
     raise exception 'Cannot start tasks on queue "%": worker % is not registered',
       v_queue, start_tasks.worker_id
       using errcode = 'no_data_found';
+  end if;
+
+  if sluice.worker_fenced(start_tasks.worker_id) then
+    if coalesce(cardinality(start_tasks.message_ids), 0) > 0 then
+      execute format(
+        'update pgmq.%I q set vt = clock_timestamp() where q.msg_id = any ($1)',
+        pgmq.format_table_name(v_queue, 'q')
+      ) using start_tasks.message_ids;
+    end if;
+    return jsonb_build_object('outcome', 'fenced', 'flow_slug', v_flow, 'tasks', '[]'::jsonb,
+      'duplicates', '[]'::jsonb, 'archived', '[]'::jsonb, 'fatal', '[]'::jsonb);
   end if;
 
   if coalesce(cardinality(start_tasks.message_ids), 0) = 0 then
@@ -2971,6 +3024,22 @@ end;
 $$;
 
 --
+-- Name: worker_fenced(uuid); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.worker_fenced(worker_id uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select exists (
+    select 1 from sluice.workers w
+    left join sluice.flows f on f.flow_slug = w.flow_slug
+    where w.worker_id = worker_fenced.worker_id
+      and w.flow_generation is not null
+      and f.compile_generation is distinct from w.flow_generation
+  )
+$$;
+
+--
 -- Name: worker_heartbeat_ttl(); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -3023,11 +3092,23 @@ CREATE TABLE sluice.deps (
 );
 
 --
+-- Name: flow_compile_generations; Type: SEQUENCE; Schema: sluice; Owner: -
+--
+
+CREATE SEQUENCE sluice.flow_compile_generations
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
 -- Name: flows; Type: TABLE; Schema: sluice; Owner: -
 --
 
 CREATE TABLE sluice.flows (
     flow_slug text NOT NULL,
+    compile_generation bigint DEFAULT nextval('sluice.flow_compile_generations'::regclass) NOT NULL,
     queue_mode text NOT NULL,
     opt_max_attempts integer DEFAULT 3 NOT NULL,
     opt_base_delay integer DEFAULT 1 NOT NULL,
@@ -3059,6 +3140,7 @@ CREATE TABLE sluice.workers (
     queue_name text NOT NULL,
     flow_slug text,
     step_slug text,
+    flow_generation bigint,
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     last_heartbeat_at timestamp with time zone DEFAULT now() NOT NULL,
     deprecated_at timestamp with time zone,
@@ -3075,6 +3157,7 @@ CREATE VIEW sluice.live_workers AS
     w.queue_name,
     w.flow_slug,
     w.step_slug,
+    w.flow_generation,
     w.started_at,
     w.last_heartbeat_at,
     w.deprecated_at,

@@ -14,6 +14,8 @@ export interface CompileOutcomeRow {
   readonly outcome: "compiled" | "verified" | "recompiled" | "mismatch" | "draining";
   readonly differences: readonly string[];
   readonly live_workers?: number;
+  /** The flow's compile generation (every outcome but `mismatch` and `draining`). */
+  readonly generation?: number;
 }
 
 /** `sluice.ensure_flow_compiled`: compiles or verifies the definition (JSON text). */

@@ -53,7 +53,10 @@ export interface FatalMessage {
 
 /** What one read-and-claim round trip returned. */
 export interface ClaimResult {
-  readonly outcome: "claimed" | "fatal";
+  /** `fenced`: the worker's flow was compiled again since it registered; nothing was claimed. */
+  readonly outcome: "claimed" | "fatal" | "fenced";
+  /** For `fenced`: the flow the worker was registered for. */
+  readonly flowSlug?: string;
   /** Every message id the read returned (claimed or not). */
   readonly messageIds: readonly string[];
   readonly tasks: readonly ClaimedTask[];
@@ -84,7 +87,8 @@ export interface ReadAndClaimArgs {
 }
 
 interface RawClaim {
-  outcome: "claimed" | "fatal";
+  outcome: "claimed" | "fatal" | "fenced";
+  flow_slug?: string;
   tasks: {
     message_id: string;
     flow_slug: string;
@@ -136,6 +140,7 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
     const claim = row.claim;
     return {
       outcome: claim.outcome,
+      flowSlug: claim.flow_slug,
       messageIds: row.message_ids,
       tasks: claim.tasks.map((task) => ({
         messageId: task.message_id,
@@ -201,11 +206,13 @@ export async function registerWorker(
     queue: string;
     flowSlug: string;
     stepSlug: string | null;
+    /** The compile generation the worker compiled against. */
+    flowGeneration: number;
   },
 ): Promise<void> {
   await sql`select sluice.register_worker(
     ${worker.workerId}::uuid, ${worker.functionName}, ${worker.queue}, ${worker.flowSlug},
-    ${worker.stepSlug}::text
+    ${worker.stepSlug}::text, ${worker.flowGeneration}::bigint
   )`;
 }
 

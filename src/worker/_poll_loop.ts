@@ -45,7 +45,8 @@ export interface PollLoopSettings {
 export type PollLoopEnd =
   | { readonly kind: "stopped" }
   | { readonly kind: "fatal"; readonly claim: ClaimResult }
-  | { readonly kind: "queue_gone"; readonly error: unknown };
+  | { readonly kind: "queue_gone"; readonly error: unknown }
+  | { readonly kind: "fenced"; readonly flowSlug: string };
 
 /** Interval between checks inside `pgmq.read_with_poll` when long-polling. */
 const LONG_POLL_INTERVAL_MS = 100;
@@ -156,6 +157,7 @@ export class PollLoop {
       }
 
       if (claim.outcome === "fatal") return { kind: "fatal", claim };
+      if (claim.outcome === "fenced") return { kind: "fenced", flowSlug: claim.flowSlug ?? "" };
       for (const task of claim.tasks) this.#dispatch(task);
       if (claim.duplicates.length > 0 || claim.archived.length > 0) {
         this.#logger.debug("messages not claimed", {

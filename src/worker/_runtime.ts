@@ -44,7 +44,7 @@ export interface RuntimeSettings {
 /** Longest time spent flushing results and marking the worker stopped at shutdown. */
 const MIN_FLUSH_TIMEOUT_MS = 5000;
 
-type ShutdownReason = "requested" | "deprecated" | "fatal";
+type ShutdownReason = "requested" | "deprecated" | "fenced" | "fatal";
 
 /** One running worker. */
 export class WorkerRuntime {
@@ -129,6 +129,7 @@ export class WorkerRuntime {
     loopEnded.then((end) => {
       if (end.kind === "fatal") this.#fatal(end);
       else if (end.kind === "queue_gone") this.#queueGone(end.error);
+      else if (end.kind === "fenced") this.#fenced(end.flowSlug);
       else void this.#stop("requested");
       this.#resolvePollingStopped();
     });
@@ -178,6 +179,21 @@ export class WorkerRuntime {
       { error: describeError(error) },
     );
     void this.#stop("fatal");
+  }
+
+  /**
+   * Not `fatal`: the work is not unsupported, the worker is outdated, so no restart pause applies
+   * and a supervisor may start a worker again (on the new definition).
+   */
+  #fenced(flowSlug: string): void {
+    this.#logger.error(
+      `Cannot serve flow ${JSON.stringify(flowSlug)}: it was recompiled after worker ` +
+        `${this.#settings.workerId} registered (a development recompile replaced its definition); ` +
+        `its claims and reports are refused and it stops. Start a worker on the new definition; ` +
+        `restarts of worker function "${this.#settings.functionName}" are not paused`,
+      { flow_slug: flowSlug },
+    );
+    void this.#stop("fenced");
   }
 
   /** Aborts the in-flight tasks after `graceMs`, unless an earlier abort is already due. */

@@ -6,7 +6,8 @@
  * @module
  */
 
-import { type CompileEnvironment, compileFlow } from "../client/compile_flow.ts";
+import type { CompileEnvironment } from "../client/compile_flow.ts";
+import { compileFlowGeneration } from "../client/_compile_generation.ts";
 import { connect } from "../db/connect.ts";
 import type { Sql } from "../db/postgres.ts";
 import { stopRefetchingTypes } from "../db/fetch_types.ts";
@@ -227,7 +228,9 @@ export async function startWorker(
   });
   let listener: QueueListener | null = null;
   try {
-    const compiled = await compileFlow(sql, flow, { environment: settings.environment });
+    const compiled = await compileFlowGeneration(sql, flow, {
+      environment: settings.environment,
+    });
     if (ownsPool) stopRefetchingTypes(sql);
     const workerFunction = await trackWorkerFunction(sql, target.functionName);
     await registerWorker(sql, {
@@ -236,6 +239,7 @@ export async function startWorker(
       queue: target.queueName,
       flowSlug: target.flowSlug,
       stepSlug: target.stepSlug,
+      flowGeneration: compiled.generation,
     });
     if (workerFunction.restartPausedAt !== null) {
       logger.warn(

@@ -35,8 +35,14 @@ language sql
 immutable
 as $$ select 10000 $$;
 
+-- Every compile of a flow (create_flow, so also each development recompile) takes the next value:
+-- a worker records the value it compiled against, and one registered for an older compile is
+-- fenced (sluice.worker_fenced).
+create sequence sluice.flow_compile_generations;
+
 create table sluice.flows (
   flow_slug text primary key check (sluice.is_valid_slug(flow_slug)),
+  compile_generation bigint not null default nextval('sluice.flow_compile_generations'),
   queue_mode text not null check (queue_mode in ('flow', 'step', 'routed')),
   opt_max_attempts integer not null default 3 check (opt_max_attempts >= 1),
   opt_base_delay integer not null default 1 check (opt_base_delay >= 1),

@@ -18,6 +18,8 @@ create table sluice.workers (
   queue_name text not null,
   flow_slug text,
   step_slug text,
+  -- the flow's compile_generation the worker compiled against (null: no such flow then)
+  flow_generation bigint,
   started_at timestamptz not null default now(),
   last_heartbeat_at timestamptz not null default now(),
   deprecated_at timestamptz,
@@ -52,12 +54,15 @@ as $$
   returning wf.*
 $$;
 
+-- flow_generation: the compile_generation ensure_flow_compiled answered the worker; when null, the
+-- flow's current one. A worker registered for an older compile is fenced (sluice.worker_fenced).
 create function sluice.register_worker(
   worker_id uuid,
   function_name text,
   queue_name text,
   flow_slug text,
-  step_slug text default null
+  step_slug text default null,
+  flow_generation bigint default null
 )
 returns void
 language plpgsql
@@ -70,12 +75,36 @@ begin
     raise exception 'Cannot register worker %: worker function "%" is not tracked; call sluice.track_worker_function first',
       register_worker.worker_id, register_worker.function_name;
   end if;
-  insert into sluice.workers (worker_id, function_name, queue_name, flow_slug, step_slug)
+  insert into sluice.workers (
+    worker_id, function_name, queue_name, flow_slug, step_slug, flow_generation
+  )
   values (
     register_worker.worker_id, register_worker.function_name, lower(register_worker.queue_name),
-    register_worker.flow_slug, register_worker.step_slug
+    register_worker.flow_slug, register_worker.step_slug,
+    coalesce(register_worker.flow_generation, (
+      select f.compile_generation from sluice.flows f
+      where f.flow_slug = register_worker.flow_slug
+    ))
   );
 end;
+$$;
+
+-- A worker is fenced once its flow was compiled again after the compile it registered for (a
+-- development recompile, or a reset and a new compile): its claims and its reports are refused,
+-- live or not, so a worker paused past the heartbeat TTL cannot run its old handlers on the new
+-- shape. A worker that registered without a flow is never fenced.
+create function sluice.worker_fenced(worker_id uuid)
+returns boolean
+language sql
+stable
+as $$
+  select exists (
+    select 1 from sluice.workers w
+    left join sluice.flows f on f.flow_slug = w.flow_slug
+    where w.worker_id = worker_fenced.worker_id
+      and w.flow_generation is not null
+      and f.compile_generation is distinct from w.flow_generation
+  )
 $$;
 
 -- Returns whether the worker has been deprecated (it should then stop polling and drain).

@@ -4,8 +4,10 @@
 -- and is applied only while that attempt is the task's live one (the task is 'started' with
 -- that attempts_count and last_worker_id). Any other result is stale (the task was requeued,
 -- claimed again, skipped, cancelled or already completed): it changes nothing, neither the task
--- nor its message, and is returned so the worker can say so. A result naming no task at all is
--- an error and nothing of the batch is written.
+-- nor its message, and is returned so the worker can say so. So is every result of a fenced
+-- worker (sluice.worker_fenced: its flow was compiled again since it registered), whose task is
+-- usually gone with the old definition. Any other result naming no task at all is an error and
+-- nothing of the batch is written.
 --
 -- Lock order: the batch's started runs (ordered by run_id, so two batched completers cannot
 -- deadlock) -> their reported step states (ordered by run and slug), both through
@@ -34,6 +36,8 @@ declare
   v_done_keys text[] := '{}';
   v_keys text[];
   v_stale jsonb;
+  v_fenced uuid[];
+  v_results jsonb := complete_tasks.results;
 begin
   if jsonb_typeof(complete_tasks.results) is distinct from 'array' then
     raise exception 'Cannot complete tasks: results must be a JSON array of {run_id, step_slug, task_index, attempt, worker_id, output}, got %',
@@ -52,8 +56,21 @@ begin
       using errcode = 'invalid_parameter_value';
   end if;
 
+  -- A fenced worker's results are set aside before any check: they are all stale.
+  select array_agg(w.worker_id) into v_fenced
+  from (
+    select distinct x.worker_id
+    from jsonb_to_recordset(complete_tasks.results) as x(worker_id uuid)
+  ) w
+  where sluice.worker_fenced(w.worker_id);
+  if v_fenced is not null then
+    select coalesce(jsonb_agg(r.value order by r.ord), '[]'::jsonb) into v_results
+    from jsonb_array_elements(complete_tasks.results) with ordinality as r(value, ord)
+    where not ((r.value ->> 'worker_id')::uuid = any (v_fenced));
+  end if;
+
   select x.run_id, x.step_slug, x.task_index into v_missing
-  from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text, task_index integer)
+  from jsonb_to_recordset(v_results) as x(run_id uuid, step_slug text, task_index integer)
   where not exists (
     select 1 from sluice.step_tasks t
     where t.run_id = x.run_id and t.step_slug = x.step_slug and t.task_index = x.task_index
@@ -69,7 +86,7 @@ begin
   select x.run_id, x.step_slug, x.task_index, octet_length(x.output::text) as bytes,
     f.opt_max_output_bytes as max_bytes
   into v_missing
-  from jsonb_to_recordset(complete_tasks.results)
+  from jsonb_to_recordset(v_results)
     as x(run_id uuid, step_slug text, task_index integer, output jsonb)
   join sluice.runs r on r.run_id = x.run_id
   join sluice.flows f on f.flow_slug = r.flow_slug
@@ -84,7 +101,7 @@ begin
   end if;
 
   select array_agg(x.run_id), array_agg(x.step_slug) into v_run_ids, v_step_slugs
-  from jsonb_to_recordset(complete_tasks.results) as x(run_id uuid, step_slug text);
+  from jsonb_to_recordset(v_results) as x(run_id uuid, step_slug text);
 
   for v_state in select * from sluice.lock_run_steps(v_run_ids, v_step_slugs, false) loop
     continue when v_state.status <> 'started';
@@ -99,7 +116,7 @@ begin
     with x as materialized (
       select distinct on (r.task_index) r.run_id, r.step_slug, r.task_index, r.attempt,
         r.worker_id, r.output
-      from jsonb_to_recordset(complete_tasks.results)
+      from jsonb_to_recordset(v_results)
         as r(run_id uuid, step_slug text, task_index integer, attempt integer,
           worker_id uuid, output jsonb)
       where r.run_id = v_run and r.step_slug = v_step

@@ -3,7 +3,9 @@
 -- The report is fenced like a completion: it carries the token its claim handed out (attempt,
 -- worker_id) and is applied only while that attempt is the task's live one. Any other report
 -- (the task was requeued by stalled recovery, claimed again, or finished) is 'stale' and changes
--- nothing, neither the task nor its message.
+-- nothing, neither the task nor its message; so is every report of a fenced worker
+-- (sluice.worker_fenced: its flow was compiled again since it registered), whose task is usually
+-- gone with the old definition.
 --
 -- With attempts left the task goes back to 'queued' and the same message is delayed on the
 -- task's own queue: by the handler-selected retry_delay_seconds when given, else by exponential
@@ -44,6 +46,10 @@ begin
     raise exception 'Cannot fail task (run %, step "%", index %): attempt and worker_id are required, the fencing token its claim handed out',
       fail_task.run_id, fail_task.step_slug, fail_task.task_index
       using errcode = 'invalid_parameter_value';
+  end if;
+
+  if sluice.worker_fenced(fail_task.worker_id) then
+    return 'stale';
   end if;
 
   if not exists (

@@ -515,8 +515,18 @@ begin
 end;
 $$;
 
+-- The flow's current compile_generation (see sluice.flows), which ensure_flow_compiled answers.
+create function sluice.compile_generation(flow_slug text)
+returns bigint
+language sql
+stable
+as $$
+  select f.compile_generation from sluice.flows f where f.flow_slug = compile_generation.flow_slug
+$$;
+
 -- As in migration 20261130001100, except that a development recompile goes through
--- sluice.recreate_flow and so keeps the flow's aliases.
+-- sluice.recreate_flow and so keeps the flow's aliases, and every outcome but 'draining' and
+-- 'mismatch' answers the flow's compile_generation, which the worker registers with.
 create or replace function sluice.ensure_flow_compiled(definition jsonb, environment text)
 returns jsonb
 language plpgsql
@@ -548,7 +558,8 @@ begin
     perform sluice.lock_queue_names(v_shape);
     perform sluice.validate_routes(definition, v_shape);
     perform sluice.create_flow(definition, v_shape);
-    return jsonb_build_object('outcome', 'compiled', 'differences', '[]'::jsonb);
+    return jsonb_build_object('outcome', 'compiled', 'differences', '[]'::jsonb,
+      'generation', sluice.compile_generation(v_flow));
   end if;
 
   if v_flow <> definition ->> 'flow_slug' then
@@ -561,7 +572,8 @@ begin
 
   if cardinality(v_differences) = 0 then
     perform sluice.refresh_runtime_options(definition);
-    return jsonb_build_object('outcome', 'verified', 'differences', '[]'::jsonb);
+    return jsonb_build_object('outcome', 'verified', 'differences', '[]'::jsonb,
+      'generation', sluice.compile_generation(v_flow));
   end if;
 
   if environment = 'production' then
@@ -582,8 +594,12 @@ begin
       'differences', to_jsonb(v_differences));
   end if;
 
+  -- The recreated flow takes a new compile_generation: every worker registered for the old one,
+  -- live or paused past the heartbeat TTL, is fenced from here on (sluice.worker_fenced).
   perform sluice.recreate_flow(v_flow, definition, v_shape);
-  return jsonb_build_object('outcome', 'recompiled', 'differences', to_jsonb(v_differences));
+  v_flow := definition ->> 'flow_slug';
+  return jsonb_build_object('outcome', 'recompiled', 'differences', to_jsonb(v_differences),
+    'generation', sluice.compile_generation(v_flow));
 end;
 $$;
 

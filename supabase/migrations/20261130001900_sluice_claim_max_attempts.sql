@@ -1,7 +1,11 @@
 -- The claim hands each claimed task its effective max_attempts (step, else flow), next to its
 -- attempt: a handler can tell its last attempt from the same number fail_task and stalled
 -- recovery decide by, instead of repeating the option as a constant. Otherwise start_tasks is as
--- in migration 20261130000600 (classification, locks and lock order unchanged).
+-- in migration 20261130000600 (classification, locks and lock order unchanged), except that a
+-- fenced worker (sluice.worker_fenced: its flow was compiled again since it registered) claims
+-- nothing: its batch is made visible again for the new definition's workers, the answer is
+-- 'fenced' with the flow's slug, and no restart pause is set (the work is not unsupported, the
+-- worker is outdated). It takes no lock.
 
 create or replace function sluice.start_tasks(
   queue_name text,
@@ -19,6 +23,7 @@ as $$
 declare
   v_queue text := lower(start_tasks.queue_name);
   v_function text;
+  v_flow text;
   v_bodies jsonb;
   v_fatal_ids bigint[];
   v_fatal_classes text[];
@@ -41,12 +46,23 @@ begin
       using errcode = 'invalid_parameter_value';
   end if;
 
-  select w.function_name into v_function
+  select w.function_name, w.flow_slug into v_function, v_flow
   from sluice.workers w where w.worker_id = start_tasks.worker_id;
   if not found then
     raise exception 'Cannot start tasks on queue "%": worker % is not registered',
       v_queue, start_tasks.worker_id
       using errcode = 'no_data_found';
+  end if;
+
+  if sluice.worker_fenced(start_tasks.worker_id) then
+    if coalesce(cardinality(start_tasks.message_ids), 0) > 0 then
+      execute format(
+        'update pgmq.%I q set vt = clock_timestamp() where q.msg_id = any ($1)',
+        pgmq.format_table_name(v_queue, 'q')
+      ) using start_tasks.message_ids;
+    end if;
+    return jsonb_build_object('outcome', 'fenced', 'flow_slug', v_flow, 'tasks', '[]'::jsonb,
+      'duplicates', '[]'::jsonb, 'archived', '[]'::jsonb, 'fatal', '[]'::jsonb);
   end if;
 
   if coalesce(cardinality(start_tasks.message_ids), 0) = 0 then

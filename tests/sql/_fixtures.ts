@@ -174,7 +174,7 @@ export interface AttemptToken {
 
 /** What start_tasks returns. */
 export interface ClaimResult {
-  outcome: "claimed" | "fatal";
+  outcome: "claimed" | "fatal" | "fenced";
   tasks: ClaimedTask[];
   duplicates: string[];
   archived: string[];

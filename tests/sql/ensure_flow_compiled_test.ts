@@ -38,6 +38,7 @@ Deno.test("ensure_flow_compiled() creates an absent flow with its queue, registr
   assert.deepEqual(await compile(db.sql, definition(BASE)), {
     outcome: "compiled",
     differences: [],
+    generation: 1,
   });
   assert.deepEqual(await counts(db.sql), {
     flows: 1,
@@ -69,6 +70,7 @@ Deno.test("ensure_flow_compiled() verifies an identical shape and applies change
   assert.deepEqual(await compile(db.sql, definition(tuned)), {
     outcome: "verified",
     differences: [],
+    generation: 1,
   });
   const [flow] = await db.sql`select opt_max_attempts, opt_timeout from sluice.flows`;
   assert.deepEqual({ ...flow }, { opt_max_attempts: 7, opt_timeout: 90 });

@@ -3,8 +3,10 @@
 import assert from "node:assert/strict";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import {
+  compile,
   compileFlow,
   completeTask,
+  definition,
   failTask,
   json,
   readAndClaim,
@@ -12,6 +14,8 @@ import {
   run,
   type Sql,
   startFlow,
+  startTasks,
+  supportedPairs,
 } from "./_fixtures.ts";
 
 /** The task row and its message's visibility, to prove a stale report changed neither. */
@@ -123,4 +127,63 @@ Deno.test("complete_tasks() applies the live results of a batch and returns the 
     rows.map((r) => r.status),
     live.task_index === 0 ? ["completed", "started"] : ["started", "completed"],
   );
+});
+
+Deno.test("a worker registered for an older compile is fenced: its reports are stale, start_tasks claims nothing, sets no pause and leaves the messages visible", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, { slug: "refenced", steps: [{ slug: "a" }] });
+  const oldRun = await startFlow(db.sql, "refenced", {});
+  const worker = await registerWorker(db.sql, "refenced", "refenced");
+  const [held] = await readAndClaim(db.sql, "refenced", worker, "refenced");
+  const supported = await supportedPairs(db.sql, "refenced");
+
+  // Its heartbeat expired (a breakpoint), so the development recompile does not wait for it.
+  await db.sql`update sluice.workers set last_heartbeat_at = now() - interval '1 minute'`;
+  const recompiled = await compile(
+    db.sql,
+    definition({ slug: "refenced", steps: [{ slug: "a" }, { slug: "b", deps: ["a"] }] }),
+    "development",
+  );
+  assert.equal(recompiled.outcome, "recompiled");
+
+  // Its held task went with the old definition: stale, not "no such task".
+  assert.equal(held.run_id, oldRun);
+  assert.equal(await completeTask(db.sql, held, "old"), "stale");
+  assert.equal(await failTask(db.sql, held, "old"), "stale");
+
+  const newRun = await startFlow(db.sql, "refenced", {});
+  const messages = await db.sql<{ msg_id: string }[]>`
+    select msg_id from pgmq.read('refenced', 30, 10)`;
+  const claim = await startTasks(
+    db.sql,
+    "refenced",
+    messages.map((m) => m.msg_id),
+    worker,
+    supported,
+  );
+  assert.deepEqual(claim, {
+    outcome: "fenced",
+    flow_slug: "refenced",
+    tasks: [],
+    duplicates: [],
+    archived: [],
+    fatal: [],
+  });
+  const [task] = await db.sql`
+    select status, attempts_count, last_worker_id from sluice.step_tasks where run_id = ${newRun}`;
+  assert.deepEqual({ ...task }, { status: "queued", attempts_count: 0, last_worker_id: null });
+  const [{ visible }] = await db.sql`
+    select count(*)::int as visible from pgmq.q_refenced where vt <= clock_timestamp()`;
+  assert.equal(visible, 1, "the fenced claim made its batch visible again");
+  const [{ paused }] = await db.sql`
+    select count(*)::int as paused from sluice.worker_functions where restart_paused_at is not null`;
+  assert.equal(paused, 0);
+
+  const [{ fenced }] = await db.sql`select sluice.worker_fenced(${worker}) as fenced`;
+  assert.equal(fenced, true);
+
+  // A worker registered for the new compile claims it.
+  const fresh = await registerWorker(db.sql, "refenced", "refenced", "refenced_new");
+  const [claimed] = await readAndClaim(db.sql, "refenced", fresh, "refenced");
+  assert.deepEqual([claimed.run_id, claimed.step_slug, claimed.attempt], [newRun, "a", 1]);
 });

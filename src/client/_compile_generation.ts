@@ -1,0 +1,81 @@
+/**
+ * The loop behind `compileFlow()`, which also answers the flow's compile generation: internal, for
+ * `startWorker()` to register with.
+ *
+ * @module
+ */
+
+import type { Sql } from "../db/postgres.ts";
+import { ensureFlowCompiled } from "../db/client_queries.ts";
+import { extractDefinition } from "../dsl/definition.ts";
+import type { DeployableFlow } from "../dsl/types.ts";
+import type { CompileFlowOptions, CompileResult } from "./compile_flow.ts";
+import { FlowShapeMismatchError } from "./errors.ts";
+
+/**
+ * {@linkcode compileFlow}, also answering the flow's compile generation, which a worker registers
+ * with: once the flow is compiled again (a development recompile) the worker is fenced.
+ */
+export async function compileFlowGeneration(
+  sql: Sql,
+  flow: DeployableFlow,
+  options: CompileFlowOptions = {},
+): Promise<CompileResult & { readonly generation: number }> {
+  const environment = options.environment ?? "production";
+  if (environment !== "production" && environment !== "development") {
+    throw new TypeError(
+      `Cannot compile flow: environment must be "production" or "development", got ${
+        JSON.stringify(environment)
+      }`,
+    );
+  }
+  const drainTimeoutMs = nonNegative(options.drainTimeoutMs ?? 60_000, "drainTimeoutMs");
+  const pollMs = nonNegative(options.drainPollIntervalMs ?? 500, "drainPollIntervalMs");
+  const definition = extractDefinition(flow);
+  const body = JSON.stringify(definition);
+  const deadline = Date.now() + drainTimeoutMs;
+
+  for (;;) {
+    const result = await ensureFlowCompiled(sql, body, environment);
+    switch (result.outcome) {
+      case "compiled":
+      case "verified":
+      case "recompiled":
+        return {
+          outcome: result.outcome,
+          differences: Object.freeze([...result.differences]),
+          generation: result.generation!,
+        };
+      case "mismatch":
+        throw new FlowShapeMismatchError(definition.flow_slug, result.differences);
+      case "draining":
+        if (Date.now() >= deadline) {
+          throw new Error(
+            `Cannot recompile flow ${JSON.stringify(definition.flow_slug)}: ${
+              result.live_workers ?? "some"
+            } live worker(s) did not stop within ${drainTimeoutMs} ms after being deprecated; ` +
+              `stop them (or wait for their heartbeats to expire) and start again`,
+          );
+        }
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.min(pollMs, deadline - Date.now()))
+        );
+        break;
+      default:
+        throw new Error(
+          `Cannot compile flow ${JSON.stringify(definition.flow_slug)}: unexpected outcome ${
+            JSON.stringify(result.outcome)
+          } from sluice.ensure_flow_compiled`,
+        );
+    }
+  }
+}
+
+function nonNegative(value: number, name: string): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new RangeError(
+      `Cannot compile flow: ${name} must be a finite number >= 0, got ${String(value)}`,
+    );
+  }
+  return value;
+}
