@@ -373,10 +373,10 @@ export const evil = withStepQueues(new Forged({ slug: "evil" }));
       generateFunctions({ configPath: p.configPath, check }),
       (error: unknown) => {
         // withStepQueues() derives the step's queue name from the forged slug and refuses it by
-        // the queue-name rule, before codegen sees a file name.
-        assert.ok(error instanceof Error, String(error));
-        assert.equal(error.name, "QueueNameError", String(error));
-        assert.equal((error as Error & { reason?: string }).reason, "invalid_name");
+        // the queue-name rule while the module loads, before codegen sees a file name.
+        assert.ok(error instanceof CodegenError, String(error));
+        assert.equal(error.reason, "flows_module_failed");
+        assert.equal((error.cause as Error).name, "QueueNameError");
         assert.match(error.message, /"evil__x\/\.\.\/\.\.\/pwned" must be ASCII lowercase letters/);
         return true;
       },
