@@ -43,6 +43,8 @@ Deno.test("scripts/setup.sh prints the PATH that runs both deno and supabase", a
     ) {
       const probe = await new Deno.Command("bash", {
         args: ["-c", `export PATH="${bin}:/usr/bin:/bin"; command -v ${tool}; ${tool} --version`],
+        // The Supabase CLI notes its version check under ./supabase/.temp: the scratch one.
+        cwd: scratch,
         clearEnv: true,
         env: { HOME: Deno.env.get("HOME") ?? "/" },
       }).output();
