@@ -2,9 +2,9 @@
 # Installs the pinned Deno from the npm registry into .tools/ when `deno` is not on PATH, the
 # pinned Supabase CLI from the npm registry into .tools/supabase, PostgreSQL server binaries from
 # Debian packages when none are found, and Debian's Chromium (the dashboard's browser tests) when
-# there is none. Writes .tools/bin/deno,
-# a launcher for that Deno: put .tools/bin first on PATH, then `deno task test` works.
-# Prints the launcher's directory on its last line.
+# there is none. Writes .tools/bin/deno and .tools/bin/supabase, launchers for both tools: put
+# .tools/bin first on PATH (the script prints the line to paste), then `deno task test` and
+# `supabase` work. Prints the launchers' directory on its last line.
 set -euo pipefail
 DENO_VERSION="2.5.6"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -89,5 +89,14 @@ export DENO_TLS_CA_STORE="\${DENO_TLS_CA_STORE:-system,mozilla}"
 exec "$DENO" "\$@"
 LAUNCHER
 chmod +x "$TOOLS/bin/deno"
+cat >"$TOOLS/bin/supabase" <<LAUNCHER
+#!/usr/bin/env bash
+exec "$TOOLS/supabase/node_modules/.bin/supabase" "\$@"
+LAUNCHER
+chmod +x "$TOOLS/bin/supabase"
 
+case ":$PATH:" in
+  *":$TOOLS/bin:"*) log "deno and supabase are on PATH ($TOOLS/bin)" ;;
+  *) log "put deno and supabase on PATH: export PATH=\"$TOOLS/bin:\$PATH\"" ;;
+esac
 echo "$TOOLS/bin"

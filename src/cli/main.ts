@@ -30,7 +30,8 @@ Operations (DATABASE_URL; \`sluice ops --help\` lists them, docs/ops.md describe
   coverage, queues, functions, runs, run, fence ..., aliases ..., version-drain,
   clear-pause, prune
 
-Exit codes: 0 done, 1 failed, 2 bad usage.`;
+Exit codes: 0 done, 1 failed (one line saying why; SLUICE_DEBUG=1 adds the stack trace),
+2 bad usage.`;
 
 /** Options of {@linkcode main}. */
 export interface SluiceCliOptions {

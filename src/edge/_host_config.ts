@@ -38,8 +38,12 @@ const DEFAULT_DRAIN_TIMEOUT_MS = 8_000;
 /** Part of the drain timeout kept for reporting results after the task grace period. */
 const RESULT_FLUSH_RESERVE_MS = 3_000;
 
-/** Environment variables holding the database URL, in order of preference. */
-const DATABASE_URL_VARIABLES = ["SLUICE_DATABASE_URL", "SUPABASE_DB_URL"] as const;
+/**
+ * Environment variables holding the database URL, in order of preference: sluice's own, the one
+ * Supabase's platform sets, then the `DATABASE_URL` a developer has exported for the CLI (a
+ * function run with plain Deno).
+ */
+const DATABASE_URL_VARIABLES = ["SLUICE_DATABASE_URL", "SUPABASE_DB_URL", "DATABASE_URL"] as const;
 
 interface GlobalWithEdgeRuntime {
   EdgeRuntime?: EdgeRuntimeLike;
@@ -166,7 +170,7 @@ export function noSecretMessage(functionName: string): string {
 /** The error of a host without a database connection: names the variables to set. */
 export function noConnectionMessage(functionName: string): string {
   return `Cannot start worker function "${functionName}": no database connection; set ` +
-    "SLUICE_DATABASE_URL (or SUPABASE_DB_URL), or pass connectionString or sql";
+    "SLUICE_DATABASE_URL (or SUPABASE_DB_URL, or DATABASE_URL), or pass connectionString or sql";
 }
 
 /** The options meant for `startWorker`; the connection is replaced by the host's pool. */

@@ -111,7 +111,7 @@ export interface EdgeHostOptions {
    * A connection URL. The adapter opens one pool (`poolSize` connections) shared by the worker
    * and the adapter's own queries, and closes it when the isolate ends.
    *
-   * @default {env SLUICE_DATABASE_URL, then env SUPABASE_DB_URL}
+   * @default {env SLUICE_DATABASE_URL, then SUPABASE_DB_URL, then DATABASE_URL}
    */
   readonly connectionString?: string;
   /**

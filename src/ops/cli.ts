@@ -1,10 +1,10 @@
 /**
- * `deno task ops <command>`: the operator CLI. Reads the monitoring views and calls the
+ * The operator commands of `deno task sluice <command>`. Reads the monitoring views and calls the
  * maintenance functions of the database at `DATABASE_URL`.
  *
  * ```sh
- * DATABASE_URL=postgres://... deno task ops coverage
- * deno task ops --help
+ * DATABASE_URL=postgres://... deno task sluice coverage
+ * deno task sluice ops --help
  * ```
  *
  * @module
@@ -139,7 +139,7 @@ function findCommand(args: readonly string[]): OpsCommand | undefined {
 /**
  * Runs one ops command.
  *
- * @param args The arguments after `deno task ops`.
+ * @param args The arguments after `deno task sluice` (or `sluice ops`).
  * @param options The database URL and output streams.
  * @returns The exit code: 0 done, 1 failed, 2 bad usage or no database URL.
  *

@@ -7,7 +7,7 @@
 // Every command of docs/getting_started.md runs here, in its order; the few that need Supabase's
 // hosted platform or Docker have a stand-in, listed in STAND_INS.
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { installPgmq } from "../../src/ops/install_pgmq.ts";
 import { MIGRATION_FILES } from "../../src/ops/migration_files.ts";
 import { freshDatabase, installedPgmq, type TestDatabase } from "../_db.ts";
@@ -16,18 +16,15 @@ import { servePackage } from "./_package_server.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const SUPABASE_VERSION = "2.122.1";
-const SECRET = "e2e-worker-secret";
 
 /** Documented commands that need Docker or Supabase's platform, and what the test does instead. */
 const STAND_INS: Record<string, string> = {
   "supabase init": "creates supabase/ by hand",
   "supabase start": "uses a fresh database of the test server as DATABASE_URL",
-  'echo "SLUICE_WORKER_SECRET=$(openssl rand -hex 32)" >> supabase/functions/.env':
-    "passes the secret in each function's environment",
   "supabase functions serve":
-    "runs each generated function with `deno run` and its own deno.json and PORT",
+    "runs each generated function with the page's plain-Deno command (its deno.json, PORT, .env)",
   "supabase functions deploy": "the import graph check (deno info) stands in for the upload",
-  "supabase secrets set SLUICE_WORKER_SECRET=...": "passes the secret in each function's env",
+  "supabase secrets set SLUICE_WORKER_SECRET=...": "the secret is in supabase/functions/.env",
 };
 
 function supabaseCli(): string {
@@ -82,6 +79,22 @@ class UserProject {
       clearEnv: true,
       stdin: "null",
       // A hung command fails the test with its output instead of hanging it.
+      signal: AbortSignal.timeout(120_000),
+    }).output();
+    const out = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+    assert.equal(code, 0, `${line} failed:\n${out}`);
+    return out;
+  }
+
+  /** Runs a documented command line through bash, as a user types it; it must exit 0. */
+  async bash(line: string): Promise<string> {
+    this.ran.add(line);
+    const { code, stdout, stderr } = await new Deno.Command("bash", {
+      args: ["-c", line],
+      cwd: this.dir,
+      env: this.env,
+      clearEnv: true,
+      stdin: "null",
       signal: AbortSignal.timeout(120_000),
     }).output();
     const out = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
@@ -195,18 +208,15 @@ const FLOWS_V2 = FLOWS.replace(
   'input.hello.toUpperCase())\n    .step({ slug: "exclaim", dependsOn: ["shout"] }, (input) => `${input.shout}!`),',
 );
 
-/** Runs one generated function as `supabase functions serve` would: its own deno.json and PORT. */
-function serveFunction(project: UserProject, name: string, port: number): Deno.ChildProcess {
-  const dir = `supabase/functions/${name}`;
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-lock", "--config", `${dir}/deno.json`, `${dir}/index.ts`],
+/**
+ * Runs one generated function with the page's plain-Deno command, through bash as a user types
+ * it: the secret comes from supabase/functions/.env, the database from DATABASE_URL.
+ */
+function serveFunction(project: UserProject, line: string): Deno.ChildProcess {
+  return new Deno.Command("bash", {
+    args: ["-c", `exec env ${line}`],
     cwd: project.dir,
-    env: {
-      ...project.env,
-      PORT: String(port),
-      SLUICE_DATABASE_URL: project.env.DATABASE_URL,
-      SLUICE_WORKER_SECRET: SECRET,
-    },
+    env: { ...project.env, PATH: `${dirname(Deno.execPath())}:${project.env.PATH}` },
     clearEnv: true,
     stdin: "null",
     stdout: "null",
@@ -223,6 +233,9 @@ Deno.test("a user's Supabase project: install, migrate both ways, generate, serv
     // An existing project: its own migration is applied before sluice arrives.
     await project.sh("supabase migration up");
 
+    // The newcomer path, timed (a figure for the record, not an assertion): install to a
+    // completed run of a step-queued flow.
+    const began = performance.now();
     const install = await project.sh(`deno run -A ${pkg.url}cli.ts install`);
     project.ran.add("deno run -A jsr:@sluice/sluice@0.1.0/cli install");
     assert.match(install, /created supabase\/migrations\/\d+_20261130000000_pgmq_extension\.sql/);
@@ -264,15 +277,36 @@ Deno.test("a user's Supabase project: install, migrate both ways, generate, serv
       assert.ok(info.modules.some((m) => m.specifier === `${projectUrl}${dir}/index.ts`));
     }
 
-    // Two step functions side by side, each on its own port, started by an HTTP request.
+    // The secret, as the page writes it, in the .env that serving reads.
+    const echo = 'echo "SLUICE_WORKER_SECRET=$(openssl rand -hex 32)" >> supabase/functions/.env';
+    await project.bash(echo);
+    const workerSecret = /^SLUICE_WORKER_SECRET=([0-9a-f]{64})$/m
+      .exec(await project.read("supabase/functions/.env"))?.[1];
+    assert.ok(workerSecret !== undefined, "the .env holds the secret");
+
+    // Two step functions side by side with the page's plain-Deno command, each on its own port.
+    const served = codeBlocks(
+      await Deno.readTextFile(new URL("docs/getting_started.md", ROOT)),
+      "sh",
+    ).flatMap((block) => block.split("\n")).find((line) => line.startsWith("PORT=8001 "));
+    assert.ok(served !== undefined, "getting_started.md serves a function with plain Deno");
+    project.ran.add(served);
     const ports = [freePort(), freePort()];
-    children.push(serveFunction(project, "greet-user--hello", ports[0]));
-    children.push(serveFunction(project, "greet-user--shout", ports[1]));
+    children.push(serveFunction(project, served.replace("PORT=8001", `PORT=${ports[0]}`)));
+    children.push(
+      serveFunction(
+        project,
+        served.replace("PORT=8001", `PORT=${ports[1]}`).replaceAll(
+          "greet-user--hello",
+          "greet-user--shout",
+        ),
+      ),
+    );
     for (const port of ports) {
       await waitUntil(async () => {
         const response = await fetch(`http://127.0.0.1:${port}/`, {
           method: "POST",
-          headers: { authorization: `Bearer ${SECRET}` },
+          headers: { authorization: `Bearer ${workerSecret}` },
         }).catch(() => null);
         const body = await response?.json();
         return body?.status === "running" ? body : null;
@@ -293,6 +327,19 @@ await sql.end();
     );
     const [runId, output] = (await project.sh("deno run -A producer.ts")).trim().split("\n");
     assert.deepEqual(JSON.parse(output), { shout: "HELLO, ADA" });
+    console.log(
+      `newcomer path: install to a completed run in ${
+        ((performance.now() - began) / 1000).toFixed(1)
+      } s`,
+    );
+    // Serving with plain Deno left nothing in the functions' directories.
+    for (const name of ["greet-user--hello", "greet-user--shout"]) {
+      assert.deepEqual(
+        [...Deno.readDirSync(join(project.dir, "supabase/functions", name))].map((e) => e.name)
+          .sort(),
+        ["deno.json", "index.ts"],
+      );
+    }
     const watched = await project.sh(`deno task sluice run ${runId}`);
     project.ran.add("deno task sluice run <run_id>");
     assert.match(watched, /completed/);

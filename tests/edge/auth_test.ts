@@ -107,7 +107,10 @@ Deno.test("without a database URL an authorized request answers 500 failed namin
   const answer = await call(server.url);
   assert.equal(answer.status, 500);
   assert.equal(answer.body.status, "failed");
-  assert.match(answer.body.error!, /set SLUICE_DATABASE_URL \(or SUPABASE_DB_URL\)/);
+  assert.match(
+    answer.body.error!,
+    /set SLUICE_DATABASE_URL \(or SUPABASE_DB_URL, or DATABASE_URL\)/,
+  );
 });
 
 Deno.test("a worker that cannot start answers 500 failed, and the next request tries again", async () => {

@@ -1,16 +1,25 @@
-// Runs every command of docs/rollout.md, docs/monitoring.md and docs/versions.md, in document
-// order, against real workers of the example flows and their next versions: each `sh` line
-// through the real CLI process (a few lines that need a Supabase project or git are stood in for,
-// listed below), each `sql` block as written. A command the docs add without a stand-in here fails
-// this test, so docs and test stay in sync.
+// Runs every command of docs/ops.md, docs/dashboard.md, docs/edge.md, docs/rollout.md,
+// docs/monitoring.md and docs/versions.md, in document order, in a temporary user project that has
+// no sluice checkout (tests/docs/_guides.ts: sluice from a loopback server of the published
+// files, the `sluice` task install writes), against real workers of the example flows and their
+// next versions: each `sh` command as written through bash, each `sql` block as written. The few
+// commands that need git or Supabase's hosted platform have a stand-in, listed below; the local
+// Supabase database the guides name is the test's database. A command the docs add without a way
+// to run it here fails this test, so docs and test stay in sync.
 import assert from "node:assert/strict";
-import { fileURLToPath as fromFileUrl } from "node:url";
 import { defineDeployedFlow, Flow, startFlow, waitForRun, withStepQueues } from "../../mod.ts";
 import { greetUser, type Post, threadDigest } from "../../examples/flows.ts";
-import { resolveWorkerTarget } from "../../src/worker/mod.ts";
 import type { DeployableFlow } from "../../src/dsl/types.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { type TestWorker, testWorker, waitUntil } from "../worker/_helpers.ts";
+import { servePackage } from "../cli/_package_server.ts";
+import {
+  codeBlocks,
+  guideCommands,
+  LOCAL_SUPABASE_DB,
+  shellCommands,
+  UserProjectShell,
+} from "../docs/_guides.ts";
 
 const REPO = new URL("../../", import.meta.url);
 const MANIFEST = "supabase/functions/sluice.manifest.json";
@@ -33,6 +42,31 @@ const threadDigestV2 = defineDeployedFlow(
   { alias: "thread_digest" },
 );
 
+/**
+ * What a user adds to the flows module before each `sluice functions generate` of the docs: the
+ * source of the versions above (the in-process workers run the same definitions).
+ */
+const V2_SOURCE = {
+  greetUser: `
+export const greetUserV2 = defineDeployedFlow(
+  new Flow<{ name: string }>({ slug: "greet_user_v2" })
+    .step({ slug: "compose" }, (input) => \`Hi, \${input.name}!\`),
+  { alias: "greet_user" },
+);
+`,
+  threadDigest: `
+export const threadDigestV2 = defineDeployedFlow(
+  withStepQueues(
+    new Flow<{ threadId: string; posts: Post[] }>({ slug: "thread_digest_v2", timeout: 30 })
+      .array({ slug: "fetch_posts" }, (input) => input.posts)
+      .map({ slug: "classify", array: "fetch_posts" }, (post) => post.text.length)
+      .step({ slug: "deliver", dependsOn: ["classify"] }, (deps) => ({ posts: deps.classify })),
+  ),
+  { alias: "thread_digest" },
+);
+`,
+};
+
 /** Every worker function of the scenarios: its flow and, for a step function, its step. */
 const FUNCTIONS: Record<string, { flow: DeployableFlow; stepSlug?: string }> = {
   "greet-user": { flow: greetUser },
@@ -45,61 +79,50 @@ const FUNCTIONS: Record<string, { flow: DeployableFlow; stepSlug?: string }> = {
   "thread-digest-v2--deliver": { flow: threadDigestV2, stepSlug: "deliver" },
 };
 
-/** The manifest entry `deno task sluice functions generate` writes for a function of {@linkcode FUNCTIONS}. */
-function manifestEntry(name: string) {
-  const { flow, stepSlug } = FUNCTIONS[name];
-  const target = (resolveWorkerTarget as (
-    flow: DeployableFlow,
-    options: { functionName: string; stepSlug?: string },
-  ) => ReturnType<typeof resolveWorkerTarget>)(flow, { functionName: name, stepSlug });
-  return {
-    function_name: name,
-    flow_slug: target.flowSlug,
-    step_slug: target.stepSlug,
-    queue_name: target.queueName,
-    queue_mode: target.stepSlug === null ? "flow" : "step",
-    ...(target.alias === null ? {} : { alias: target.alias }),
-  };
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
 }
 
-/** The fenced code blocks of a Markdown file, with their info string. */
-function codeBlocks(markdown: string): { lang: string; body: string }[] {
-  return [...markdown.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)]
-    .map((match) => ({ lang: match[1], body: match[2] }));
-}
-
-/** Splits a shell line into words: '…' and "…" quoting, "$NAME" from `vars`. */
-function shellWords(line: string, vars: Record<string, string>): string[] {
-  const words: string[] = [];
-  for (const match of line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)) {
-    const word = match[1] ?? (match[2] ?? match[3]).replace(
-      /\$([A-Z_]+)/g,
-      (_, name: string) => vars[name] ?? assert.fail(`no value for $${name} in: ${line}`),
-    );
-    words.push(word);
-  }
-  return words;
-}
-
-class Scenario {
+class Scenario implements AsyncDisposable {
   readonly workers: TestWorker[] = [];
-  readonly vars: Record<string, string> = {};
+  /** Documented commands run, per guide. */
+  readonly counts: Record<string, number> = {};
+  readonly #served: Deno.ChildProcess[] = [];
 
   /**
-   * @param generations The functions each `deno task sluice functions generate` of the doc adds, in order.
-   * @param redeploy Whether a sequence starting with `sluice functions generate` first redeploys every
-   * function (rollout.md's new-version sequence starts from a healthy deploy, whatever the
+   * @param additions The flow sources each `deno task sluice functions generate` of the docs
+   * follows, in order.
+   * @param redeploy Whether a sequence starting with `sluice functions generate` first redeploys
+   * every function (rollout.md's new-version sequence starts from a healthy deploy, whatever the
    * sections before did); versions.md's sequences follow each other.
    */
-  constructor(
+  private constructor(
     readonly db: TestDatabase,
-    readonly dir: string,
-    readonly generations: string[][],
+    readonly project: UserProjectShell,
+    readonly additions: string[],
     readonly redeploy: boolean,
+    readonly pkg: AsyncDisposable,
   ) {}
 
+  /** A user project with the example flows module and its generated functions. */
+  static async create(additions: string[], redeploy: boolean): Promise<Scenario> {
+    const db = await freshDatabase();
+    const pkg = await servePackage();
+    const project = await UserProjectShell.create(pkg.url, { DATABASE_URL: db.url });
+    const flows = (await Deno.readTextFile(new URL("examples/flows.ts", REPO))).replace(
+      'import { Flow, withStepQueues } from "@sluice/sluice";',
+      'import { defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";',
+    );
+    await Deno.writeTextFile(`${project.dir}/supabase/functions/_shared/flows.ts`, flows);
+    await project.run("deno task sluice functions generate");
+    return new Scenario(db, project, additions, redeploy, pkg);
+  }
+
   async manifest(): Promise<{ functions: { function_name: string }[] }> {
-    return JSON.parse(await Deno.readTextFile(`${this.dir}/${MANIFEST}`));
+    return JSON.parse(await Deno.readTextFile(`${this.project.dir}/${MANIFEST}`));
   }
 
   async start(name: string): Promise<void> {
@@ -119,17 +142,11 @@ class Scenario {
     }
   }
 
-  /** Stand-ins for the documented lines that need git or a Supabase project. */
+  /** Stand-ins for the documented commands that need git or Supabase's hosted platform. */
   readonly standIns: Record<string, () => Promise<void>> = {
     "git show v1.4.0:supabase/functions/sluice.manifest.json > old.manifest.json": () =>
-      Deno.copyFile(`${this.dir}/${MANIFEST}`, `${this.dir}/old.manifest.json`),
+      Deno.copyFile(`${this.project.dir}/${MANIFEST}`, `${this.project.dir}/old.manifest.json`),
     "supabase functions deploy": () => this.deployAll(),
-    "deno task sluice functions generate": async () => {
-      const added = this.generations.shift() ?? assert.fail("no functions left to generate");
-      const manifest = await this.manifest();
-      manifest.functions.push(...added.map(manifestEntry));
-      await Deno.writeTextFile(`${this.dir}/${MANIFEST}`, JSON.stringify(manifest));
-    },
     "supabase functions deploy greet-user-v2": () => this.start("greet-user-v2"),
     "supabase functions deploy thread-digest-v2--fetch-posts thread-digest-v2--classify thread-digest-v2--deliver":
       async () => {
@@ -137,28 +154,74 @@ class Scenario {
           await this.start(`thread-digest-v2--${step}`);
         }
       },
+    // The secret goes into the functions' environment, as `supabase secrets set` does.
+    'supabase secrets set SLUICE_WORKER_SECRET="$(openssl rand -hex 32)"': async () => {
+      this.project.env.SLUICE_WORKER_SECRET = await this.project.run("openssl rand -hex 32")
+        .then((out) => out.trim());
+    },
+    // The deployed function: the generated greet-user served by plain Deno at $SUPABASE_URL.
+    "supabase functions deploy greet-user": async () => {
+      const port = freePort();
+      this.project.env.SUPABASE_URL = `http://127.0.0.1:${port}`;
+      const { child } = await this.project.spawn(
+        `PORT=${port} deno run -A supabase/functions/greet-user/index.ts`,
+        () => fetch(`http://127.0.0.1:${port}/`).then((r) => r.body?.cancel()).then(() => true),
+      );
+      this.#served.push(child);
+    },
+    // The dashboard on a free port (4300 may be taken here); it must answer with its token.
+    "deno task sluice dashboard": async () => {
+      const { child, lines } = await this.project.spawn(
+        "deno task sluice dashboard --port 0",
+        /open http:\/\/127\.0\.0\.1:\d+\/\?token=/,
+      );
+      const url = /open (http:\/\/\S+)/.exec(lines.find((l) => l.includes("open http"))!)![1];
+      // The printed address trades its token for a session cookie and redirects to the page.
+      const response = await fetch(url, { redirect: "manual" });
+      await response.body?.cancel();
+      assert.ok(response.status < 400 && response.headers.has("set-cookie"), url);
+      assert.equal(await this.project.stop(child, "SIGINT"), 0, lines.join("\n"));
+    },
   };
 
-  /** Runs one documented `deno task sluice` line as a process in the project directory. */
-  async ops(line: string): Promise<void> {
-    const [deno, task, sluice, ...args] = shellWords(line, this.vars);
-    assert.deepEqual([deno, task, sluice], ["deno", "task", "sluice"], line);
-    const result = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        "--config",
-        fromFileUrl(new URL("deno.json", REPO)),
-        fromFileUrl(new URL("cli.ts", REPO)),
-        ...args,
-      ],
-      cwd: this.dir,
-      env: { DATABASE_URL: this.db.url, NO_COLOR: "1" },
-      stdin: "null",
-    }).output();
-    const output = new TextDecoder().decode(result.stdout) +
-      new TextDecoder().decode(result.stderr);
-    assert.equal(result.code, 0, `${line} exited ${result.code}:\n${output}`);
+  /** Commands that run until stopped: started, checked, stopped; exit code 0. */
+  readonly longRunning: Record<string, (line: string) => Promise<void>> = {
+    "deno run -A supabase/functions/greet-user/index.ts": async (line) => {
+      const port = freePort();
+      const { child, lines } = await this.project.spawn(
+        `PORT=${port} ${line}`,
+        /"worker started"/,
+      );
+      assert.equal(await this.project.stop(child, "SIGTERM"), 0, lines.join("\n"));
+    },
+  };
+
+  /** Runs one documented command in the user project. */
+  async command(documented: string): Promise<void> {
+    const standIn = this.standIns[documented];
+    if (standIn !== undefined) return await standIn();
+    const line = documented.replaceAll(LOCAL_SUPABASE_DB, this.db.url);
+    const exported = /^export ([A-Z_]+)=(\S+)$/.exec(line);
+    if (exported !== null) {
+      this.project.env[exported[1]] = exported[2];
+      return;
+    }
+    const longRunning = Object.entries(this.longRunning).find(([end]) => line.endsWith(end));
+    if (longRunning !== undefined) return await longRunning[1](line);
+    if (line === "deno task sluice functions generate") {
+      // The docs' step before it: add the new version's export to the flows module.
+      const addition = this.additions.shift() ?? assert.fail("no flow version left to add");
+      await Deno.writeTextFile(
+        `${this.project.dir}/supabase/functions/_shared/flows.ts`,
+        addition,
+        { append: true },
+      );
+    }
+    if (!/^(deno task sluice |curl )/.test(line)) {
+      assert.fail(`no way to run ${JSON.stringify(documented)} in a user project; add a stand-in`);
+    }
+    const output = await this.project.run(line);
+    if (line.startsWith("curl ")) assert.match(output, /"status":"running"/);
   }
 
   async runDoc(path: string): Promise<number> {
@@ -169,41 +232,60 @@ class Scenario {
         commands++;
       }
       if (block.lang !== "sh") continue;
-      if (this.redeploy && block.body.startsWith("deno task sluice functions generate")) {
+      const lines = shellCommands(block.body);
+      if (this.redeploy && lines[0] === "deno task sluice functions generate") {
         await this.deployAll();
       }
-      for (const line of block.body.split("\n").filter((text) => text.trim() !== "")) {
-        const standIn = this.standIns[line];
-        if (standIn !== undefined) await standIn();
-        else if (line.startsWith("deno task sluice ")) await this.ops(line);
-        else assert.fail(`${path}: no way to run ${JSON.stringify(line)}; add a stand-in`);
+      for (const line of lines) {
+        await this.command(line);
         commands++;
       }
     }
+    assert.equal(
+      commands,
+      guideCommands(path).length +
+        codeBlocks(await Deno.readTextFile(new URL(path, REPO))).filter((b) => b.lang === "sql")
+          .length,
+    );
+    this.counts[path] = commands;
     return commands;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
+    for (const child of this.#served) await this.project.stop(child, "SIGTERM");
     await Promise.all(this.workers.map((worker) => worker.stop()));
-    await Deno.remove(this.dir, { recursive: true });
+    await this.project[Symbol.asyncDispose]();
+    await this.pkg[Symbol.asyncDispose]();
+    await this.db[Symbol.asyncDispose]();
   }
 }
 
-Deno.test("every command of docs/rollout.md and docs/monitoring.md runs against real workers", async () => {
-  await using db = await freshDatabase();
-  const dir = await Deno.makeTempDir();
-  await Deno.mkdir(`${dir}/supabase/functions`, { recursive: true });
-  await Deno.copyFile(new URL(MANIFEST, REPO), `${dir}/${MANIFEST}`);
-  await using scenario = new Scenario(db, dir, [["greet-user-v2"]], true);
+Deno.test("every command of docs/ops.md, dashboard.md, edge.md, rollout.md and monitoring.md runs in a user project against real workers", async () => {
+  await using scenario = await Scenario.create([V2_SOURCE.greetUser], true);
+  const { db } = scenario;
   await scenario.deployAll();
   const [{ run_id }] = await db
     .sql`select sluice.start_flow('greet_user', '{"name": "Ada"}') as run_id`;
-  scenario.vars.RUN_ID = run_id;
+  scenario.project.env.RUN_ID = run_id;
   await waitUntil(async () => {
     const [run] = await db.sql`select status from sluice.runs where run_id = ${run_id}`;
     return run.status === "completed" || null;
   }, "the example run to complete");
 
+  // Every route is served here, which ops.md's jq check of coverage requires.
+  assert.ok(await scenario.runDoc("docs/ops.md") >= 4);
+  assert.ok(await scenario.runDoc("docs/dashboard.md") >= 2);
+  // edge.md schedules a keepalive with pg_cron and pg_net, which Supabase offers: stand-ins
+  // with their signatures let the statement run as written.
+  await db.sql.unsafe(`
+    create schema cron;
+    create function cron.schedule(job_name text, schedule text, command text) returns bigint
+      language sql as 'select 1::bigint';
+    create schema net;
+    create function net.http_post(url text, headers jsonb) returns bigint
+      language sql as 'select 1::bigint';
+  `);
+  assert.ok(await scenario.runDoc("docs/edge.md") >= 6);
   assert.ok(await scenario.runDoc("docs/rollout.md") >= 20);
   const [{ enabled }] = await db.sql`
     select enabled from sluice.worker_functions where function_name = 'greet-user'
@@ -222,7 +304,7 @@ Deno.test("every command of docs/rollout.md and docs/monitoring.md runs against 
   const [{ id }] = await db.sql`
     select pgmq.send('thread_digest__classify', '{"stray": true}')::text as id
   `;
-  scenario.vars.MESSAGE_ID = id;
+  scenario.project.env.MESSAGE_ID = id;
   await waitUntil(async () => {
     const [row] = await db.sql`
       select restart_paused_at from sluice.worker_functions
@@ -240,17 +322,15 @@ Deno.test("every command of docs/rollout.md and docs/monitoring.md runs against 
     select count(*)::integer as count from pgmq.a_thread_digest__classify where msg_id = ${id}
   `;
   assert.equal(archived.count, 1);
+  console.log(`documented commands run in a user project: ${JSON.stringify(scenario.counts)}`);
 });
 
 Deno.test("every command of docs/versions.md runs against real workers: both versions switch through their alias", async () => {
-  await using db = await freshDatabase();
-  const dir = await Deno.makeTempDir();
-  await Deno.mkdir(`${dir}/supabase/functions`, { recursive: true });
-  await Deno.copyFile(new URL(MANIFEST, REPO), `${dir}/${MANIFEST}`);
-  await using scenario = new Scenario(db, dir, [
-    ["greet-user-v2"],
-    ["thread-digest-v2--fetch-posts", "thread-digest-v2--classify", "thread-digest-v2--deliver"],
-  ], false);
+  await using scenario = await Scenario.create(
+    [V2_SOURCE.greetUser, V2_SOURCE.threadDigest],
+    false,
+  );
+  const { db } = scenario;
   await scenario.deployAll();
   // Runs started by the callers' names before the switch, on the first versions.
   const posts = [{ id: 1, text: "why?" }, { id: 2, text: "ok" }];
@@ -289,4 +369,5 @@ Deno.test("every command of docs/versions.md runs against real workers: both ver
   const [{ workers }] = await db.sql`
     select count(*)::int as workers from sluice.live_workers where flow_slug = 'thread_digest'`;
   assert.equal(workers, 0, "the old thread_digest workers were drained");
+  console.log(`documented commands run in a user project: ${JSON.stringify(scenario.counts)}`);
 });
