@@ -1,0 +1,73 @@
+import assert from "node:assert/strict";
+import postgres from "postgres";
+import { startEmbeddedPostgres } from "../../dev/embedded_postgres.ts";
+
+Deno.test("the embedded bridge keeps each connection's extended-protocol exchanges apart", async () => {
+  await using pg = await startEmbeddedPostgres();
+  // Two pools of several connections; each query is Parse/Bind/Describe/Execute/Sync with an
+  // unnamed statement, which interleaving two connections' messages would mix up.
+  const a = postgres(pg.url, { max: 4, prepare: false, onnotice: () => {} });
+  const b = postgres(pg.url, { max: 4, onnotice: () => {} });
+  try {
+    const results = await Promise.all(
+      Array.from(
+        { length: 200 },
+        (_, i) => (i % 2 ? a : b)`select ${i}::int as v, ${`s${i}`} as s`,
+      ),
+    );
+    assert.deepEqual(
+      results.map((rows) => [rows[0].v, rows[0].s]),
+      Array.from({ length: 200 }, (_, i) => [i, `s${i}`]),
+    );
+  } finally {
+    await a.end();
+    await b.end();
+  }
+});
+
+Deno.test("the embedded bridge pins the session to a connection for its open transaction", async () => {
+  await using pg = await startEmbeddedPostgres();
+  const a = postgres(pg.url, { max: 4, onnotice: () => {} });
+  const b = postgres(pg.url, { max: 4, onnotice: () => {} });
+  try {
+    await a`create table counter (n int not null)`;
+    await a`insert into counter values (0)`;
+    // Read-modify-write transactions from both pools at once: statements of another connection
+    // running inside one of them would lose increments or commit its rolled-back writes.
+    await Promise.all(Array.from({ length: 40 }, (_, i) =>
+      (i % 2 ? a : b).begin(async (tx) => {
+        const [{ n }] = await tx<{ n: number }[]>`select n from counter`;
+        await tx`update counter set n = ${n + 1}`;
+        if (i % 4 === 0) throw new Error("rolled back");
+      }).catch((error) => {
+        if (error.message !== "rolled back") throw error;
+      })));
+    const [{ n }] = await b<{ n: number }[]>`select n from counter`;
+    assert.equal(n, 30);
+  } finally {
+    await a.end();
+    await b.end();
+  }
+});
+
+Deno.test("an embedded database with a data directory keeps its data across restarts", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sluice-embedded-" });
+  try {
+    {
+      await using pg = await startEmbeddedPostgres({ dataDir: `${dir}/data` });
+      const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+      await sql`create table kept (v text)`;
+      await sql`insert into kept values ('still here')`;
+      await sql.end();
+    }
+    await using pg = await startEmbeddedPostgres({ dataDir: `${dir}/data` });
+    const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+    try {
+      assert.deepEqual([...await sql`select v from kept`], [{ v: "still here" }]);
+    } finally {
+      await sql.end();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
