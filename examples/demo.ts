@@ -97,10 +97,13 @@ async function main(interrupt: AbortSignal): Promise<void> {
   const demoStart = performance.now();
 
   let url = Deno.env.get("DATABASE_URL") ?? "";
+  // The embedded database does not deliver notifications: wait for the run by polling it.
+  let embedded = false;
   if (url === "") {
     const postgres = await startDevPostgres();
     cleanup.defer(() => postgres.stop());
     url = postgres.url;
+    embedded = postgres.embedded;
     say(
       postgres.embedded
         ? `Started an embedded PostgreSQL (PGlite, in this process) on port ${postgres.port}`
@@ -156,6 +159,7 @@ async function main(interrupt: AbortSignal): Promise<void> {
       maxPollIntervalMs: 100,
       flow: orderFlow,
       signal: interrupt,
+      listen: !embedded,
     });
   } finally {
     await watching.stop();

@@ -42,7 +42,8 @@ async function embeddedSluice() {
   };
 }
 
-const WAIT = { timeoutMs: 30_000, pollIntervalMs: 50, maxPollIntervalMs: 100 };
+// Polling the run, as notifications do not reach the client.
+const WAIT = { timeoutMs: 30_000, pollIntervalMs: 50, maxPollIntervalMs: 100, listen: false };
 
 Deno.test("embedded: a linear flow runs to completion", async () => {
   await using db = await embeddedSluice();
