@@ -20,7 +20,11 @@
  */
 
 import { PGlite } from "@electric-sql/pglite";
-import { PostgresNotFoundError, startTempPostgres } from "./temp_postgres.ts";
+import {
+  PostgresNotFoundError,
+  startTempPostgres,
+  type StartTempPostgresOptions,
+} from "./temp_postgres.ts";
 
 /** Options of {@linkcode startEmbeddedPostgres}. */
 export interface StartEmbeddedPostgresOptions {
@@ -251,22 +255,28 @@ export function embeddedForced(env: Deno.Env = Deno.env): boolean {
   return value === "1" || value === "true";
 }
 
+/** Options of {@linkcode startDevPostgres}. */
+export interface StartDevPostgresOptions extends StartEmbeddedPostgresOptions {
+  /** Where to look for server binaries (see `startTempPostgres`). */
+  server?: StartTempPostgresOptions;
+}
+
 /**
  * Starts a database for a local run: the embedded one when `SLUICE_EMBEDDED=1`, else a throwaway
  * server, falling back to the embedded one when no server binaries are installed.
  *
- * @param options Persistence for the embedded database (`SLUICE_EMBEDDED_DIR` when not given).
+ * @param options Persistence for the embedded database (`SLUICE_EMBEDDED_DIR` when not given),
+ * where to look for server binaries.
  */
 export async function startDevPostgres(
-  options: StartEmbeddedPostgresOptions = {},
+  options: StartDevPostgresOptions = {},
 ): Promise<DevPostgres> {
   const embeddedOptions = {
-    ...options,
     dataDir: options.dataDir ?? (Deno.env.get("SLUICE_EMBEDDED_DIR") || undefined),
   };
   if (!embeddedForced()) {
     try {
-      const server = await startTempPostgres();
+      const server = await startTempPostgres(options.server);
       return {
         url: server.url,
         port: server.port,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { startEmbeddedPostgres } from "../../dev/embedded_postgres.ts";
+import { startDevPostgres, startEmbeddedPostgres } from "../../dev/embedded_postgres.ts";
 
 Deno.test("the embedded bridge keeps each connection's extended-protocol exchanges apart", async () => {
   await using pg = await startEmbeddedPostgres();
@@ -69,5 +69,22 @@ Deno.test("an embedded database with a data directory keeps its data across rest
     }
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a local run falls back to the embedded database where no server binaries exist", async () => {
+  const empty = await Deno.makeTempDir({ prefix: "sluice-no-pg-" });
+  try {
+    await using db = await startDevPostgres({ server: { path: empty, postgresqlRoot: empty } });
+    assert.equal(db.embedded, true);
+    const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+    try {
+      const [{ version }] = await sql<{ version: string }[]>`select version()`;
+      assert.match(version, /PGlite/);
+    } finally {
+      await sql.end();
+    }
+  } finally {
+    await Deno.remove(empty, { recursive: true });
   }
 });
