@@ -7,7 +7,10 @@
  * @module
  */
 
-import { PGlite } from "@electric-sql/pglite";
+// A full specifier, as in src/db/postgres.ts: a user project loading the package resolves it
+// without an import map entry of its own.
+// deno-lint-ignore no-import-prefix
+import { PGlite } from "npm:@electric-sql/pglite@0.5.17";
 
 /** Options of {@linkcode startEmbeddedPostgres}. */
 export interface StartEmbeddedPostgresOptions {
