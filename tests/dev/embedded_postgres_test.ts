@@ -4,20 +4,22 @@ import { startDevPostgres, startEmbeddedPostgres } from "../../dev/embedded_post
 
 Deno.test("the embedded bridge keeps each connection's extended-protocol exchanges apart", async () => {
   await using pg = await startEmbeddedPostgres();
-  // Two pools of several connections; each query is Parse/Bind/Describe/Execute/Sync with an
-  // unnamed statement, which interleaving two connections' messages would mix up.
+  // Two pools of several connections; every query has its own text and unnamed statement
+  // (Parse/Describe/Flush, then Bind/Execute/Sync), so running one connection's Bind against
+  // another's Parse returns another query's row. pglite-socket 0.2.17 does that here.
   const a = postgres(pg.url, { max: 4, prepare: false, onnotice: () => {} });
-  const b = postgres(pg.url, { max: 4, onnotice: () => {} });
+  const b = postgres(pg.url, { max: 4, prepare: false, onnotice: () => {} });
   try {
     const results = await Promise.all(
       Array.from(
         { length: 200 },
-        (_, i) => (i % 2 ? a : b)`select ${i}::int as v, ${`s${i}`} as s`,
+        (_, i) =>
+          (i % 2 ? a : b).unsafe(`select $1::int as v, $2::text as s, ${i} as k`, [i, `s${i}`]),
       ),
     );
     assert.deepEqual(
-      results.map((rows) => [rows[0].v, rows[0].s]),
-      Array.from({ length: 200 }, (_, i) => [i, `s${i}`]),
+      results.map((rows) => [rows[0].v, rows[0].s, rows[0].k]),
+      Array.from({ length: 200 }, (_, i) => [i, `s${i}`, i]),
     );
   } finally {
     await a.end();
