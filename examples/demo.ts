@@ -1,7 +1,8 @@
 /**
  * `deno task demo`: sluice end to end in a few seconds.
  *
- * Starts a throwaway PostgreSQL (or uses the server at `DATABASE_URL`), installs sluice into it,
+ * Starts a throwaway PostgreSQL (or uses the server at `DATABASE_URL`; without server binaries, or
+ * with `SLUICE_EMBEDDED=1`, an embedded PGlite in this process), installs sluice into it,
  * starts two workers in this process and runs one order through a flow that shows the main
  * features at work:
  *
@@ -29,7 +30,7 @@ import {
   waitForRun,
 } from "@sluice/sluice";
 import { migrate } from "../src/ops/migrate.ts";
-import { startTempPostgres } from "../dev/temp_postgres.ts";
+import { startDevPostgres } from "../dev/embedded_postgres.ts";
 
 /** The run input: an order. Amounts are in cents. */
 interface Order {
@@ -96,11 +97,18 @@ async function main(interrupt: AbortSignal): Promise<void> {
   const demoStart = performance.now();
 
   let url = Deno.env.get("DATABASE_URL") ?? "";
+  // The embedded database does not deliver notifications: wait for the run by polling it.
+  let embedded = false;
   if (url === "") {
-    const postgres = await startTempPostgres();
+    const postgres = await startDevPostgres();
     cleanup.defer(() => postgres.stop());
     url = postgres.url;
-    say(`Started a throwaway PostgreSQL on port ${postgres.port} (removed when the demo ends)`);
+    embedded = postgres.embedded;
+    say(
+      postgres.embedded
+        ? `Started an embedded PostgreSQL (PGlite, in this process) on port ${postgres.port}`
+        : `Started a throwaway PostgreSQL on port ${postgres.port} (removed when the demo ends)`,
+    );
   } else {
     say("Using the database at DATABASE_URL");
   }
@@ -151,6 +159,7 @@ async function main(interrupt: AbortSignal): Promise<void> {
       maxPollIntervalMs: 100,
       flow: orderFlow,
       signal: interrupt,
+      listen: !embedded,
     });
   } finally {
     await watching.stop();

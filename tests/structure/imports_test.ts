@@ -9,6 +9,7 @@ const ENTRY_POINTS = [
   "mod.ts",
   "src/edge/mod.ts",
   "src/browser/mod.ts",
+  "src/testing/mod.ts",
   "src/codegen/mod.ts",
   "src/codegen/cli.ts",
   "src/ops/cli.ts",

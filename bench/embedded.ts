@@ -1,0 +1,97 @@
+/**
+ * `deno task bench:embedded [--runs 50] [--latency-runs 10]`: throughput and idle latency of one
+ * real worker on the embedded database (PGlite in this process, dev/embedded_postgres.ts) next to
+ * a throwaway PostgreSQL server, for a linear flow of three no-op steps. Prints a table with the
+ * load average.
+ *
+ * Throughput: `--runs` runs started at once, runs completed per second until the last one is.
+ * Idle latency: `--latency-runs` runs one after another on an idle worker, from `startFlow` to
+ * `waitForRun` seeing the run completed (median and max).
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { connect, Flow, startFlow, startWorker, waitForRun } from "../mod.ts";
+import { migrate } from "../src/ops/migrate.ts";
+import { startEmbeddedPostgres } from "../dev/embedded_postgres.ts";
+import { startTempPostgres } from "../dev/temp_postgres.ts";
+import { loadAverage } from "./_machine.ts";
+import { markdownTable, median } from "./_stats.ts";
+
+const args = parseArgs({
+  args: Deno.args,
+  options: {
+    runs: { type: "string", default: "50" },
+    "latency-runs": { type: "string", default: "10" },
+  },
+});
+const RUNS = Number(args.values.runs);
+const LATENCY_RUNS = Number(args.values["latency-runs"]);
+
+const flow = new Flow<{ n: number }>({ slug: "bench_embedded" })
+  .step({ slug: "a" }, (input) => input.n)
+  .step({ slug: "b", dependsOn: ["a"] }, (deps) => deps.a)
+  .step({ slug: "c", dependsOn: ["b"] }, (deps) => deps.b);
+
+// Polling, not LISTEN: the embedded session does not deliver notifications (the same on both).
+const WAIT = { timeoutMs: 120_000, pollIntervalMs: 5, maxPollIntervalMs: 5, flow, listen: false };
+
+/** Measures one database; `embedded` workers find new messages by reading every 50 ms. */
+async function measure(url: string, embedded: boolean) {
+  const sql = connect(url, { max: 4 });
+  try {
+    await migrate(sql);
+    const worker = await startWorker(flow, {
+      connectionString: url,
+      poolSize: 4,
+      maxConcurrent: 10,
+      logger: () => {},
+      ...(embedded ? { pollIntervalMs: 50 } : {}),
+    });
+    try {
+      // Warm-up.
+      await waitForRun(sql, await startFlow(sql, flow, { n: 0 }), WAIT);
+      const started = performance.now();
+      const ids = await Promise.all(
+        Array.from({ length: RUNS }, (_, n) => startFlow(sql, flow, { n })),
+      );
+      for (const id of ids) await waitForRun(sql, id, WAIT);
+      const throughput = RUNS / ((performance.now() - started) / 1000);
+      const latencies: number[] = [];
+      for (let i = 0; i < LATENCY_RUNS; i++) {
+        // Idle: the worker has found the queue empty and waits for its next read.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const t = performance.now();
+        await waitForRun(sql, await startFlow(sql, flow, { n: i }), WAIT);
+        latencies.push(performance.now() - t);
+      }
+      return { throughput, latencies };
+    } finally {
+      await worker.stop();
+    }
+  } finally {
+    await sql.end();
+  }
+}
+
+const rows: string[][] = [];
+for (const mode of ["embedded", "server"] as const) {
+  const db = mode === "embedded" ? await startEmbeddedPostgres() : await startTempPostgres();
+  try {
+    const { throughput, latencies } = await measure(db.url, mode === "embedded");
+    rows.push([
+      mode === "embedded" ? "embedded (PGlite, in process)" : "server (throwaway PostgreSQL)",
+      throughput.toFixed(1),
+      `${Math.round(median(latencies))} ms`,
+      `${Math.round(Math.max(...latencies))} ms`,
+    ]);
+  } finally {
+    await db.stop();
+  }
+}
+console.log(
+  `linear3, 1 worker (maxConcurrent 10, pool 4), ${RUNS} runs, ${LATENCY_RUNS} idle-latency runs; ` +
+    `load average before: ${await loadAverage()}\n`,
+);
+console.log(markdownTable(["database", "runs/s", "idle latency p50", "idle latency max"], rows));
+console.log(`\nload average after: ${await loadAverage()}`);

@@ -1,0 +1,114 @@
+// End to end on the embedded database (dev/embedded_postgres.ts): each test starts PGlite in this
+// process, migrates it (PGMQ compat layer) and runs real workers on it. The embedded session does
+// not deliver notifications, so the workers find new messages by reading every 50 ms.
+import assert from "node:assert/strict";
+import {
+  connect,
+  Flow,
+  getRun,
+  getRunTasks,
+  startFlow,
+  startWorker,
+  waitForRun,
+  withStepQueues,
+  type WorkerHandle,
+} from "../../mod.ts";
+import { migrate } from "../../src/ops/migrate.ts";
+import { startEmbeddedPostgres } from "../../dev/embedded_postgres.ts";
+
+/** An embedded database with sluice installed, and workers that are stopped with it. */
+async function embeddedSluice() {
+  const pg = await startEmbeddedPostgres();
+  const sql = connect(pg.url, { max: 2 });
+  const workers: WorkerHandle[] = [];
+  await migrate(sql);
+  return {
+    sql,
+    url: pg.url,
+    /** `startWorker(flow, options)` with test defaults; stopped on dispose. */
+    async worker(flow: unknown, options: Record<string, unknown>) {
+      const worker = await startWorker(
+        flow as never,
+        { poolSize: 2, pollIntervalMs: 50, logger: () => {}, ...options } as never,
+      );
+      workers.push(worker);
+      return worker;
+    },
+    async [Symbol.asyncDispose]() {
+      for (const worker of workers) await worker.stop();
+      await sql.end();
+      await pg.stop();
+    },
+  };
+}
+
+// Polling the run, as notifications do not reach the client.
+const WAIT = { timeoutMs: 30_000, pollIntervalMs: 50, maxPollIntervalMs: 100, listen: false };
+
+Deno.test("embedded: a linear flow runs to completion", async () => {
+  await using db = await embeddedSluice();
+  const flow = new Flow<{ n: number }>({ slug: "emb_linear" })
+    .step({ slug: "a" }, (input) => input.n + 1)
+    .step({ slug: "b", dependsOn: ["a"] }, (deps) => deps.a * 10)
+    .step({ slug: "c", dependsOn: ["b"] }, (deps) => `n=${deps.b}`);
+  await db.worker(flow, { connectionString: db.url });
+  const runId = await startFlow(db.sql, flow, { n: 1 });
+  assert.deepEqual(await waitForRun(db.sql, runId, { ...WAIT, flow }), { c: "n=20" });
+});
+
+Deno.test("embedded: a map step runs one task per element and keeps their order", async () => {
+  await using db = await embeddedSluice();
+  const flow = new Flow<{ items: number[] }>({ slug: "emb_map" })
+    .array({ slug: "items" }, (input) => input.items)
+    .map({ slug: "double", array: "items" }, (item) => item * 2);
+  await db.worker(flow, { connectionString: db.url, maxConcurrent: 4 });
+  const runId = await startFlow(db.sql, flow, { items: [1, 2, 3, 4, 5] });
+  assert.deepEqual(await waitForRun(db.sql, runId, { ...WAIT, flow }), {
+    double: [2, 4, 6, 8, 10],
+  });
+  const run = await getRun(db.sql, runId);
+  assert.equal(run!.steps.find((step) => step.stepSlug === "double")!.initialTasks, 5);
+});
+
+Deno.test("embedded: a failed attempt is retried after the backoff and completes", async () => {
+  await using db = await embeddedSluice();
+  const flow = new Flow<{ n: number }>({ slug: "emb_retry", maxAttempts: 3, baseDelay: 1 })
+    .step({ slug: "flaky" }, (input, ctx) => {
+      if (ctx.attempt === 1) throw new Error("first attempt fails");
+      return input.n * 2;
+    });
+  await db.worker(flow, { connectionString: db.url });
+  const runId = await startFlow(db.sql, flow, { n: 21 });
+  assert.deepEqual(await waitForRun(db.sql, runId, { ...WAIT, flow }), { flaky: 42 });
+  const tasks = await getRunTasks(db.sql, runId);
+  assert.equal(tasks.length, 1);
+  assert.equal(tasks[0].attempts, 2);
+});
+
+Deno.test("embedded: a step whose condition does not match is skipped", async () => {
+  await using db = await embeddedSluice();
+  const flow = new Flow<{ express: boolean }>({ slug: "emb_condition" })
+    .step({ slug: "always" }, () => "ran")
+    .step({ slug: "express", if: { express: true } }, () => "fast")
+    .step({ slug: "end", dependsOn: ["always", "express"] }, (deps) => deps.express ?? "none");
+  await db.worker(flow, { connectionString: db.url });
+  const runId = await startFlow(db.sql, flow, { express: false });
+  assert.deepEqual(await waitForRun(db.sql, runId, { ...WAIT, flow }), { end: "none" });
+  const run = await getRun(db.sql, runId);
+  const express = run!.steps.find((step) => step.stepSlug === "express")!;
+  assert.equal(express.status, "skipped");
+  assert.equal(express.skipReason, "condition_unmet");
+});
+
+Deno.test("embedded: a step-queued flow runs with one worker per step", async () => {
+  await using db = await embeddedSluice();
+  const flow = withStepQueues(
+    new Flow<{ n: number }>({ slug: "emb_steps" })
+      .step({ slug: "a" }, (input) => input.n + 1)
+      .step({ slug: "b", dependsOn: ["a"] }, (deps) => deps.a * 10),
+  );
+  await db.worker(flow, { connectionString: db.url, stepSlug: "a" });
+  await db.worker(flow, { connectionString: db.url, stepSlug: "b" });
+  const runId = await startFlow(db.sql, flow, { n: 1 });
+  assert.deepEqual(await waitForRun(db.sql, runId, { ...WAIT, flow }), { b: 20 });
+});
