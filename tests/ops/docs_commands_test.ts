@@ -173,10 +173,11 @@ class Scenario implements AsyncDisposable {
     "deno task sluice dashboard": async () => {
       const { child, lines } = await this.project.spawn(
         "deno task sluice dashboard --port 0",
-        /open http:\/\/127\.0\.0\.1:\d+\/\?token=/,
+        /open http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]+\/\?token=/,
       );
       const url = /open (http:\/\/\S+)/.exec(lines.find((l) => l.includes("open http"))!)![1];
-      // The printed address trades its token for a session cookie and redirects to the page.
+      // The printed address (under the start's random base path) trades its token for a session
+      // cookie and redirects to the page.
       const response = await fetch(url, { redirect: "manual" });
       await response.body?.cancel();
       assert.ok(response.status < 400 && response.headers.has("set-cookie"), url);
