@@ -9,7 +9,7 @@ import type { Sql } from "../db/postgres.ts";
 import { ensureFlowCompiled } from "../db/client_queries.ts";
 import { extractDefinition } from "../dsl/definition.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
-import type { CompileFlowOptions, CompileResult } from "./compile_flow.ts";
+import type { CompileFlowOptions, CompileResult } from "./compile_types.ts";
 import { FlowShapeMismatchError } from "./errors.ts";
 
 /**
