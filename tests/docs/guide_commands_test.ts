@@ -21,7 +21,7 @@ const CHECKOUT_COMMANDS: Record<string, string> = {
   'bash scripts/setup.sh && export PATH="$PWD/.tools/bin:$PATH"': ".ci/run",
   "deno task demo": "tests/examples/demo_test.ts",
   "deno task test": ".ci/run",
-  "SLUICE_EMBEDDED=1 deno task demo": "tests/examples/demo_embedded_test.ts",
+  "SLUICE_EMBEDDED=1 deno task demo": "tests/examples/demo_test.ts",
 };
 
 /** The guides whose commands belong to the checkout, not to a user project. */

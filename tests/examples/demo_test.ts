@@ -27,25 +27,28 @@ function runOutput(stdout: string): unknown {
   return JSON.parse(json);
 }
 
+/** What the demo's run ends with, on a server or embedded. */
+const RUN_OUTPUT = {
+  invoice: {
+    customer: "Ada Lovelace",
+    items: 18,
+    lines: [
+      { sku: "notebook", amount: 1350 },
+      { sku: "pencil", amount: 960 },
+      { sku: "eraser", amount: 240 },
+      { sku: "ruler", amount: 300 },
+    ],
+    subtotal: 2850,
+    shipping: 0,
+    total: 2850,
+  },
+};
+
 Deno.test("deno task demo migrates an empty database and runs the example flow to completion", async () => {
   await using db = await freshDatabase({ empty: true });
   const { code, stdout, stderr } = await runDemo({ DATABASE_URL: db.url });
   assert.equal(code, 0, `exit code ${code}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
-  assert.deepEqual(runOutput(stdout), {
-    invoice: {
-      customer: "Ada Lovelace",
-      items: 18,
-      lines: [
-        { sku: "notebook", amount: 1350 },
-        { sku: "pencil", amount: 960 },
-        { sku: "eraser", amount: 240 },
-        { sku: "ruler", amount: 300 },
-      ],
-      subtotal: 2850,
-      shipping: 0,
-      total: 2850,
-    },
-  });
+  assert.deepEqual(runOutput(stdout), RUN_OUTPUT);
   assert.match(stdout, /reserve_stock: attempt 1 failed: Error: inventory service timed out/);
   assert.match(stdout, /express_shipping was skipped/);
   assert.match(stdout, /price ran 4 map tasks/);
@@ -91,4 +94,17 @@ Deno.test("deno task demo stops its throwaway PostgreSQL when interrupted", asyn
     () => Deno.connect({ hostname: "127.0.0.1", port }),
     "the throwaway PostgreSQL still accepts connections",
   );
+});
+
+Deno.test("deno task demo with SLUICE_EMBEDDED=1 runs the example flow on the embedded database", async () => {
+  // An empty DATABASE_URL counts as unset; the variable forces embedded mode although this
+  // machine has server binaries.
+  const { code, stdout, stderr } = await runDemo({ DATABASE_URL: "", SLUICE_EMBEDDED: "1" });
+  assert.equal(code, 0, `exit code ${code}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
+  assert.match(stdout, /Started an embedded PostgreSQL \(PGlite, in this process\)/);
+  assert.match(stdout, /Installed sluice: \d+ migrations applied, PGMQ compat/);
+  assert.deepEqual(runOutput(stdout), RUN_OUTPUT);
+  assert.match(stdout, /reserve_stock: attempt 1 failed: Error: inventory service timed out/);
+  assert.match(stdout, /express_shipping was skipped/);
+  assert.match(stdout, /run completed \| steps 5\/5 resolved \| tasks 7\/7 done/);
 });
