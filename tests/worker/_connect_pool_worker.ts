@@ -22,7 +22,9 @@ if (role === "producer") {
   // Stays up (a timer keeps the event loop alive) until the test kills it.
   setInterval(() => {}, 60_000);
 } else {
-  const flow = new Flow<{ n: number }>({ slug: "cuts" })
+  // A cut can lose a claim's answer after the claim committed: that task waits for stall
+  // recovery (timeout + 30 s), so a short timeout keeps it within the test's wait.
+  const flow = new Flow<{ n: number }>({ slug: "cuts", timeout: 5 })
     .step({ slug: "a" }, async (input) => {
       await new Promise((resolve) => setTimeout(resolve, 5));
       return input.n;
