@@ -23,6 +23,8 @@ export * from "../db/connect.ts";
 export * from "./errors.ts";
 export * from "./get_run.ts";
 export * from "./get_run_tasks.ts";
+export * from "./schedule_errors.ts";
+export * from "./schedules.ts";
 export * from "./start_flow.ts";
 export * from "./wait_for_run.ts";
 export * from "./watch_run.ts";

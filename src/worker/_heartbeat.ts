@@ -1,7 +1,8 @@
 /**
  * The worker's heartbeat: every interval it refreshes the worker row (learning whether the worker
- * was deprecated) and, at most once per stalled-check interval, runs stalled-task recovery. A
- * failed call is logged (transient ones once per outage) and simply tried again next time.
+ * was deprecated) and fires due schedule ticks (docs/schedules.md), and, at most once per
+ * stalled-check interval, runs stalled-task recovery. A failed call is logged (transient ones once
+ * per outage) and simply tried again next time.
  *
  * @module
  */
@@ -10,6 +11,8 @@ import type { Sql } from "../db/postgres.ts";
 import { isTransientDatabaseError } from "./_errors.ts";
 import { describeError } from "./describe_error.ts";
 import { heartbeatWorker, requeueStalledTasks } from "../db/worker_queries.ts";
+import { type AwaitingScheduleRow, type NextDue, sweepSchedules } from "../db/schedule_queries.ts";
+import { scheduleDueTimes } from "../dsl/schedule_times.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";
 import type { Logger } from "./logger.ts";
 
@@ -58,6 +61,8 @@ export class Heartbeat {
       if (signal.aborted) break;
       await this.#beat();
       if (signal.aborted) break;
+      await this.#fireSchedules();
+      if (signal.aborted) break;
       if (Date.now() - this.#lastStalledCheck >= this.#settings.stalledCheckIntervalMs) {
         this.#lastStalledCheck = Date.now();
         await this.#requeueStalled();
@@ -86,6 +91,32 @@ export class Heartbeat {
       if (handled > 0) this.#logger.info("stalled tasks recovered", { tasks: handled });
     } catch (error) {
       this.#failed("requeue_stalled_tasks", error);
+    }
+  }
+
+  // Every beat, not every stalled check: the beat interval (5 s by default) bounds how late a tick
+  // fires while any worker runs. With nothing due it is one indexed lookup.
+  async #fireSchedules(): Promise<void> {
+    try {
+      const { fired } = await sweepSchedules(this.#sql, undefined, (row) => this.#nextDue(row));
+      this.#outage.answered();
+      if (fired > 0) this.#logger.info("schedule ticks fired", { ticks: fired });
+    } catch (error) {
+      this.#failed("fire_due_schedules", error);
+    }
+  }
+
+  // A stored expression croner no longer reads must not stop every other schedule's sweep: the
+  // schedule keeps awaiting its next due time, and the log says why.
+  #nextDue(row: AwaitingScheduleRow): NextDue {
+    try {
+      return scheduleDueTimes(row.cron, row.timezone, row.advanced_from);
+    } catch (error) {
+      this.#logger.error("cannot compute a schedule's next due time", {
+        schedule: row.schedule_name,
+        error: describeError(error),
+      });
+      return null;
     }
   }
 
