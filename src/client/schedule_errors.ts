@@ -66,7 +66,10 @@ export class ScheduleNotFoundError extends Error {
    * @param options The database error, as `cause`.
    */
   constructor(scheduleName: string, options?: ErrorOptions) {
-    super(`No schedule ${JSON.stringify(scheduleName)}: list them with \`ops schedules list\``, options);
+    super(
+      `No schedule ${JSON.stringify(scheduleName)}: list them with \`ops schedules list\``,
+      options,
+    );
     this.scheduleName = scheduleName;
   }
 }

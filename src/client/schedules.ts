@@ -252,7 +252,45 @@ export async function schedule(
   flow: DeployableFlow | string,
   options: ScheduleOptions<unknown>,
 ): Promise<Schedule> {
-  const { ref, concrete } = startRefOf(flow);
+  return await createSchedule(sql, startRefOf(flow), options);
+}
+
+/**
+ * Schedules runs of the concrete flow `flowSlug`, never through an alias (what `schedule()` does
+ * with a flow object): for callers that have the slug but not the flow, such as the ops CLI.
+ *
+ * @param sql A client, or a transaction's client.
+ * @param flowSlug The concrete flow's slug.
+ * @param options The cron expression, input, time zone, missed-tick policy and name.
+ * @returns The schedule.
+ * @throws {InvalidCronError} When the cron expression does not parse or never fires.
+ * @throws {InvalidTimezoneError} When the time zone is not an IANA name.
+ * @throws {ScheduleExistsError} When a schedule of that name exists with other settings.
+ * @throws {FlowNotFoundError} When no such flow is compiled yet.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, scheduleFlowVersion } from "@sluice/sluice";
+ *
+ * await scheduleFlowVersion(connect(Deno.env.get("DATABASE_URL")!), "orders_v2", {
+ *   cron: "0 * * * *",
+ *   input: {},
+ * });
+ * ```
+ */
+export async function scheduleFlowVersion(
+  sql: Queryable,
+  flowSlug: string,
+  options: ScheduleOptions<Json>,
+): Promise<Schedule> {
+  return await createSchedule(sql, { ref: flowSlug, concrete: true }, options);
+}
+
+async function createSchedule(
+  sql: Queryable,
+  { ref, concrete }: { readonly ref: string; readonly concrete: boolean },
+  options: ScheduleOptions<unknown>,
+): Promise<Schedule> {
   const name = options.name ?? ref;
   const action = `Cannot schedule ${JSON.stringify(ref)} as ${JSON.stringify(name)}`;
   const problem = slugProblem(name);
@@ -261,7 +299,9 @@ export async function schedule(
   }
   const missed = options.missed ?? "run-once";
   if (missed !== "run-once" && missed !== "skip") {
-    throw new TypeError(`${action}: missed must be "run-once" or "skip", got ${JSON.stringify(missed)}`);
+    throw new TypeError(
+      `${action}: missed must be "run-once" or "skip", got ${JSON.stringify(missed)}`,
+    );
   }
   const timezone = options.timezone ?? "UTC";
   const createdAt = options.now ?? new Date();

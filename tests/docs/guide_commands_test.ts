@@ -14,6 +14,7 @@ const RUN_IN_A_USER_PROJECT: Record<string, string> = {
   "docs/rollout.md": "tests/ops/docs_commands_test.ts",
   "docs/monitoring.md": "tests/ops/docs_commands_test.ts",
   "docs/versions.md": "tests/ops/docs_commands_test.ts",
+  "docs/schedules.md": "tests/ops/docs_commands_test.ts",
 };
 
 /** The commands of this repository's checkout (README.md, docs/embedded.md), and what runs each. */

@@ -1,5 +1,5 @@
 // Runs every command of docs/ops.md, docs/dashboard.md, docs/edge.md, docs/rollout.md,
-// docs/monitoring.md and docs/versions.md, in document order, in a temporary user project that has
+// docs/monitoring.md, docs/versions.md and docs/schedules.md, in document order, in a temporary user project that has
 // no sluice checkout (tests/docs/_guides.ts: sluice from a loopback server of the published
 // files, the `sluice` task install writes), against real workers of the example flows and their
 // next versions: each `sh` command as written through bash, each `sql` block as written. The few
@@ -371,4 +371,44 @@ Deno.test("every command of docs/versions.md runs against real workers: both ver
     select count(*)::int as workers from sluice.live_workers where flow_slug = 'thread_digest'`;
   assert.equal(workers, 0, "the old thread_digest workers were drained");
   console.log(`documented commands run in a user project: ${JSON.stringify(scenario.counts)}`);
+});
+
+Deno.test("every command of docs/schedules.md runs in a user project: the schedule it creates fires through the alias", async () => {
+  await using scenario = await Scenario.create([], false);
+  const { db } = scenario;
+  await scenario.deployAll();
+  // The pg_cron statement runs as written against a stand-in with pg_cron's signature (edge.md's
+  // test does the same); tests/sql/schedules_pg_cron_test.ts runs it on the real pg_cron.
+  await db.sql.unsafe(`
+    create schema cron;
+    create function cron.schedule(job_name text, schedule text, command text) returns bigint
+      language sql as 'select 1::bigint';
+  `);
+  // Stop before the last command (delete): the schedule the guide created must fire.
+  const doc = "docs/schedules.md";
+  const lines = guideCommands(doc);
+  assert.equal(lines.at(-1), "deno task sluice schedules delete nightly_greeting");
+  for (const block of codeBlocks(await Deno.readTextFile(new URL(doc, REPO)))) {
+    if (block.lang === "sql") await db.sql.unsafe(block.body);
+  }
+  for (const line of lines.slice(0, -1)) await scenario.command(line);
+  const [row] = await db.sql`
+    select target_kind, target, cron, timezone, input, paused_at, next_due_at
+    from sluice.schedules where schedule_name = 'nightly_greeting'`;
+  assert.deepEqual(
+    [row.target_kind, row.target, row.cron, row.timezone, row.input, row.paused_at],
+    ["alias", "greet_user", "0 3 * * *", "Europe/Berlin", { name: "Ada" }, null],
+  );
+  // Its next tick, fired with that time as now (a heartbeat may fire it first, if the test runs
+  // at that very time), starts a run on real workers.
+  await db.sql`select * from sluice.fire_due_schedules(${row.next_due_at}::timestamptz)`;
+  const [{ run_id }] = await db.sql`
+    select run_id from sluice.schedule_ticks
+    where schedule_name = 'nightly_greeting' and due_at = ${row.next_due_at}`;
+  assert.deepEqual(await waitForRun(db.sql, run_id, { timeoutMs: 15_000, flow: greetUser }), {
+    record: { greeting: "Hello, Ada!", length: 11 },
+  });
+  await scenario.command(lines.at(-1)!);
+  const [{ count }] = await db.sql`select count(*)::int as count from sluice.schedules`;
+  assert.equal(count, 0);
 });

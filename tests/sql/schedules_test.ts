@@ -105,7 +105,8 @@ Deno.test("firers racing on separate connections start exactly one run per tick"
   const now = new Date(tick(6).getTime() + 100);
   const [holder, other] = firers;
   await holder.begin(async (tx) => {
-    const locked = await tx`select * from sluice.fire_due_schedules(${now.toISOString()}::timestamptz)`;
+    const locked =
+      await tx`select * from sluice.fire_due_schedules(${now.toISOString()}::timestamptz)`;
     assert.equal(locked.length, 1);
     assert.deepEqual(await fireDueSchedules(other, { now }), { fired: 0, advanced: 0 });
     // Committed without a next due time (as pg_cron's firing does); the next sweep computes it.
@@ -136,7 +137,12 @@ Deno.test("missed ticks after an hour down: run-once starts one catch-up run, sk
   await using db = await freshDatabase();
   const flow = reportFlow();
   await compileFlow(db.sql, flow);
-  await schedule(db.sql, flow, { name: "catch_up", cron: "* * * * *", input: { kind: "c" }, now: T0 });
+  await schedule(db.sql, flow, {
+    name: "catch_up",
+    cron: "* * * * *",
+    input: { kind: "c" },
+    now: T0,
+  });
   await schedule(db.sql, flow, {
     name: "skipping",
     cron: "* * * * *",
@@ -161,7 +167,10 @@ Deno.test("missed ticks after an hour down: run-once starts one catch-up run, sk
   for (const name of ["catch_up", "skipping"]) {
     assert.deepEqual((await getSchedule(db.sql, name))?.nextDueAt, tick(62), name);
   }
-  assert.equal((await fireDueSchedules(db.sql, { now: new Date(tick(62).getTime() + 500) })).fired, 2);
+  assert.equal(
+    (await fireDueSchedules(db.sql, { now: new Date(tick(62).getTime() + 500) })).fired,
+    2,
+  );
   assert.equal(await runCount(db), 5);
 });
 
@@ -169,7 +178,12 @@ Deno.test("a tick fired late but before the next one is due is not missed", asyn
   await using db = await freshDatabase();
   const flow = reportFlow();
   await compileFlow(db.sql, flow);
-  await schedule(db.sql, flow, { cron: "* * * * *", input: { kind: "s" }, missed: "skip", now: T0 });
+  await schedule(db.sql, flow, {
+    cron: "* * * * *",
+    input: { kind: "s" },
+    missed: "skip",
+    now: T0,
+  });
   // 00:01:59: tick 1 is late, tick 2 not due yet.
   assert.equal((await fireDueSchedules(db.sql, { now: at(89_000) })).fired, 1);
   const [late] = await getScheduleTicks(db.sql, "report");
@@ -292,8 +306,16 @@ Deno.test("bad cron expressions, time zones and targets are refused before anyth
   assert.deepEqual(await listSchedules(db.sql), []);
 
   // The same schedule again is the same schedule; other settings under its name are refused.
-  const first = await schedule(db.sql, flow, { cron: "0 3 * * *", input, timezone: "Europe/Berlin" });
-  const again = await schedule(db.sql, flow, { cron: "0 3 * * *", input, timezone: "Europe/Berlin" });
+  const first = await schedule(db.sql, flow, {
+    cron: "0 3 * * *",
+    input,
+    timezone: "Europe/Berlin",
+  });
+  const again = await schedule(db.sql, flow, {
+    cron: "0 3 * * *",
+    input,
+    timezone: "Europe/Berlin",
+  });
   assert.deepEqual(again, first);
   await assert.rejects(
     schedule(db.sql, flow, { cron: "0 4 * * *", input, timezone: "Europe/Berlin" }),

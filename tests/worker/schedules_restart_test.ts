@@ -58,7 +58,11 @@ Deno.test("three workers and a pg_ctl restart: every tick of a schedule starts e
     await schedule(sql, flow, { cron: "*/2 * * * * *", input: { kind: "tick" } });
 
     const ticks = async () => await getScheduleTicks(sql, "ticking").catch(() => []);
-    await waitUntil(async () => (await ticks()).length >= 2, "two ticks before the restart", 30_000);
+    await waitUntil(
+      async () => (await ticks()).length >= 2,
+      "two ticks before the restart",
+      30_000,
+    );
     await restart(pgCtl, server.dataDir);
     const before = (await ticks()).length;
     await waitUntil(
@@ -66,11 +70,15 @@ Deno.test("three workers and a pg_ctl restart: every tick of a schedule starts e
       "three more ticks after the restart",
       60_000,
     );
-    await waitUntil(async () => {
-      const [{ open }] = await sql<{ open: number }[]>`
+    await waitUntil(
+      async () => {
+        const [{ open }] = await sql<{ open: number }[]>`
         select count(*)::integer as open from sluice.runs where status <> 'completed'`;
-      return open === 0;
-    }, "every scheduled run completed", 60_000);
+        return open === 0;
+      },
+      "every scheduled run completed",
+      60_000,
+    );
 
     const fired = await ticks();
     const runs = await sql<{ run_id: string; output: unknown }[]>`

@@ -30,6 +30,10 @@ import { queuesArchiveCommand } from "./queues_archive.ts";
 import { queuesCommand } from "./queues.ts";
 import { runCommand } from "./run.ts";
 import { runsCommand } from "./runs.ts";
+import { schedulesCreateCommand } from "./schedules_create.ts";
+import { schedulesDeleteCommand } from "./schedules_delete.ts";
+import { schedulesListCommand } from "./schedules_list.ts";
+import { schedulesPauseCommand, schedulesResumeCommand } from "./schedules_pause.ts";
 import { versionDrainCommand } from "./version_drain.ts";
 
 export type { CommandArgs, OpsCommand, OpsIo, OptionSpec } from "./_command.ts";
@@ -58,6 +62,11 @@ export const COMMANDS: readonly OpsCommand[] = [
   aliasesActivateCommand,
   aliasesHistoryCommand,
   versionDrainCommand,
+  schedulesListCommand,
+  schedulesCreateCommand,
+  schedulesPauseCommand,
+  schedulesResumeCommand,
+  schedulesDeleteCommand,
   pruneCommand,
   flowsResetCommand,
   dashboardCommand,
