@@ -736,6 +736,116 @@ end;
 $$;
 
 --
+-- Name: is_valid_slug(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.is_valid_slug(slug text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  select slug is not null
+    and slug ~ '^[A-Za-z][A-Za-z0-9_]*$'
+    and slug !~ '__'
+    and slug !~ '_$'
+    and length(slug) <= 128
+$_$;
+
+--
+-- Name: schedules; Type: TABLE; Schema: sluice; Owner: -
+--
+
+CREATE TABLE sluice.schedules (
+    schedule_name text NOT NULL,
+    target_kind text NOT NULL,
+    target text NOT NULL,
+    input jsonb NOT NULL,
+    cron text NOT NULL,
+    timezone text NOT NULL,
+    missed text NOT NULL,
+    next_due_at timestamp with time zone,
+    following_due_at timestamp with time zone,
+    advanced_at timestamp with time zone NOT NULL,
+    paused_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_fired_at timestamp with time zone,
+    last_run_id uuid,
+    last_error text,
+    CONSTRAINT schedules_check CHECK (((following_due_at IS NULL) OR (following_due_at > next_due_at))),
+    CONSTRAINT schedules_missed_check CHECK ((missed = ANY (ARRAY['run-once'::text, 'skip'::text]))),
+    CONSTRAINT schedules_schedule_name_check CHECK (sluice.is_valid_slug(schedule_name)),
+    CONSTRAINT schedules_target_kind_check CHECK ((target_kind = ANY (ARRAY['flow'::text, 'alias'::text])))
+);
+
+--
+-- Name: TABLE schedules; Type: COMMENT; Schema: sluice; Owner: -
+--
+
+COMMENT ON TABLE sluice.schedules IS 'Cron schedules of flow starts. Written by create_schedule, fire_due_schedules, set_schedule_next_due, pause_schedule, resume_schedule and delete_schedule only.';
+
+--
+-- Name: create_schedule(text, text, text, jsonb, text, text, text, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.create_schedule(schedule_name text, target_kind text, target text, input jsonb, cron text, timezone text, missed text, next_due_at timestamp with time zone, following_due_at timestamp with time zone, created_at timestamp with time zone DEFAULT clock_timestamp()) RETURNS sluice.schedules
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_row sluice.schedules;
+begin
+  if create_schedule.schedule_name is null or not sluice.is_valid_slug(create_schedule.schedule_name) then
+    raise exception 'Cannot create schedule "%": a schedule name starts with a letter and holds letters, digits and single underscores',
+      create_schedule.schedule_name using errcode = 'invalid_parameter_value';
+  end if;
+  if create_schedule.target_kind is distinct from 'flow' and create_schedule.target_kind is distinct from 'alias' then
+    raise exception 'Cannot create schedule "%": target kind must be flow or alias, got %',
+      create_schedule.schedule_name, coalesce(create_schedule.target_kind, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if create_schedule.missed is distinct from 'run-once' and create_schedule.missed is distinct from 'skip' then
+    raise exception 'Cannot create schedule "%": missed must be run-once or skip, got %',
+      create_schedule.schedule_name, coalesce(create_schedule.missed, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if create_schedule.input is null then
+    raise exception 'Cannot create schedule "%": input is null; pass a JSON value',
+      create_schedule.schedule_name using errcode = 'null_value_not_allowed';
+  end if;
+  if create_schedule.next_due_at is null or create_schedule.cron is null
+    or create_schedule.timezone is null then
+    raise exception 'Cannot create schedule "%": cron, timezone and the next due time are required',
+      create_schedule.schedule_name using errcode = 'null_value_not_allowed';
+  end if;
+  if create_schedule.target_kind = 'flow' and not exists (
+    select 1 from sluice.flows f where f.flow_slug = create_schedule.target
+  ) then
+    raise exception 'Cannot create schedule "%": no flow "%"', create_schedule.schedule_name,
+      create_schedule.target using errcode = 'no_data_found',
+        hint = 'A flow exists once a worker for it has started and compiled it';
+  end if;
+  if create_schedule.target_kind = 'alias' and not exists (
+    select 1 from sluice.aliases a where a.alias = create_schedule.target
+  ) then
+    raise exception 'Cannot create schedule "%": no alias "%"', create_schedule.schedule_name,
+      create_schedule.target using errcode = 'no_data_found',
+        hint = 'Every compiled flow has an alias of its own name; activate_alias creates others';
+  end if;
+  insert into sluice.schedules (schedule_name, target_kind, target, input, cron, timezone, missed,
+    next_due_at, following_due_at, advanced_at, created_at)
+  values (create_schedule.schedule_name, create_schedule.target_kind, create_schedule.target,
+    create_schedule.input, create_schedule.cron, create_schedule.timezone, create_schedule.missed,
+    create_schedule.next_due_at, create_schedule.following_due_at, create_schedule.created_at,
+    create_schedule.created_at)
+  on conflict on constraint schedules_pkey do nothing
+  returning * into v_row;
+  if v_row.schedule_name is null then
+    raise exception 'Cannot create schedule "%": a schedule of that name exists',
+      create_schedule.schedule_name using errcode = 'unique_violation',
+        hint = 'Delete it first, or choose another name';
+  end if;
+  return v_row;
+end;
+$$;
+
+--
 -- Name: default_max_json_bytes(); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -881,6 +991,20 @@ begin
     perform sluice.drop_queue(delete_flow_and_data.flow_slug, v_queue);
   end loop;
 end;
+$$;
+
+--
+-- Name: delete_schedule(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.delete_schedule(schedule_name text) RETURNS boolean
+    LANGUAGE sql
+    AS $$
+  with deleted as (
+    delete from sluice.schedules s where s.schedule_name = delete_schedule.schedule_name
+    returning 1
+  )
+  select exists (select 1 from deleted);
 $$;
 
 --
@@ -1238,6 +1362,77 @@ end;
 $$;
 
 --
+-- Name: fire_due_schedules(timestamp with time zone, integer); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.fire_due_schedules(now timestamp with time zone DEFAULT clock_timestamp(), max_schedules integer DEFAULT 100) RETURNS TABLE(schedule_name text, cron text, timezone text, advanced_at timestamp with time zone, fired boolean)
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_schedule sluice.schedules;
+  v_overtaken boolean;
+  v_inserted boolean;
+  v_run_id uuid;
+  v_error text;
+  v_fired text[] := '{}';
+begin
+  if fire_due_schedules.now is null then
+    raise exception 'Cannot fire schedules: now is null' using errcode = 'null_value_not_allowed';
+  end if;
+  for v_schedule in
+    select s.* from sluice.schedules s
+    where s.paused_at is null and s.next_due_at <= fire_due_schedules.now
+    order by s.next_due_at, s.schedule_name
+    limit greatest(fire_due_schedules.max_schedules, 1)
+    for update of s skip locked
+  loop
+    v_overtaken := v_schedule.following_due_at is not null
+      and v_schedule.following_due_at <= fire_due_schedules.now;
+    v_run_id := null;
+    v_error := null;
+    v_inserted := null;
+    if not (v_overtaken and v_schedule.missed = 'skip') then
+      insert into sluice.schedule_ticks as t (schedule_name, due_at, fired_at, catch_up)
+      values (v_schedule.schedule_name, v_schedule.next_due_at, fire_due_schedules.now, v_overtaken)
+      on conflict do nothing
+      returning true into v_inserted;
+      if v_inserted then
+        begin
+          if v_schedule.target_kind = 'alias' then
+            v_run_id := sluice.start_flow(v_schedule.target, v_schedule.input);
+          else
+            v_run_id := sluice.start_flow_version(v_schedule.target, v_schedule.input);
+          end if;
+        exception when others then
+          -- The subtransaction undid the half-started run; the tick stays fired, with its error.
+          v_error := sqlerrm;
+        end;
+        update sluice.schedule_ticks t set run_id = v_run_id, error = v_error
+        where t.schedule_name = v_schedule.schedule_name and t.due_at = v_schedule.next_due_at;
+        v_fired := v_fired || v_schedule.schedule_name;
+      end if;
+    end if;
+    update sluice.schedules s set
+      next_due_at = null,
+      following_due_at = null,
+      advanced_at = greatest(s.advanced_at, fire_due_schedules.now),
+      last_fired_at = case when v_inserted then fire_due_schedules.now else s.last_fired_at end,
+      last_run_id = coalesce(v_run_id, s.last_run_id),
+      last_error = case when v_inserted then v_error else s.last_error end
+    where s.schedule_name = v_schedule.schedule_name;
+  end loop;
+
+  return query
+    select s.schedule_name, s.cron, s.timezone, s.advanced_at,
+      s.schedule_name = any(v_fired)
+    from sluice.schedules s
+    where s.paused_at is null and s.next_due_at is null
+    order by s.schedule_name
+    for update of s skip locked;
+end;
+$$;
+
+--
 -- Name: grant_access(name); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1304,20 +1499,6 @@ CREATE FUNCTION sluice.is_valid_queue_name(queue_name text) RETURNS boolean
   select queue_name is not null
     and queue_name ~ '^[a-z0-9_]+$'
     and octet_length(queue_name) <= sluice.max_queue_name_length()
-$_$;
-
---
--- Name: is_valid_slug(text); Type: FUNCTION; Schema: sluice; Owner: -
---
-
-CREATE FUNCTION sluice.is_valid_slug(slug text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE
-    AS $_$
-  select slug is not null
-    and slug ~ '^[A-Za-z][A-Za-z0-9_]*$'
-    and slug !~ '__'
-    and slug !~ '_$'
-    and length(slug) <= 128
 $_$;
 
 --
@@ -1444,6 +1625,32 @@ CREATE FUNCTION sluice.max_retry_delay_seconds() RETURNS integer
 CREATE FUNCTION sluice.notify_queue(queue_name text) RETURNS void
     LANGUAGE sql
     AS $$ select pg_notify('sluice_queue_ready', notify_queue.queue_name) $$;
+
+--
+-- Name: pause_schedule(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.pause_schedule(schedule_name text) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_paused_at timestamptz;
+begin
+  select s.paused_at into v_paused_at from sluice.schedules s
+  where s.schedule_name = pause_schedule.schedule_name
+  for update;
+  if not found then
+    raise exception 'Cannot pause schedule "%": no such schedule', pause_schedule.schedule_name
+      using errcode = 'no_data_found';
+  end if;
+  if v_paused_at is not null then
+    return false;
+  end if;
+  update sluice.schedules s set paused_at = clock_timestamp()
+  where s.schedule_name = pause_schedule.schedule_name;
+  return true;
+end;
+$$;
 
 --
 -- Name: prune_data_older_than(interval, integer, jsonb); Type: PROCEDURE; Schema: sluice; Owner: -
@@ -1820,6 +2027,40 @@ end;
 $$;
 
 --
+-- Name: resume_schedule(text, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.resume_schedule(schedule_name text, next_due_at timestamp with time zone, following_due_at timestamp with time zone, resumed_at timestamp with time zone DEFAULT clock_timestamp()) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_paused_at timestamptz;
+begin
+  select s.paused_at into v_paused_at from sluice.schedules s
+  where s.schedule_name = resume_schedule.schedule_name
+  for update;
+  if not found then
+    raise exception 'Cannot resume schedule "%": no such schedule', resume_schedule.schedule_name
+      using errcode = 'no_data_found';
+  end if;
+  if v_paused_at is null then
+    return false;
+  end if;
+  if resume_schedule.next_due_at is null then
+    raise exception 'Cannot resume schedule "%": the next due time is required',
+      resume_schedule.schedule_name using errcode = 'null_value_not_allowed';
+  end if;
+  update sluice.schedules s set
+    paused_at = null,
+    advanced_at = greatest(s.advanced_at, resume_schedule.resumed_at),
+    next_due_at = resume_schedule.next_due_at,
+    following_due_at = resume_schedule.following_due_at
+  where s.schedule_name = resume_schedule.schedule_name;
+  return true;
+end;
+$$;
+
+--
 -- Name: run_channel(uuid); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -2006,6 +2247,32 @@ begin
   end if;
   return null;
 end;
+$$;
+
+--
+-- Name: set_schedule_next_due(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.set_schedule_next_due(due jsonb) RETURNS integer
+    LANGUAGE sql
+    AS $$
+  with given as (
+    select d.schedule_name, d.advanced_at, d.next_due_at, d.following_due_at
+    from jsonb_to_recordset(coalesce(set_schedule_next_due.due, '[]'::jsonb)) as d(
+      schedule_name text, advanced_at timestamptz, next_due_at timestamptz,
+      following_due_at timestamptz)
+    where d.next_due_at is not null
+  ),
+  stored as (
+    update sluice.schedules s set
+      next_due_at = g.next_due_at,
+      following_due_at = g.following_due_at
+    from given g
+    where s.schedule_name = g.schedule_name and s.advanced_at = g.advanced_at
+      and s.next_due_at is null and s.paused_at is null
+    returning s.schedule_name
+  )
+  select count(*)::integer from stored;
 $$;
 
 --
@@ -3291,6 +3558,25 @@ CREATE VIEW sluice.route_coverage AS
   GROUP BY s.flow_slug, s.step_slug, s.step_index, s.queue_name;
 
 --
+-- Name: schedule_ticks; Type: TABLE; Schema: sluice; Owner: -
+--
+
+CREATE TABLE sluice.schedule_ticks (
+    schedule_name text NOT NULL,
+    due_at timestamp with time zone NOT NULL,
+    fired_at timestamp with time zone NOT NULL,
+    catch_up boolean NOT NULL,
+    run_id uuid,
+    error text
+);
+
+--
+-- Name: TABLE schedule_ticks; Type: COMMENT; Schema: sluice; Owner: -
+--
+
+COMMENT ON TABLE sluice.schedule_ticks IS 'One row per fired tick of a schedule; its primary key is what makes a tick start exactly one run.';
+
+--
 -- Name: version_drain; Type: VIEW; Schema: sluice; Owner: -
 --
 
@@ -3426,6 +3712,20 @@ ALTER TABLE ONLY sluice.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (run_id);
 
 --
+-- Name: schedule_ticks schedule_ticks_pkey; Type: CONSTRAINT; Schema: sluice; Owner: -
+--
+
+ALTER TABLE ONLY sluice.schedule_ticks
+    ADD CONSTRAINT schedule_ticks_pkey PRIMARY KEY (schedule_name, due_at);
+
+--
+-- Name: schedules schedules_pkey; Type: CONSTRAINT; Schema: sluice; Owner: -
+--
+
+ALTER TABLE ONLY sluice.schedules
+    ADD CONSTRAINT schedules_pkey PRIMARY KEY (schedule_name);
+
+--
 -- Name: step_states step_states_pkey; Type: CONSTRAINT; Schema: sluice; Owner: -
 --
 
@@ -3496,6 +3796,12 @@ CREATE INDEX runs_finished_idx ON sluice.runs USING btree (COALESCE(completed_at
 --
 
 CREATE INDEX runs_flow_slug_idx ON sluice.runs USING btree (flow_slug);
+
+--
+-- Name: schedules_due; Type: INDEX; Schema: sluice; Owner: -
+--
+
+CREATE INDEX schedules_due ON sluice.schedules USING btree (next_due_at) WHERE (paused_at IS NULL);
 
 --
 -- Name: step_states_ready_idx; Type: INDEX; Schema: sluice; Owner: -
@@ -3609,6 +3915,13 @@ ALTER TABLE ONLY sluice.queues
 
 ALTER TABLE ONLY sluice.runs
     ADD CONSTRAINT runs_flow_slug_fkey FOREIGN KEY (flow_slug) REFERENCES sluice.flows(flow_slug);
+
+--
+-- Name: schedule_ticks schedule_ticks_schedule_name_fkey; Type: FK CONSTRAINT; Schema: sluice; Owner: -
+--
+
+ALTER TABLE ONLY sluice.schedule_ticks
+    ADD CONSTRAINT schedule_ticks_schedule_name_fkey FOREIGN KEY (schedule_name) REFERENCES sluice.schedules(schedule_name) ON DELETE CASCADE;
 
 --
 -- Name: step_states step_states_flow_slug_step_slug_fkey; Type: FK CONSTRAINT; Schema: sluice; Owner: -
