@@ -11,7 +11,7 @@ import { startTempPostgres } from "../../dev/temp_postgres.ts";
 import { findPostgresBinaries } from "../../dev/temp_postgres.ts";
 import { Flow, getScheduleTicks, schedule } from "../../mod.ts";
 import { migrate } from "../../src/ops/migrate.ts";
-import { adminUrl, type TestDatabase } from "../_db.ts";
+import { adminUrl, installedPgmq, type TestDatabase } from "../_db.ts";
 import { testWorker, waitUntil } from "./_helpers.ts";
 
 /** The suite server's binary directory, so the private server offers the same extensions. */
@@ -47,7 +47,8 @@ Deno.test("three workers and a pg_ctl restart: every tick of a schedule starts e
   const url = server.url;
   const sql = postgres(url, { max: 2, onnotice: () => {} });
   try {
-    await migrate(sql);
+    const { pgmq } = await migrate(sql);
+    assert.equal(pgmq, installedPgmq(), "the private server offers the suite's PGMQ");
     const db = { url } as TestDatabase;
     const flow = new Flow<{ kind: string }>({ slug: "ticking", timeout: 5 })
       .step({ slug: "echo" }, (input) => input.kind);
