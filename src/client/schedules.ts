@@ -19,7 +19,7 @@ import {
   type ScheduleTickRow,
   sweepSchedules,
 } from "../db/schedule_queries.ts";
-import type { Queryable, Sql } from "../db/postgres.ts";
+import type { Queryable } from "../db/postgres.ts";
 import type { Json } from "../dsl/json.ts";
 import { DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import { startRefOf } from "../dsl/routing.ts";
@@ -527,11 +527,11 @@ export interface FiredSchedules {
 }
 
 /**
- * Fires every due tick (one run each, exactly once however many callers race) and stores each
- * schedule's next due time, in one transaction. Every worker's heartbeat does this; call it
- * yourself where no worker runs a heartbeat, or to drive schedules by a clock of your own in tests.
+ * Fires every due tick (one run each, exactly once however many callers race), then stores each
+ * schedule's next due time. Every worker's heartbeat does this; call it yourself where no worker
+ * runs a heartbeat, or to drive schedules by a clock of your own in tests.
  *
- * @param sql A client (not a transaction's: the sweep is its own transaction).
+ * @param sql A client, or a transaction's client.
  * @param options `now`: the time to fire at.
  * @returns How many ticks fired and how many schedules moved on.
  *
@@ -543,7 +543,7 @@ export interface FiredSchedules {
  * ```
  */
 export async function fireDueSchedules(
-  sql: Sql,
+  sql: Queryable,
   options: FireDueSchedulesOptions = {},
 ): Promise<FiredSchedules> {
   return await sweepSchedules(

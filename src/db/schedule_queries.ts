@@ -1,6 +1,6 @@
 /**
  * Every SQL statement about schedules (migration 20261202000200): create, list, pause, resume,
- * delete, and the sweep that fires due ticks and stores the next due times in one transaction.
+ * delete, and the sweep that fires due ticks and stores the next due times.
  * The due times themselves are computed by the caller (croner, `src/dsl/schedule_times.ts`), which
  * this module does not import: `src/db/` imports nothing of `src/`.
  *
@@ -8,7 +8,7 @@
  */
 
 import { onlyRow } from "./only_row.ts";
-import type { Queryable, Sql } from "./postgres.ts";
+import type { Queryable } from "./postgres.ts";
 
 /** A row of `sluice.schedules`. */
 export interface ScheduleRow {
@@ -139,39 +139,42 @@ export interface SweepResult {
 }
 
 /**
- * One sweep, in one transaction: `sluice.fire_due_schedules(now)` fires every due tick and locks
- * the schedules awaiting their next due time; `nextDue` computes them (synchronously, between two
- * statements of the open transaction); `sluice.set_schedule_next_due` stores them. A failure of
- * any step rolls the whole sweep back, fired runs included, so no tick is half-fired.
+ * One sweep, as two statements, each its own transaction: `sluice.fire_due_schedules(now)` fires
+ * every due tick (the tick rows, the runs and the schedules' advance commit together) and answers
+ * the schedules awaiting their next due time; `nextDue` computes those; then
+ * `sluice.set_schedule_next_due` stores them by compare-and-set. Not one `sql.begin`: postgres.js
+ * 3.4.9 writes a transaction's `rollback` to its connection after the server closed it, which
+ * throws from a timer and kills the process (seen on a `pg_ctl restart`), and a worker must survive
+ * a restart. Nothing needs the two in one transaction: a tick is fired whole by the first, and a
+ * sweep that stops between them leaves a schedule awaiting its next due time, which the next sweep
+ * of any worker computes, exactly as after a firing by pg_cron.
  *
  * @param now The time to fire at; `undefined` for the database's clock.
  */
 export async function sweepSchedules(
-  sql: Sql,
+  sql: Queryable,
   now: Date | undefined,
   nextDue: (schedule: AwaitingScheduleRow) => NextDue,
 ): Promise<SweepResult> {
-  return await sql.begin(async (tx) => {
-    const awaiting = await tx<(AwaitingScheduleRow & { fired: boolean })[]>`
-      select f.schedule_name, f.cron, f.timezone, f.advanced_at::text as advanced_at,
-        f.advanced_at as advanced_from, f.fired
-      from sluice.fire_due_schedules(coalesce(${now?.toISOString() ?? null}::timestamptz,
-        clock_timestamp())) f`;
-    const due = awaiting.flatMap((schedule) => {
-      const next = nextDue(schedule);
-      return next === null ? [] : [{
-        schedule_name: schedule.schedule_name,
-        advanced_at: schedule.advanced_at,
-        next_due_at: next.nextDueAt.toISOString(),
-        following_due_at: next.followingDueAt?.toISOString() ?? null,
-      }];
-    });
-    let advanced = 0;
-    if (due.length > 0) {
-      const rows = await tx<{ stored: number }[]>`
-        select sluice.set_schedule_next_due(${JSON.stringify(due)}::text::jsonb) as stored`;
-      advanced = onlyRow("set_schedule_next_due", rows).stored;
-    }
-    return { fired: awaiting.filter((schedule) => schedule.fired).length, advanced };
+  const awaiting = await sql<(AwaitingScheduleRow & { fired: boolean })[]>`
+    select f.schedule_name, f.cron, f.timezone, f.advanced_at::text as advanced_at,
+      f.advanced_at as advanced_from, f.fired
+    from sluice.fire_due_schedules(coalesce(${now?.toISOString() ?? null}::timestamptz,
+      clock_timestamp())) f`;
+  const due = awaiting.flatMap((schedule) => {
+    const next = nextDue(schedule);
+    return next === null ? [] : [{
+      schedule_name: schedule.schedule_name,
+      advanced_at: schedule.advanced_at,
+      next_due_at: next.nextDueAt.toISOString(),
+      following_due_at: next.followingDueAt?.toISOString() ?? null,
+    }];
   });
+  let advanced = 0;
+  if (due.length > 0) {
+    const rows = await sql<{ stored: number }[]>`
+      select sluice.set_schedule_next_due(${JSON.stringify(due)}::text::jsonb) as stored`;
+    advanced = onlyRow("set_schedule_next_due", rows).stored;
+  }
+  return { fired: awaiting.filter((schedule) => schedule.fired).length, advanced };
 }

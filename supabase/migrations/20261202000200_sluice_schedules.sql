@@ -5,9 +5,9 @@
 -- (next_due_at) and the one after it (following_due_at), and fires. Firing is
 -- sluice.fire_due_schedules(now): every worker's heartbeat calls it, and so may pg_cron. It starts
 -- the run of each due tick, records the tick, and leaves next_due_at null: "the Deno side owes the
--- next due time". The worker's heartbeat computes and stores it in the same transaction
--- (sluice.set_schedule_next_due); a firing by pg_cron leaves it to the next heartbeat of any
--- worker. No tick is lost in between: the next due time is the first tick after advanced_at, and a
+-- next due time". The worker's heartbeat computes and stores it in its next statement
+-- (sluice.set_schedule_next_due, a compare-and-set); a firing by pg_cron leaves it to the next
+-- heartbeat of any worker. No tick is lost in between: the next due time is the first tick after advanced_at, and a
 -- tick already past by then is a missed tick (below).
 --
 -- Exactly one run per tick: sluice.schedule_ticks has the primary key (schedule_name, due_at), and
@@ -150,8 +150,9 @@ $$;
 -- Fires every due, unpaused schedule (at most max_schedules per call, oldest due first): one run
 -- per tick, as described at the top. Returns the schedules that now await their next due time
 -- (the ones it fired or skipped, and any other unpaused one awaiting it; `fired` says which ticks
--- this call fired), locked for the rest of the caller's transaction, so the caller can compute and
--- store their next due times (sluice.set_schedule_next_due) before another firer looks at them.
+-- this call fired), locked for the rest of the caller's transaction if it has one. The caller
+-- computes their next due times and stores them with sluice.set_schedule_next_due, whose
+-- compare-and-set makes a racing or late computation harmless.
 create function sluice.fire_due_schedules(
   now timestamptz default clock_timestamp(),
   max_schedules integer default 100
