@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
-import { testWorker } from "../worker/_helpers.ts";
+import { testWorker, waitUntil } from "../worker/_helpers.ts";
 import { RunFailedError } from "../../src/client/errors.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { getAlias } from "../../src/client/aliases.ts";
+import { deleteSchedule, getScheduleTicks, schedule } from "../../src/client/schedules.ts";
 import { upgradeFlows } from "./_flows.ts";
 import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 
@@ -26,6 +27,7 @@ import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 //   - an alias pointing at V2, a run queued through it (starts after the upgrade land on V2 too);
 //   - a worker function restart-paused by a fatal stop (the pause survives; current ops clears it);
 //   - a fence record by the old ops CLI, then fence disable (current fence restore reads it back).
+// After the upgrade, a schedule created on the upgraded database fires through current workers.
 // Then the old/new matrix: an old worker process and current workers serve the same queues (a
 // plain flow's, and each step queue of a withStepQueues flow) while producers of both versions
 // start runs.
@@ -541,6 +543,23 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         assert.equal(await tasks(ids.failed), "boom[0]:failed/1");
         const [{ n }] = await db.sql`select count(*)::int as n from sluice.runs`;
         assert.equal(n, 11, "a run was lost or duplicated");
+
+        // A schedule created after the upgrade fires on the upgraded database, through the
+        // current workers' heartbeats (every second; deleted after its first tick).
+        await schedule(db.sql, flow, {
+          name: "upgrade_tick",
+          cron: "* * * * * *",
+          input: { n: 4 },
+        });
+        const [tick] = await waitUntil(async () => {
+          const fired = await getScheduleTicks(db.sql, "upgrade_tick");
+          return fired.length > 0 ? fired : null;
+        }, "the upgraded database's first schedule tick");
+        assert.equal(await deleteSchedule(db.sql, "upgrade_tick"), true);
+        assert.equal(tick.error, null);
+        assert.deepEqual(await waitForRun(db.sql, tick.runId!, { timeoutMs: 30_000, flow }), {
+          double: 8,
+        });
         await oldNewMatrix(tree, db, env);
       } finally {
         await git("worktree", "remove", "--force", tree);
