@@ -65,9 +65,13 @@ export function blankOutLiterals(text: string): string {
       let depth = 1;
       let j = i + 2;
       while (j < text.length && depth > 0) {
-        if (text[j] === "/" && text[j + 1] === "*") (depth++, j += 2);
-        else if (text[j] === "*" && text[j + 1] === "/") (depth--, j += 2);
-        else j++;
+        const pair = text.slice(j, j + 2);
+        if (pair === "/*" || pair === "*/") {
+          depth += pair === "/*" ? 1 : -1;
+          j += 2;
+        } else {
+          j++;
+        }
       }
       blank(i, j);
       i = j;
@@ -92,7 +96,9 @@ export function blankOutLiterals(text: string): string {
       }
       i = j + 1;
     } else if (c === "$" && (i === 0 || !identifierChar.test(text[i - 1]))) {
-      const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(text.slice(i));
+      const opening = /\$([A-Za-z_][A-Za-z0-9_]*)?\$/y;
+      opening.lastIndex = i;
+      const tag = opening.exec(text);
       if (tag === null) {
         i++;
         continue;
