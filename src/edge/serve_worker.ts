@@ -173,9 +173,13 @@ export interface WorkerServer extends AsyncDisposable {
  */
 export function serveWorker<F extends DeployableFlow>(
   flow: F,
-  ...[given]: FlowOptionsArgument<F, ServeWorkerOptions<F>>
+  ...[options]: FlowOptionsArgument<F, ServeWorkerOptions<F>>
 ): WorkerServer {
-  const options = (given ?? {}) as ServeWorkerOptions;
+  return serve(flow, (options ?? {}) as ServeWorkerOptions);
+}
+
+/** {@linkcode serveWorker} of a flow of any kind, its options checked at run time. */
+function serve(flow: DeployableFlow, options: ServeWorkerOptions): WorkerServer {
   const handler: WorkerFunctionHandler = new WorkerFunctionHost(flow, options);
   const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
     function_name: handler.functionName,
