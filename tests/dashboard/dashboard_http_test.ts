@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { main } from "../../src/ops/cli.ts";
+import { main } from "../../src/cli/main.ts";
 import { DashboardOptionsError, startDashboard } from "../../src/dashboard/mod.ts";
 import { compileFlow, registerWorker, startFlow } from "../sql/_fixtures.ts";
 import { freshDatabase } from "../_db.ts";
@@ -227,7 +227,8 @@ Deno.test("deno task dashboard serves the database of --database-url until SIGIN
     args: [
       "run",
       "-A",
-      new URL("../../src/ops/cli.ts", import.meta.url).pathname,
+      new URL("../../cli.ts", import.meta.url).pathname,
+      "ops",
       "dashboard",
       "--port",
       "0",
