@@ -112,7 +112,7 @@ function validateOptions(options: DashboardOptions): void {
 }
 
 /**
- * Starts the dashboard on `sql`'s database.
+ * Starts the dashboard on the database of the client it is given.
  *
  * @param sql The database client (the dashboard does not close it).
  * @param options Port, address, secret and poll interval.
