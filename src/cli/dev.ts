@@ -14,7 +14,7 @@ import type { DeployableFlow } from "../dsl/types.ts";
 import type { LogRecord } from "../worker/logger.ts";
 import { startWorker } from "../worker/start_worker.ts";
 import type { WorkerHandle, WorkerOptions } from "../worker/worker_options.ts";
-import type { CliIo } from "./_io.ts";
+import type { CliIo } from "../ops/commands/_command.ts";
 
 /** Options of {@linkcode devCommand}. */
 export interface DevOptions {
