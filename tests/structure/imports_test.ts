@@ -11,7 +11,6 @@ const ENTRY_POINTS = [
   "src/browser/mod.ts",
   "src/testing/mod.ts",
   "src/codegen/mod.ts",
-  "src/codegen/cli.ts",
   "src/ops/cli.ts",
   "cli.ts",
 ];
