@@ -1410,6 +1410,15 @@ begin
         update sluice.schedule_ticks t set run_id = v_run_id, error = v_error
         where t.schedule_name = v_schedule.schedule_name and t.due_at = v_schedule.next_due_at;
         v_fired := v_fired || v_schedule.schedule_name;
+        -- Keep the latest ticks only (a per-second schedule would otherwise grow by 86400 rows a
+        -- day). An older tick never comes due again: due times are computed after advanced_at,
+        -- which only moves forward.
+        delete from sluice.schedule_ticks t
+        where t.schedule_name = v_schedule.schedule_name and t.due_at < (
+          select k.due_at from sluice.schedule_ticks k
+          where k.schedule_name = v_schedule.schedule_name
+          order by k.due_at desc offset sluice.schedule_ticks_kept() - 1 limit 1
+        );
       end if;
     end if;
     update sluice.schedules s set
@@ -2154,6 +2163,14 @@ $$;
 CREATE FUNCTION sluice.run_topic(run_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$ select 'sluice:run:' || run_id::text $$;
+
+--
+-- Name: schedule_ticks_kept(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.schedule_ticks_kept() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 1000 $$;
 
 --
 -- Name: send_run_event(uuid, jsonb); Type: FUNCTION; Schema: sluice; Owner: -

@@ -73,6 +73,13 @@ create table sluice.schedule_ticks (
 comment on table sluice.schedule_ticks is
   'One row per fired tick of a schedule; its primary key is what makes a tick start exactly one run.';
 
+-- How many of a schedule's latest fired ticks sluice.schedule_ticks keeps.
+create function sluice.schedule_ticks_kept()
+returns integer
+language sql
+immutable
+as $$ select 1000 $$;
+
 -- Creates a schedule with its first due times (computed by the caller from the cron expression).
 -- Validates everything before writing; a schedule of that name must not exist.
 create function sluice.create_schedule(
@@ -208,6 +215,15 @@ begin
         update sluice.schedule_ticks t set run_id = v_run_id, error = v_error
         where t.schedule_name = v_schedule.schedule_name and t.due_at = v_schedule.next_due_at;
         v_fired := v_fired || v_schedule.schedule_name;
+        -- Keep the latest ticks only (a per-second schedule would otherwise grow by 86400 rows a
+        -- day). An older tick never comes due again: due times are computed after advanced_at,
+        -- which only moves forward.
+        delete from sluice.schedule_ticks t
+        where t.schedule_name = v_schedule.schedule_name and t.due_at < (
+          select k.due_at from sluice.schedule_ticks k
+          where k.schedule_name = v_schedule.schedule_name
+          order by k.due_at desc offset sluice.schedule_ticks_kept() - 1 limit 1
+        );
       end if;
     end if;
     update sluice.schedules s set

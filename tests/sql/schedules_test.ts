@@ -345,3 +345,20 @@ Deno.test("a tick whose run cannot start records why, and the other schedules st
   assert.deepEqual((await getSchedule(db.sql, "gone"))?.nextDueAt, tick(2));
   assert.equal((await runsOf(db, "kept")).length, 1);
 });
+
+Deno.test("a schedule keeps its latest 1000 ticks", async () => {
+  await using db = await freshDatabase();
+  const flow = reportFlow();
+  await compileFlow(db.sql, flow);
+  await schedule(db.sql, flow, { cron: "* * * * *", input: { kind: "k" }, now: T0 });
+  // 1000 earlier ticks, as if fired long ago.
+  await db.sql`
+    insert into sluice.schedule_ticks (schedule_name, due_at, fired_at, catch_up)
+    select 'report', ${T0}::timestamptz - make_interval(mins => i), ${T0}::timestamptz, false
+    from generate_series(1, 1000) i`;
+  assert.equal((await fireDueSchedules(db.sql, { now: at(31_000) })).fired, 1);
+  const ticks = await getScheduleTicks(db.sql, "report");
+  assert.equal(ticks.length, 1000);
+  assert.deepEqual(ticks.at(-1)?.dueAt, tick(1));
+  assert.deepEqual(ticks[0].dueAt, new Date(T0.getTime() - 999 * MINUTE), "the oldest one went");
+});
