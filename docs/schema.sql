@@ -1404,7 +1404,13 @@ begin
             v_run_id := sluice.start_flow_version(v_schedule.target, v_schedule.input);
           end if;
         exception when others then
-          -- The subtransaction undid the half-started run; the tick stays fired, with its error.
+          -- A transient failure (serialization or deadlock, insufficient resources, a lock not
+          -- available) fails the whole firing, so the next sweep fires the tick again.
+          if sqlstate like '40%' or sqlstate like '53%' or sqlstate = '55P03' then
+            raise;
+          end if;
+          -- Otherwise the subtransaction undid the half-started run; the tick stays fired, with
+          -- its error.
           v_error := sqlerrm;
         end;
         update sluice.schedule_ticks t set run_id = v_run_id, error = v_error

@@ -29,7 +29,8 @@
 -- run, step or task is locked, so firing cannot deadlock with claims, completions or recovery.
 -- A tick whose run cannot start (its flow was deleted, its input exceeds a limit) is recorded with
 -- the error on the tick and the schedule, and the schedule moves on: one broken schedule never
--- blocks the others.
+-- blocks the others. A transient error (deadlock, resources, lock timeout) is raised instead, so
+-- nothing of the firing commits and the next sweep tries the tick again.
 
 create table sluice.schedules (
   schedule_name text primary key check (sluice.is_valid_slug(schedule_name)),
@@ -209,7 +210,13 @@ begin
             v_run_id := sluice.start_flow_version(v_schedule.target, v_schedule.input);
           end if;
         exception when others then
-          -- The subtransaction undid the half-started run; the tick stays fired, with its error.
+          -- A transient failure (serialization or deadlock, insufficient resources, a lock not
+          -- available) fails the whole firing, so the next sweep fires the tick again.
+          if sqlstate like '40%' or sqlstate like '53%' or sqlstate = '55P03' then
+            raise;
+          end if;
+          -- Otherwise the subtransaction undid the half-started run; the tick stays fired, with
+          -- its error.
           v_error := sqlerrm;
         end;
         update sluice.schedule_ticks t set run_id = v_run_id, error = v_error

@@ -362,3 +362,21 @@ Deno.test("a schedule keeps its latest 1000 ticks", async () => {
   assert.deepEqual(ticks.at(-1)?.dueAt, tick(1));
   assert.deepEqual(ticks[0].dueAt, new Date(T0.getTime() - 999 * MINUTE), "the oldest one went");
 });
+
+Deno.test("a transient failure to start a tick's run fires nothing, and the next sweep fires the tick", async () => {
+  await using db = await freshDatabase();
+  const flow = reportFlow();
+  await compileFlow(db.sql, flow);
+  await schedule(db.sql, flow, { cron: "* * * * *", input: { kind: "t" }, now: T0 });
+  const firer = db.connect(1);
+  await firer`set lock_timeout = '200ms'`;
+  // A drain check holds the flow's start lock exclusively: starting a run times out on it.
+  await db.sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtextextended('sluice.starts:report', 0))`;
+    await assert.rejects(fireDueSchedules(firer, { now: at(31_000) }), { code: "55P03" });
+  });
+  assert.deepEqual(await getScheduleTicks(db.sql, "report"), []);
+  assert.deepEqual((await getSchedule(db.sql, "report"))?.nextDueAt, tick(1));
+  assert.equal((await fireDueSchedules(firer, { now: at(32_000) })).fired, 1);
+  assert.equal((await getScheduleTicks(db.sql, "report"))[0].error, null);
+});
