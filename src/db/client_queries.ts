@@ -125,3 +125,29 @@ export async function readRun(sql: Queryable, runId: string): Promise<RunRow | n
     where r.run_id = ${runId}::uuid`;
   return rows[0] ?? null;
 }
+
+/** A task row of a run (the finish time is whichever terminal timestamp is set). */
+export interface RunTaskRow {
+  readonly step_slug: string;
+  readonly task_index: number;
+  readonly status: string;
+  readonly attempts_count: number;
+  readonly requeued_count: number;
+  readonly error_message: string | null;
+  readonly queue_name: string;
+  readonly queued_at: Date;
+  readonly started_at: Date | null;
+  readonly finished_at: Date | null;
+}
+
+/** Reads every task of a run, in step order then task index. */
+export async function readRunTasks(sql: Queryable, runId: string): Promise<RunTaskRow[]> {
+  return await sql<RunTaskRow[]>`
+    select t.step_slug, t.task_index, t.status, t.attempts_count, t.requeued_count,
+      t.error_message, t.queue_name, t.queued_at, t.started_at,
+      coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at) as finished_at
+    from sluice.step_tasks t
+    join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
+    where t.run_id = ${runId}::uuid
+    order by s.step_index, t.task_index`;
+}
