@@ -1,13 +1,13 @@
 /**
  * Every SQL statement of the producer API (`src/client/`), one function each, typed on both
  * sides. Starting a run and polling its outcome are sent as simple queries with inlined literals:
- * one round trip each (see `sql_literal.ts`).
+ * one round trip each (see `inline_sql.ts`).
  *
  * @module
  */
 
 import type { Queryable, Sql } from "./postgres.ts";
-import { sentAtOnce, textLiteral, uuidLiteral } from "./sql_literal.ts";
+import { inline, jsonb, SerializedJson, simpleQuery, uuid } from "./inline_sql.ts";
 
 /** What `sluice.ensure_flow_compiled` answered (docs/internals/contracts.md §3). */
 export interface CompileOutcomeRow {
@@ -43,11 +43,13 @@ export async function startFlowRun(
     runId: string | undefined;
   },
 ): Promise<string> {
-  const body = run.inputJson === undefined ? "null" : `${textLiteral(run.inputJson)}::jsonb`;
-  const runId = run.runId === undefined ? "null::uuid" : uuidLiteral(run.runId);
-  const fn = run.concrete ? "sluice.start_flow_version" : "sluice.start_flow";
-  const [{ run_id }] = await sql.unsafe<{ run_id: string }[]>(
-    sentAtOnce(`select ${fn}(${textLiteral(run.flowRef)}, ${body}, ${runId}) as run_id`),
+  const input = run.inputJson === undefined ? null : jsonb(new SerializedJson(run.inputJson));
+  const runId = uuid(run.runId ?? null);
+  const [{ run_id }] = await simpleQuery<{ run_id: string }[]>(
+    sql,
+    run.concrete
+      ? inline`select sluice.start_flow_version(${run.flowRef}, ${input}, ${runId}) as run_id`
+      : inline`select sluice.start_flow(${run.flowRef}, ${input}, ${runId}) as run_id`,
   );
   return run_id;
 }
@@ -64,11 +66,14 @@ export interface RunOutcomeRow {
 
 /** Reads a run's status and outcome; `null` when there is no such run. */
 export async function readRunOutcome(sql: Sql, runId: string): Promise<RunOutcomeRow | null> {
-  const rows = await sql.unsafe<RunOutcomeRow[]>(sentAtOnce(`
+  const rows = await simpleQuery<RunOutcomeRow[]>(
+    sql,
+    inline`
       select r.status, r.output, r.error_message, r.flow_slug,
         (select ss.step_slug from sluice.step_states ss
          where ss.run_id = r.run_id and ss.status = 'failed' limit 1) as failed_step
-      from sluice.runs r where r.run_id = ${uuidLiteral(runId)}`));
+      from sluice.runs r where r.run_id = ${uuid(runId)}`,
+  );
   return rows[0] ?? null;
 }
 

@@ -70,7 +70,11 @@ function sqlUses(file: string, source: string): Finding[] {
             },
             ImportDeclaration(node) {
               if (BUILDER_MODULE.test(node.source.value)) {
-                found.push({ file, line: lineOf(node.range[0]), what: `import ${node.source.value}` });
+                found.push({
+                  file,
+                  line: lineOf(node.range[0]),
+                  what: `import ${node.source.value}`,
+                });
               }
             },
           };
