@@ -20,7 +20,7 @@ import { freshDatabase } from "../_db.ts";
 import { compileFlow, supportedPairs } from "../sql/_fixtures.ts";
 
 /** A TCP proxy that counts the round trips its clients start. */
-async function roundTripCounter(target: URL) {
+function roundTripCounter(target: URL) {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   let roundTrips = 0;
   const connections: Deno.Conn[] = [];
@@ -94,7 +94,7 @@ Deno.test("a start, a claim, a completion, a failure and an outcome poll are one
     slug: "trips",
     steps: [{ slug: "a" }, { slug: "b", deps: ["a"], maxAttempts: 2 }],
   });
-  const proxy = await roundTripCounter(new URL(db.url));
+  const proxy = roundTripCounter(new URL(db.url));
   const sql: Sql = connect(proxy.url, { max: 1 });
   try {
     const workerId = crypto.randomUUID();
