@@ -9,26 +9,6 @@
 import type { Queryable, Sql } from "./postgres.ts";
 import { inline, jsonb, SerializedJson, simpleQuery, uuid } from "./inline_sql.ts";
 
-/** What `sluice.ensure_flow_compiled` answered (docs/internals/contracts.md §3). */
-export interface CompileOutcomeRow {
-  readonly outcome: "compiled" | "verified" | "recompiled" | "mismatch" | "draining";
-  readonly differences: readonly string[];
-  readonly live_workers?: number;
-  /** The flow's compile generation (every outcome but `mismatch` and `draining`). */
-  readonly generation?: number;
-}
-
-/** `sluice.ensure_flow_compiled`: compiles or verifies the definition (JSON text). */
-export async function ensureFlowCompiled(
-  sql: Sql,
-  definitionJson: string,
-  environment: string,
-): Promise<CompileOutcomeRow> {
-  const [{ result }] = await sql<{ result: CompileOutcomeRow }[]>`
-    select sluice.ensure_flow_compiled(${definitionJson}::text::jsonb, ${environment}) as result`;
-  return result;
-}
-
 /**
  * Starts a run with the input (JSON text, or `undefined` for SQL `null`) and resolves the run
  * id: `sluice.start_flow` resolves `flowRef` as an alias first; with `concrete`,

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { CompileEnvironment } from "../client/compile_flow.ts";
+import type { CompileEnvironment } from "../deploy/compile_types.ts";
 import { isDeployedFlow } from "../dsl/deployed_flow.ts";
 import { eitherMode } from "../dsl/either_mode.ts";
 import type { DeployableFlow } from "../dsl/types.ts";

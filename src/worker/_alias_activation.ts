@@ -12,8 +12,8 @@
  * @module
  */
 
-import { activateAlias, getAlias } from "../client/aliases.ts";
-import { AliasConflictError, AliasWorkersMissingError } from "../client/errors.ts";
+import { activateAlias, getAlias } from "../deploy/aliases.ts";
+import { AliasConflictError, AliasWorkersMissingError } from "../deploy/errors.ts";
 import { readReplacedGeneration } from "../db/alias_queries.ts";
 import type { Queryable } from "../db/postgres.ts";
 import { describeError } from "./describe_error.ts";

@@ -6,8 +6,8 @@
  * @module
  */
 
-import type { CompileEnvironment } from "../client/compile_flow.ts";
-import { compileFlowGeneration } from "../client/_compile_generation.ts";
+import type { CompileEnvironment } from "../deploy/compile_types.ts";
+import { compileFlowGeneration } from "../deploy/compile.ts";
 import { connect } from "../db/connect.ts";
 import type { Sql } from "../db/postgres.ts";
 import { stopRefetchingTypes } from "../db/fetch_types.ts";
