@@ -82,7 +82,9 @@ export const fenceDrainCommand: OpsCommand = {
       );
       return 1;
     }
-    io.out(`Deprecated ${await deprecateFunctionWorkers(sql, names)} workers of ${names.join(", ")}.`);
+    io.out(
+      `Deprecated ${await deprecateFunctionWorkers(sql, names)} workers of ${names.join(", ")}.`,
+    );
     const drained = await waitWithProgress(io, limitMs, async () => {
       const late = await deprecateFunctionWorkers(sql, names);
       if (late > 0) {
