@@ -162,6 +162,21 @@ Deno.test("option errors are thrown at creation", () => {
       error instanceof TypeError &&
       /connectionString must be a non-empty string/.test(error.message),
   );
+  // The worker's own settings go through the same resolver at creation, not at the first request.
+  assert.throws(
+    () => createWorkerHandler(flow, { maxConcurrent: 0, env, logger: () => {} }),
+    (error: unknown) =>
+      error instanceof RangeError &&
+      error.message === 'Cannot create worker handler for "opts": maxConcurrent must be an ' +
+          "integer >= 1, got 0",
+  );
+  assert.throws(
+    () => createWorkerHandler(flow, { env: { ...env, SLUICE_ENVIRONMENT: "staging" } }),
+    (error: unknown) =>
+      error instanceof TypeError &&
+      error.message === 'Cannot create worker handler for "opts": SLUICE_ENVIRONMENT must be ' +
+          '"production" or "development", got "staging"',
+  );
 });
 
 Deno.test("a crafted Authorization header is refused in linear time, not after a regex backtracks", async () => {
