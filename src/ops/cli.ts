@@ -11,6 +11,7 @@
  */
 
 import { connect } from "../db/connect.ts";
+import { isSluiceInstalled } from "../db/ops_queries.ts";
 import {
   type CliIo,
   type CommandArgs,
@@ -61,10 +62,7 @@ export async function runOpsCommand(
   let sql: ReturnType<typeof connect> | undefined;
   try {
     sql = connect(url, { max: command.connections ?? 1, applicationName: "sluice-ops" });
-    const [{ installed }] = await sql<{ installed: boolean }[]>`
-      select to_regnamespace('sluice') is not null as installed
-    `;
-    if (!installed) {
+    if (!(await isSluiceInstalled(sql))) {
       io.err(
         `Cannot run ops ${command.name}: sluice is not installed in this database (schema ` +
           "sluice missing); apply its migrations with `deno task sluice migrate` (or " +

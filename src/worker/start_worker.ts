@@ -6,7 +6,7 @@
  * @module
  */
 
-import { compileFlowGeneration } from "../client/_compile_generation.ts";
+import { compileFlowGeneration } from "../deploy/compile.ts";
 import { connect } from "../db/connect.ts";
 import type { Sql } from "../db/postgres.ts";
 import { stopRefetchingTypes } from "../db/fetch_types.ts";

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { CompileEnvironment } from "../client/compile_flow.ts";
+import type { CompileEnvironment } from "../deploy/compile_types.ts";
 import type { Sql } from "../db/postgres.ts";
 import { isDeployedFlow } from "../dsl/deployed_flow.ts";
 import { DEFAULT_MAX_JSON_BYTES } from "../dsl/json_text.ts";

@@ -6,7 +6,7 @@
  */
 
 import type { Sql } from "../db/postgres.ts";
-import type { CompileEnvironment } from "../client/compile_flow.ts";
+import type { CompileEnvironment } from "../deploy/compile_types.ts";
 import type { DeployedFlow } from "../dsl/deployed_flow.ts";
 import type { Flow } from "../dsl/flow.ts";
 import type { StepQueuedFlow } from "../dsl/step_queues.ts";

@@ -1,7 +1,7 @@
 // Worker functions of a step-queued flow: one per step, each starting a step worker on its step's
 // queue, named as `deno task gen:functions` names it, and respawning under that name.
 import assert from "node:assert/strict";
-import { getAlias } from "../../src/client/aliases.ts";
+import { getAlias } from "../../src/deploy/aliases.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { defineDeployedFlow } from "../../src/dsl/deployed_flow.ts";

@@ -5,7 +5,7 @@ import { RunFailedError } from "../../src/client/errors.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
-import { getAlias } from "../../src/client/aliases.ts";
+import { getAlias } from "../../src/deploy/aliases.ts";
 import { deleteSchedule, getScheduleTicks, schedule } from "../../src/client/schedules.ts";
 import { upgradeFlows } from "./_flows.ts";
 import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
