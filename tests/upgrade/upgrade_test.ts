@@ -87,11 +87,10 @@ function upgradeFlow() {
     });
 }
 
+// The old side imports the release's public entry point only (what a release promises); the
+// upgrade harness's own flows come from the copied _flows.ts.
 const PRELUDE = `import postgres from "postgres";
-import { Flow } from "./src/dsl/flow.ts";
-import { compileFlow } from "./src/client/compile_flow.ts";
-import { startFlow } from "./src/client/start_flow.ts";
-import { startWorker } from "./src/worker/mod.ts";
+import { activateAlias, compileFlow, Flow, startFlow, startWorker } from "./mod.ts";
 const upgradeFlow = ${FLOW_SOURCE};
 const handler = ${HANDLER_SOURCE};
 const url = Deno.env.get("DATABASE_URL");
@@ -105,7 +104,6 @@ const sql = postgres(url, { onnotice: () => {} });
  * the run ids once every state is in place; the test then SIGKILLs it.
  */
 const OLD_WORKER = `${PRELUDE}
-import { activateAlias } from "./src/client/aliases.ts";
 import { upgradeFlows } from "./tests/upgrade/_flows.ts";
 const flows = upgradeFlows((flow, _step, value) =>
   flow === "upgrade_branch" || (flow === "upgrade_map" && value >= 3));
