@@ -407,7 +407,8 @@ $$;
 -- run:retried, then step:started per step that started again.
 --
 -- Only the concrete flow the run started on takes part (never an alias's current target).
--- Unless `force`, refuses (SQLSTATE SLR01, naming the steps and queues) when a step it would
+-- Unless `force`, refuses (SQLSTATE SLR01, naming the steps and queues in the message and as a
+-- JSON array of {step_slug, queue_name} in the detail) when a step it would
 -- start again has no live worker of that flow: the work would wait in the queue until one
 -- starts; with force it is queued anyway.
 -- Answers {run_id, outcome, status, retry_count, tasks, steps}: outcome 'retried' (status is
@@ -424,6 +425,7 @@ declare
   v_run sluice.runs;
   v_reset text[];
   v_missing text;
+  v_missing_routes jsonb;
   v_step record;
   v_ids bigint[];
   v_tasks integer := 0;
@@ -449,15 +451,17 @@ begin
 
   if not coalesce(retry_run.force, false) then
     select string_agg(format('%s (queue %s)', rc.step_slug, rc.queue_name), ', '
+        order by rc.step_index),
+      jsonb_agg(jsonb_build_object('step_slug', rc.step_slug, 'queue_name', rc.queue_name)
         order by rc.step_index)
-    into v_missing
+    into v_missing, v_missing_routes
     from sluice.route_coverage rc
     where rc.flow_slug = v_run.flow_slug and rc.step_slug = any (v_reset) and rc.missing_worker;
     if v_missing is not null then
       raise exception 'Cannot retry run % of flow "%": no live worker of that flow serves step %',
         retry_run.run_id, v_run.flow_slug, v_missing
         using errcode = 'SLR01',
-          detail = json_build_object('flow_slug', v_run.flow_slug)::text,
+          detail = v_missing_routes::text,
           hint = 'Start the flow''s workers, or retry with force to queue the work for them';
     end if;
   end if;

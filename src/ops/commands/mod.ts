@@ -29,7 +29,10 @@ import { pruneCommand } from "./prune.ts";
 import { queuesArchiveCommand } from "./queues_archive.ts";
 import { queuesCommand } from "./queues.ts";
 import { runCommand } from "./run.ts";
+import { runCancelCommand } from "./run_cancel.ts";
+import { runRetryCommand } from "./run_retry.ts";
 import { runsCommand } from "./runs.ts";
+import { runsCancelCommand } from "./runs_cancel.ts";
 import { versionDrainCommand } from "./version_drain.ts";
 
 export type { CommandArgs, OpsCommand, OpsIo, OptionSpec } from "./_command.ts";
@@ -48,6 +51,9 @@ export const COMMANDS: readonly OpsCommand[] = [
   clearPauseCommand,
   runsCommand,
   runCommand,
+  runCancelCommand,
+  runRetryCommand,
+  runsCancelCommand,
   fenceDiffCommand,
   fenceRecordCommand,
   fenceDisableCommand,
