@@ -13,8 +13,8 @@ import { projectPath } from "../codegen/_util.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import type { LogRecord } from "../worker/logger.ts";
 import { startWorker } from "../worker/start_worker.ts";
-import type { StepWorkerOptions, WorkerHandle, WorkerOptions } from "../worker/worker_options.ts";
-import type { CliIo } from "./_io.ts";
+import type { WorkerHandle, WorkerOptions } from "../worker/worker_options.ts";
+import type { CliIo } from "../ops/commands/_command.ts";
 
 /** Options of {@linkcode devCommand}. */
 export interface DevOptions {
@@ -62,15 +62,11 @@ export async function devCommand(options: DevOptions): Promise<number> {
   const config = await readCodegenConfig(options.configPath);
   const namespace = await importFlowsModule(config);
   const specs = planWorkerFunctions(namespace, projectPath(config.root, config.flowsModule));
-  const start = startWorker as (
-    flow: DeployableFlow,
-    options: WorkerOptions | StepWorkerOptions,
-  ) => Promise<WorkerHandle>;
   const workers: WorkerHandle[] = [];
   try {
     for (const spec of specs) {
       workers.push(
-        await start(
+        await startWorker(
           namespace[spec.exportName] as DeployableFlow,
           {
             connectionString: options.databaseUrl,
@@ -79,7 +75,7 @@ export async function devCommand(options: DevOptions): Promise<number> {
             environment: "development",
             poolSize: 2,
             logger: (record) => io.out(logLine(spec.functionName, record)),
-          } as WorkerOptions | StepWorkerOptions,
+          } as WorkerOptions,
         ),
       );
     }

@@ -1,33 +1,13 @@
 /**
  * Every SQL statement of the producer API (`src/client/`), one function each, typed on both
  * sides. Starting a run and polling its outcome are sent as simple queries with inlined literals:
- * one round trip each (see `sql_literal.ts`).
+ * one round trip each (see `inline_sql.ts`).
  *
  * @module
  */
 
 import type { Queryable, Sql } from "./postgres.ts";
-import { sentAtOnce, textLiteral, uuidLiteral } from "./sql_literal.ts";
-
-/** What `sluice.ensure_flow_compiled` answered (docs/internals/contracts.md §3). */
-export interface CompileOutcomeRow {
-  readonly outcome: "compiled" | "verified" | "recompiled" | "mismatch" | "draining";
-  readonly differences: readonly string[];
-  readonly live_workers?: number;
-  /** The flow's compile generation (every outcome but `mismatch` and `draining`). */
-  readonly generation?: number;
-}
-
-/** `sluice.ensure_flow_compiled`: compiles or verifies the definition (JSON text). */
-export async function ensureFlowCompiled(
-  sql: Sql,
-  definitionJson: string,
-  environment: string,
-): Promise<CompileOutcomeRow> {
-  const [{ result }] = await sql<{ result: CompileOutcomeRow }[]>`
-    select sluice.ensure_flow_compiled(${definitionJson}::text::jsonb, ${environment}) as result`;
-  return result;
-}
+import { inline, jsonb, SerializedJson, simpleQuery, uuid } from "./inline_sql.ts";
 
 /**
  * Starts a run with the input (JSON text, or `undefined` for SQL `null`) and resolves the run
@@ -43,11 +23,13 @@ export async function startFlowRun(
     runId: string | undefined;
   },
 ): Promise<string> {
-  const body = run.inputJson === undefined ? "null" : `${textLiteral(run.inputJson)}::jsonb`;
-  const runId = run.runId === undefined ? "null::uuid" : uuidLiteral(run.runId);
-  const fn = run.concrete ? "sluice.start_flow_version" : "sluice.start_flow";
-  const [{ run_id }] = await sql.unsafe<{ run_id: string }[]>(
-    sentAtOnce(`select ${fn}(${textLiteral(run.flowRef)}, ${body}, ${runId}) as run_id`),
+  const input = run.inputJson === undefined ? null : jsonb(new SerializedJson(run.inputJson));
+  const runId = uuid(run.runId ?? null);
+  const [{ run_id }] = await simpleQuery<{ run_id: string }[]>(
+    sql,
+    run.concrete
+      ? inline`select sluice.start_flow_version(${run.flowRef}, ${input}, ${runId}) as run_id`
+      : inline`select sluice.start_flow(${run.flowRef}, ${input}, ${runId}) as run_id`,
   );
   return run_id;
 }
@@ -65,11 +47,14 @@ export interface RunOutcomeRow {
 
 /** Reads a run's status and outcome; `null` when there is no such run. */
 export async function readRunOutcome(sql: Sql, runId: string): Promise<RunOutcomeRow | null> {
-  const rows = await sql.unsafe<RunOutcomeRow[]>(sentAtOnce(`
+  const rows = await simpleQuery<RunOutcomeRow[]>(
+    sql,
+    inline`
       select r.status, r.output, r.error_message, r.cancel_reason, r.flow_slug,
         (select ss.step_slug from sluice.step_states ss
          where ss.run_id = r.run_id and ss.status = 'failed' limit 1) as failed_step
-      from sluice.runs r where r.run_id = ${uuidLiteral(runId)}`));
+      from sluice.runs r where r.run_id = ${uuid(runId)}`,
+  );
   return rows[0] ?? null;
 }
 
@@ -132,6 +117,32 @@ export async function readRun(sql: Queryable, runId: string): Promise<RunRow | n
     from sluice.runs r
     where r.run_id = ${runId}::uuid`;
   return rows[0] ?? null;
+}
+
+/** A task row of a run (the finish time is whichever terminal timestamp is set). */
+export interface RunTaskRow {
+  readonly step_slug: string;
+  readonly task_index: number;
+  readonly status: string;
+  readonly attempts_count: number;
+  readonly requeued_count: number;
+  readonly error_message: string | null;
+  readonly queue_name: string;
+  readonly queued_at: Date;
+  readonly started_at: Date | null;
+  readonly finished_at: Date | null;
+}
+
+/** Reads every task of a run, in step order then task index. */
+export async function readRunTasks(sql: Queryable, runId: string): Promise<RunTaskRow[]> {
+  return await sql<RunTaskRow[]>`
+    select t.step_slug, t.task_index, t.status, t.attempts_count, t.requeued_count,
+      t.error_message, t.queue_name, t.queued_at, t.started_at,
+      coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at) as finished_at
+    from sluice.step_tasks t
+    join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
+    where t.run_id = ${runId}::uuid
+    order by s.step_index, t.task_index`;
 }
 
 /** What `sluice.cancel_run` answered. */

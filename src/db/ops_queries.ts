@@ -209,3 +209,57 @@ export async function liveWorkerFunctionsOf(sql: Sql, flowSlug: string): Promise
   `;
   return rows.map((row) => row.function_name);
 }
+
+/** Whether schema `sluice` exists in the database (its migrations were applied). */
+export async function isSluiceInstalled(sql: Sql): Promise<boolean> {
+  const [{ installed }] = await sql<{ installed: boolean }[]>`
+    select to_regnamespace('sluice') is not null as installed
+  `;
+  return installed;
+}
+
+/** One dependency edge of a flow: `step_slug` depends on `dep_slug`. */
+export interface DependencyRow extends Record<string, unknown> {
+  step_slug: string;
+  dep_slug: string;
+}
+
+/** The dependency edges of a flow, by dependency slug. */
+export async function readFlowDependencies(
+  sql: Sql,
+  flowSlug: string,
+): Promise<DependencyRow[]> {
+  return await sql<DependencyRow[]>`
+    select step_slug, dep_slug from sluice.deps where flow_slug = ${flowSlug}
+    order by dep_slug collate "C"
+  `;
+}
+
+/**
+ * `sluice.prune_worker_functions`: deletes the worker functions without a worker for `interval`
+ * (PostgreSQL interval text, e.g. `30 days`) and returns their names.
+ */
+export async function pruneWorkerFunctions(sql: Sql, interval: string): Promise<string[]> {
+  const [{ pruned }] = await sql<{ pruned: string[] }[]>`
+    select sluice.prune_worker_functions(${interval}::interval) as pruned
+  `;
+  return pruned;
+}
+
+/** What `sluice.archive_messages` did: the ids it archived and the ids not in the queue. */
+export interface ArchiveOutcome {
+  readonly archived: number[];
+  readonly missing: number[];
+}
+
+/** `sluice.archive_messages`: archives stray messages (ids as decimal strings) of a queue. */
+export async function archiveMessages(
+  sql: Sql,
+  queue: string,
+  messageIds: readonly string[],
+): Promise<ArchiveOutcome> {
+  const [{ result }] = await sql<{ result: ArchiveOutcome }[]>`
+    select sluice.archive_messages(${queue}, ${messageIds as string[]}::bigint[]) as result
+  `;
+  return result;
+}

@@ -9,7 +9,7 @@
  */
 
 import type { Sql } from "../db/postgres.ts";
-import { isTransientDatabaseError } from "./_errors.ts";
+import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { describeError } from "./describe_error.ts";
 import { heartbeatWorker, requeueStalledTasks } from "../db/worker_queries.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";

@@ -756,7 +756,7 @@ begin
 end;
 $$;
 
--- As in migration 20261130001900, except that a claimed task's max_attempts is the number of the
+-- As in migration 20261130000600, except that a claimed task's max_attempts is the number of the
 -- last attempt of its current retry round (attempts_base + the effective max_attempts): a
 -- handler still tells its last attempt by attempt = maxAttempts after a retry, while attempt
 -- numbers keep counting up across rounds.

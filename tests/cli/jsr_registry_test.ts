@@ -4,8 +4,7 @@
 // command, the project's "sluice" task and the generated functions' imports.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { serveJsr } from "../../dev/jsr_server.ts";
-import { publishedFiles } from "./_package_server.ts";
+import { serveRegistry } from "./_registry.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 
@@ -31,7 +30,7 @@ async function deno(cwd: string, env: Record<string, string>, ...args: string[])
 }
 
 Deno.test("jsr:@sluice/sluice@0.1.0 from a JSR-shaped registry: install, generate, the generated functions type-check", async () => {
-  await using jsr = await serveJsr(ROOT, await publishedFiles());
+  await using jsr = await serveRegistry();
   const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", ROOT)));
   assert.equal(`${jsr.name}@${jsr.version}`, `${config.name}@${config.version}`);
   const dir = await Deno.makeTempDir({ prefix: "sluice_jsr_project_" });

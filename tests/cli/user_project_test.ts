@@ -1,8 +1,10 @@
 // sluice in a user's own Supabase project, end to end. The project is a temporary directory with
-// supabase/ and no sluice checkout; sluice comes from a loopback server of exactly the files
-// `deno publish` would upload. JSR is not reachable here, so the project's deno.json maps
-// @sluice/sluice to that server where a user's maps it to jsr:@sluice/sluice@<version> (and its
-// "sluice" task runs the served cli.ts where `sluice install` writes `jsr:@sluice/sluice@.../cli`).
+// supabase/ and no sluice checkout; sluice comes from a JSR-shaped loopback registry of exactly the
+// files `deno publish` would upload (tests/cli/_registry.ts), which every command of the project
+// reaches through Deno's JSR_URL, as it would reach jsr.io. The page's install command runs as
+// written, and everything after it goes through what it wrote: the project's deno.json mapping
+// @sluice/sluice to jsr:@sluice/sluice@<version> and its "sluice" task, and the generated
+// functions' own jsr: imports. Nothing is imported from this checkout by path.
 // Supabase's own migration runner is the real Supabase CLI from npm (scripts/setup.sh installs it).
 // Every command of docs/getting_started.md runs here, in its order; the few that need Supabase's
 // hosted platform or Docker have a stand-in, listed in STAND_INS.
@@ -12,7 +14,8 @@ import { installPgmq } from "../../src/ops/install_pgmq.ts";
 import { MIGRATION_FILES } from "../../src/ops/migration_files.ts";
 import { freshDatabase, installedPgmq, type TestDatabase } from "../_db.ts";
 import { lineReader, waitUntil } from "../_support.ts";
-import { servePackage } from "./_package_server.ts";
+import type { JsrServer } from "../../dev/jsr_server.ts";
+import { documentedInstall, serveRegistry } from "./_registry.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const SUPABASE_VERSION = "2.122.1";
@@ -60,14 +63,23 @@ function supabaseArgs(args: string[], databaseUrl: string): string[] {
 
 class UserProject {
   readonly ran = new Set<string>();
-  constructor(
-    readonly dir: string,
-    readonly pkg: string,
-    readonly env: Record<string, string>,
-  ) {}
+  constructor(readonly dir: string, readonly env: Record<string, string>) {}
 
   /** Runs a documented command line in the project; `supabase` is the npm CLI. */
   async sh(line: string, extraEnv: Record<string, string> = {}): Promise<string> {
+    const { stdout, stderr } = await this.#exec(line, extraEnv);
+    return stdout + stderr;
+  }
+
+  /** Runs a command line like `sh` and parses its standard output (Deno logs to stderr). */
+  async json<T>(line: string): Promise<T> {
+    return JSON.parse((await this.#exec(line, {})).stdout);
+  }
+
+  async #exec(
+    line: string,
+    extraEnv: Record<string, string>,
+  ): Promise<{ stdout: string; stderr: string }> {
     this.ran.add(line);
     const [program, ...args] = line.split(" ");
     const command = program === "supabase" ? supabaseCli() : Deno.execPath();
@@ -81,8 +93,11 @@ class UserProject {
       // A hung command fails the test with its output instead of hanging it.
       signal: AbortSignal.timeout(120_000),
     }).output();
-    const out = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
-    assert.equal(code, 0, `${line} failed:\n${out}`);
+    const out = {
+      stdout: new TextDecoder().decode(stdout),
+      stderr: new TextDecoder().decode(stderr),
+    };
+    assert.equal(code, 0, `${line} failed:\n${out.stdout}${out.stderr}`);
     return out;
   }
 
@@ -103,13 +118,17 @@ class UserProject {
   }
 
   /**
-   * Starts a long-running command of the package CLI (`deno task sluice <args>` in the project),
-   * with its output piped, and records `documented` as run.
+   * Starts a long-running command of the package CLI with its output piped, and records
+   * `documented` as run: the command line of the project's `sluice` task (install's) run directly,
+   * so that a signal reaches the CLI itself rather than `deno task`.
    */
-  spawnSluice(args: string[], documented: string): Deno.ChildProcess {
+  async spawnSluice(args: string[], documented: string): Promise<Deno.ChildProcess> {
     this.ran.add(documented);
+    const task: string = JSON.parse(await this.read("deno.json")).tasks.sluice;
+    const [program, ...taskArgs] = task.split(" ");
+    assert.equal(program, "deno", `the sluice task runs deno: ${task}`);
     return new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--config", "deno.json", `${this.pkg}cli.ts`, ...args],
+      args: [...taskArgs, ...args],
       cwd: this.dir,
       env: this.env,
       clearEnv: true,
@@ -152,11 +171,12 @@ async function supabaseLikeDatabase(): Promise<TestDatabase> {
   return db;
 }
 
-async function newProject(pkg: string, db: TestDatabase): Promise<UserProject> {
+async function newProject(registry: JsrServer, db: TestDatabase): Promise<UserProject> {
   const dir = await Deno.makeTempDir({ prefix: "sluice-user-project-" });
   const env: Record<string, string> = {
     HOME: Deno.env.get("HOME") ?? "/",
     PATH: Deno.env.get("PATH") ?? "",
+    JSR_URL: registry.url,
     DATABASE_URL: db.url,
     NO_COLOR: "1",
     SUPABASE_TELEMETRY_DISABLED: "1",
@@ -166,29 +186,12 @@ async function newProject(pkg: string, db: TestDatabase): Promise<UserProject> {
     const value = Deno.env.get(name);
     if (value !== undefined) env[name] = value;
   }
-  const project = new UserProject(dir, pkg, env);
+  const project = new UserProject(dir, env);
   // `supabase init` stand-in, plus one migration of the user's own that is already applied.
   await Deno.mkdir(join(dir, "supabase/migrations"), { recursive: true });
   await project.write(
     "supabase/migrations/20250101000000_profiles.sql",
     "create table public.profiles (id bigint primary key, name text not null);\n",
-  );
-  // The registry stand-in: what a user's deno.json holds after install, with jsr: replaced.
-  const imports = Object.fromEntries(
-    [["", "mod.ts"], ["/client", "src/client/mod.ts"], ["/edge", "src/edge/mod.ts"], [
-      "/worker",
-      "src/worker/mod.ts",
-    ]].map(([subpath, file]) => [`@sluice/sluice${subpath}`, `${pkg}${file}`]),
-  );
-  await project.write(
-    "deno.json",
-    `${
-      JSON.stringify(
-        { imports, tasks: { sluice: `deno run -A --config deno.json ${pkg}cli.ts` } },
-        null,
-        2,
-      )
-    }\n`,
   );
   return project;
 }
@@ -225,9 +228,11 @@ function serveFunction(project: UserProject, line: string): Deno.ChildProcess {
 }
 
 Deno.test("a user's Supabase project: install, migrate both ways, generate, serve, run", async () => {
-  await using pkg = await servePackage();
+  await using registry = await serveRegistry();
   await using db = await supabaseLikeDatabase();
-  const project = await newProject(pkg.url, db);
+  const project = await newProject(registry, db);
+  const spec = `jsr:${registry.name}@${registry.version}`;
+  const installLine = await documentedInstall(registry);
   const children: Deno.ChildProcess[] = [];
   try {
     // An existing project: its own migration is applied before sluice arrives.
@@ -236,10 +241,14 @@ Deno.test("a user's Supabase project: install, migrate both ways, generate, serv
     // The newcomer path, timed (a figure for the record, not an assertion): install to a
     // completed run of a step-queued flow.
     const began = performance.now();
-    const install = await project.sh(`deno run -A ${pkg.url}cli.ts install`);
-    project.ran.add("deno run -A jsr:@sluice/sluice@0.1.0/cli install");
+    const install = await project.sh(installLine);
     assert.match(install, /created supabase\/migrations\/\d+_20261130000000_pgmq_extension\.sql/);
     assert.match(install, /created supabase\/config\.toml with \[edge_runtime\]/);
+    assert.match(install, /created deno\.json mapping @sluice\/sluice to jsr:@sluice\/sluice@/);
+    assert.deepEqual(JSON.parse(await project.read("deno.json")), {
+      imports: { "@sluice/sluice": spec },
+      tasks: { sluice: `deno run -A --config deno.json ${spec}/cli` },
+    });
     const names = [...Deno.readDirSync(join(project.dir, "supabase/migrations"))]
       .map((entry) => entry.name).sort();
     assert.equal(names[0], "20250101000000_profiles.sql", "the user's migration stays first");
@@ -260,21 +269,26 @@ Deno.test("a user's Supabase project: install, migrate both ways, generate, serv
     assert.match(toml, /policy = "per_worker"/);
 
     // What `supabase functions deploy` uploads: every local module of the graph must be inside
-    // the project; the rest are registry modules (here the loopback stand-in) and npm packages.
+    // the project; the rest are the package's modules, from the registry through the function's
+    // own jsr: imports, and npm packages.
+    const published = `${registry.url}${registry.name}/${registry.version}/`;
     for (const name of ["greet-user--hello", "greet-user--shout"]) {
       const dir = `supabase/functions/${name}`;
-      const info = JSON.parse(
-        await project.sh(`deno info --json --no-lock --config ${dir}/deno.json ${dir}/index.ts`),
-      ) as { modules: { specifier: string }[] };
+      const own = JSON.parse(await project.read(`${dir}/deno.json`));
+      assert.equal(own.imports["@sluice/sluice"], spec);
+      const info = await project.json<{ modules: { specifier: string }[] }>(
+        `deno info --json --no-lock --config ${dir}/deno.json ${dir}/index.ts`,
+      );
       const projectUrl = `file://${project.dir}/`;
       for (const { specifier } of info.modules) {
         assert.ok(
-          specifier.startsWith(projectUrl) || specifier.startsWith(pkg.url) ||
+          specifier.startsWith(projectUrl) || specifier.startsWith(published) ||
             specifier.startsWith("npm:") || specifier.startsWith("node:"),
           `${name} imports ${specifier}, outside the project and not from the registry`,
         );
       }
       assert.ok(info.modules.some((m) => m.specifier === `${projectUrl}${dir}/index.ts`));
+      assert.ok(info.modules.some((m) => m.specifier === `${published}src/edge/mod.ts`));
     }
 
     // The secret, as the page writes it, in the .env that serving reads.
@@ -361,7 +375,7 @@ await sql.end();
     const dashboardPort = (probe.addr as Deno.NetAddr).port;
     probe.close();
     const secret = "user-project-dashboard-secret";
-    const dashboard = project.spawnSluice(
+    const dashboard = await project.spawnSluice(
       ["dashboard", "--port", String(dashboardPort), "--secret", secret],
       "deno task sluice dashboard",
     );
@@ -408,7 +422,7 @@ await sql.end();
 
     // Re-running install and migrate changes nothing.
     const before = await project.snapshot();
-    assert.match(await project.sh(`deno run -A ${pkg.url}cli.ts install`), /nothing to do/);
+    assert.match(await project.sh(installLine), /nothing to do/);
     assert.match(await project.sh("deno task sluice migrate"), /migrations: up to date/);
     assert.deepEqual(await project.snapshot(), before);
 
@@ -432,7 +446,7 @@ await sql.end();
     await Promise.all(children.map((child) => child.status));
     children.length = 0;
     await project.write("supabase/functions/_shared/flows.ts", FLOWS_V2);
-    const dev = project.spawnSluice(["dev"], "deno task sluice dev");
+    const dev = await project.spawnSluice(["dev"], "deno task sluice dev");
     children.push(dev);
     const devErr = new Response(dev.stderr).text();
     // Drain dev's output all along: a full pipe would block its logging, and so its workers.

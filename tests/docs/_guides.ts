@@ -1,11 +1,14 @@
 // The guides' shell commands, and a temporary user project to run them in: a directory with no
-// sluice checkout, whose deno.json maps @sluice/sluice to a loopback server of exactly the files
-// `deno publish` uploads (tests/cli/_package_server.ts) and has the `sluice` task `install`
-// writes (with the served cli.ts where a user's names jsr:@sluice/sluice@<version>/cli). Each
-// command runs as written, through bash, in that directory.
+// sluice checkout, where docs/getting_started.md's install command ran as written against the
+// JSR-shaped loopback registry of exactly the files `deno publish` uploads (tests/cli/_registry.ts,
+// selected with JSR_URL for every command), so its deno.json maps @sluice/sluice to
+// jsr:@sluice/sluice@<version> and has install's `sluice` task. Each command runs as written,
+// through bash, in that directory.
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
+import type { JsrServer } from "../../dev/jsr_server.ts";
 import { lineReader, waitUntil } from "../_support.ts";
+import { documentedInstall } from "../cli/_registry.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 
@@ -43,16 +46,6 @@ export function guideCommands(path: string): string[] {
     .filter((block) => block.lang === "sh").flatMap((block) => shellCommands(block.body));
 }
 
-/** The import map of a user project, with the package served from `pkg`. */
-export function servedImports(pkg: string): Record<string, string> {
-  return Object.fromEntries(
-    [["", "mod.ts"], ["/client", "src/client/mod.ts"], ["/edge", "src/edge/mod.ts"], [
-      "/worker",
-      "src/worker/mod.ts",
-    ]].map(([subpath, file]) => [`@sluice/sluice${subpath}`, `${pkg}${file}`]),
-  );
-}
-
 /** A temporary user project whose commands run through bash. */
 export class UserProjectShell implements AsyncDisposable {
   readonly env: Record<string, string>;
@@ -62,26 +55,35 @@ export class UserProjectShell implements AsyncDisposable {
     this.env = env;
   }
 
-  /** A new project: `supabase/functions/`, deno.json mapping sluice to `pkg`, a `sluice` task. */
-  static async create(pkg: string, env: Record<string, string>): Promise<UserProjectShell> {
+  /**
+   * A new project: `supabase/functions/`, then sluice installed from `registry` with the
+   * documented command (its deno.json, `sluice` task and migrations).
+   */
+  static async create(
+    registry: JsrServer,
+    env: Record<string, string>,
+  ): Promise<UserProjectShell> {
     const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "sluice-guide-project-" }));
     await Deno.mkdir(join(dir, "supabase/functions/_shared"), { recursive: true });
-    const config = {
-      imports: servedImports(pkg),
-      tasks: { sluice: `deno run -A --config deno.json ${pkg}cli.ts` },
-    };
-    await Deno.writeTextFile(join(dir, "deno.json"), `${JSON.stringify(config, null, 2)}\n`);
     const base: Record<string, string> = {
       HOME: Deno.env.get("HOME") ?? "/",
       // `deno` on PATH is the one running the tests.
       PATH: `${dirname(Deno.execPath())}:${Deno.env.get("PATH") ?? ""}`,
+      JSR_URL: registry.url,
       NO_COLOR: "1",
     };
     for (const name of ["DENO_DIR", "DENO_TLS_CA_STORE"]) {
       const value = Deno.env.get(name);
       if (value !== undefined) base[name] = value;
     }
-    return new UserProjectShell(dir, { ...base, ...env });
+    const project = new UserProjectShell(dir, { ...base, ...env });
+    try {
+      await project.run(await documentedInstall(registry));
+    } catch (error) {
+      await project[Symbol.asyncDispose]();
+      throw error;
+    }
+    return project;
   }
 
   #command(line: string, longRunning: boolean): Deno.Command {

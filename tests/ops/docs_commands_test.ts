@@ -1,8 +1,9 @@
 // Runs every command of docs/ops.md, docs/run_control.md, docs/dashboard.md, docs/edge.md,
-// docs/rollout.md, docs/monitoring.md and docs/versions.md, in document order, in a temporary user project that has
-// no sluice checkout (tests/docs/_guides.ts: sluice from a loopback server of the published
-// files, the `sluice` task install writes), against real workers of the example flows and their
-// next versions: each `sh` command as written through bash, each `sql` block as written. The few
+// docs/rollout.md, docs/monitoring.md and docs/versions.md, in document order, in a temporary
+// user project that has no sluice checkout (tests/docs/_guides.ts: sluice installed from a
+// JSR-shaped loopback registry of the published files, with the `sluice` task install writes),
+// against real workers of the example flows and their next versions: each `sh` command as written
+// through bash, each `sql` block as written. The few
 // commands that need git or Supabase's hosted platform have a stand-in, listed below; the local
 // Supabase database the guides name is the test's database. A command the docs add without a way
 // to run it here fails this test, so docs and test stay in sync.
@@ -12,7 +13,7 @@ import { greetUser, type Post, threadDigest } from "../../examples/flows.ts";
 import type { DeployableFlow } from "../../src/dsl/types.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { type TestWorker, testWorker, waitUntil } from "../worker/_helpers.ts";
-import { servePackage } from "../cli/_package_server.ts";
+import { serveRegistry } from "../cli/_registry.ts";
 import {
   codeBlocks,
   guideCommands,
@@ -104,21 +105,21 @@ class Scenario implements AsyncDisposable {
     readonly project: UserProjectShell,
     readonly additions: string[],
     readonly redeploy: boolean,
-    readonly pkg: AsyncDisposable,
+    readonly registry: AsyncDisposable,
   ) {}
 
   /** A user project with the example flows module and its generated functions. */
   static async create(additions: string[], redeploy: boolean): Promise<Scenario> {
     const db = await freshDatabase();
-    const pkg = await servePackage();
-    const project = await UserProjectShell.create(pkg.url, { DATABASE_URL: db.url });
+    const registry = await serveRegistry();
+    const project = await UserProjectShell.create(registry, { DATABASE_URL: db.url });
     const flows = (await Deno.readTextFile(new URL("examples/flows.ts", REPO))).replace(
       'import { Flow, withStepQueues } from "@sluice/sluice";',
       'import { defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";',
     );
     await Deno.writeTextFile(`${project.dir}/supabase/functions/_shared/flows.ts`, flows);
     await project.run("deno task sluice functions generate");
-    return new Scenario(db, project, additions, redeploy, pkg);
+    return new Scenario(db, project, additions, redeploy, registry);
   }
 
   async manifest(): Promise<{ functions: { function_name: string }[] }> {
@@ -256,7 +257,7 @@ class Scenario implements AsyncDisposable {
     for (const child of this.#served) await this.project.stop(child, "SIGTERM");
     await Promise.all(this.workers.map((worker) => worker.stop()));
     await this.project[Symbol.asyncDispose]();
-    await this.pkg[Symbol.asyncDispose]();
+    await this.registry[Symbol.asyncDispose]();
     await this.db[Symbol.asyncDispose]();
   }
 }

@@ -7,7 +7,7 @@ import { retryRun } from "../../src/client/retry_run.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
-import { getAlias } from "../../src/client/aliases.ts";
+import { getAlias } from "../../src/deploy/aliases.ts";
 import { upgradeFlows } from "./_flows.ts";
 import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 
@@ -592,7 +592,9 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
 // A from-commit whose migrations cannot upgrade (not a prefix) still has workers a team may have
 // deployed: the matrix runs them against a database built with the current migrations.
 Deno.test({
-  name: skip === undefined || from === undefined
+  name: from === undefined
+    ? `old/new worker matrix on a database at the current migrations (skipped: ${NO_RELEASE})`
+    : skip === undefined
     ? "old/new worker matrix on a database at the current migrations (skipped: runs after the " +
       "upgrade instead)"
     : `old/new worker matrix: workers of SLUICE_UPGRADE_FROM=${override} beside current ` +

@@ -9,6 +9,7 @@
  */
 
 import type { Sql } from "../../db/postgres.ts";
+import { readFlowDependencies } from "../../db/ops_queries.ts";
 import { getRun, type RunState, type StepState } from "../../client/get_run.ts";
 import { getRunTasks, type TaskState } from "../../client/get_run_tasks.ts";
 import { watchRun } from "../../client/watch_run.ts";
@@ -33,10 +34,7 @@ async function readRun(sql: Sql, runId: string): Promise<RunDetail | null> {
   const run = await getRun(sql, runId);
   if (run === null) return null;
   const tasks = await getRunTasks(sql, runId);
-  const deps = await sql<{ step_slug: string; dep_slug: string }[]>`
-    select step_slug, dep_slug from sluice.deps where flow_slug = ${run.flowSlug}
-    order by dep_slug collate "C"
-  `;
+  const deps = await readFlowDependencies(sql, run.flowSlug);
   return {
     run,
     steps: run.steps.map((step) => {
