@@ -109,7 +109,8 @@ const sql = postgres(url, { onnotice: () => {} });
  * the run ids once every state is in place; the test then SIGKILLs it.
  */
 const OLD_WORKER = `${PRELUDE}
-import { activateAlias } from "./src/client/aliases.ts";
+// Through the client module: aliases.ts moved from src/client/ to src/deploy/ before 0.1.0.
+import { activateAlias } from "./src/client/mod.ts";
 import { upgradeFlows } from "./tests/upgrade/_flows.ts";
 const flows = upgradeFlows((flow, _step, value) =>
   flow === "upgrade_branch" || (flow === "upgrade_map" && value >= 3));
