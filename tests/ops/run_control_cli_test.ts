@@ -6,7 +6,7 @@ import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { testWorker, uniqueSlug, waitUntil } from "../worker/_helpers.ts";
-import { opsDone } from "./_ops.ts";
+import { ops, opsDone } from "./_ops.ts";
 
 Deno.test("ops run cancel and run retry: a cancelled run is listed with its reason, a retried one with its retries", async () => {
   await using db = await freshDatabase();
@@ -136,4 +136,24 @@ Deno.test("ops runs cancel cancels every started run of a flow, batch by batch",
   );
   const none = await opsDone(db, "runs", "cancel", "--flow", slug, "--reason", "again", "--json");
   assert.deepEqual(JSON.parse(none.out), []);
+});
+
+Deno.test("ops run --watch of a running run ends when it is cancelled: exit 1, the last view says who cancelled it and why", async () => {
+  await using db = await freshDatabase();
+  const slug = uniqueSlug("cli_watch");
+  const flow = new Flow<{ n: number }>({ slug, timeout: 60 })
+    .step({ slug: "wait" }, async (_input, ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+      throw ctx.signal.reason;
+    });
+  await using _worker = await testWorker(flow, db);
+  const runId = await startFlow(db.sql, flow, { n: 1 });
+  const { code, output } = ops(db, ["run", runId, "--watch"]);
+  await waitUntil(() => output.text.includes(`Run ${runId} of flow ${slug}: started`), "a view");
+  assert.equal((await opsDone(db, "run", "cancel", runId, "--reason", "watched")).code, 0);
+  assert.equal(await code, 1);
+  assert.match(
+    output.text,
+    new RegExp(`Run ${runId} of flow ${slug}: cancelled\\n.*\\ncancelled by .*: watched`),
+  );
 });
