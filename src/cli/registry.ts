@@ -30,7 +30,10 @@ import { pruneCommand } from "../ops/commands/prune.ts";
 import { queuesArchiveCommand } from "../ops/commands/queues_archive.ts";
 import { queuesCommand } from "../ops/commands/queues.ts";
 import { runCommand } from "../ops/commands/run.ts";
+import { runCancelCommand } from "../ops/commands/run_cancel.ts";
+import { runRetryCommand } from "../ops/commands/run_retry.ts";
 import { runsCommand } from "../ops/commands/runs.ts";
+import { runsCancelCommand } from "../ops/commands/runs_cancel.ts";
 import { versionDrainCommand } from "../ops/commands/version_drain.ts";
 import { type CliCommand, type CommandSection, isOpsCommand } from "./command.ts";
 import {
@@ -61,6 +64,9 @@ export const SECTIONS: readonly CommandSection[] = [
       clearPauseCommand,
       runsCommand,
       runCommand,
+      runCancelCommand,
+      runRetryCommand,
+      runsCancelCommand,
       fenceDiffCommand,
       fenceRecordCommand,
       fenceDisableCommand,
