@@ -247,6 +247,156 @@ CREATE FUNCTION sluice.browser_event(event jsonb) RETURNS jsonb
 $$;
 
 --
+-- Name: cancel_run(uuid, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.cancel_run(run_id uuid, reason text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_tasks integer;
+  v_run sluice.runs;
+begin
+  perform sluice.check_cancel_reason(cancel_run.reason,
+    format('Cannot cancel run %s', cancel_run.run_id));
+  select c.cancelled_tasks into v_tasks
+  from sluice.cancel_run_set(array[cancel_run.run_id], cancel_run.reason) c;
+  select * into v_run from sluice.runs r where r.run_id = cancel_run.run_id;
+  if not found then
+    raise exception 'Cannot cancel run %: no such run', cancel_run.run_id
+      using errcode = 'no_data_found',
+        hint = 'A run is deleted with its flow (delete_flow_and_data, flows reset) and by prune';
+  end if;
+  return jsonb_build_object(
+    'run_id', v_run.run_id,
+    'outcome', case when v_tasks is null then 'unchanged' else 'cancelled' end,
+    'status', v_run.status,
+    'tasks', coalesce(v_tasks, 0),
+    'reason', v_run.cancel_reason,
+    'cancelled_at', v_run.cancelled_at
+  );
+end;
+$$;
+
+--
+-- Name: cancel_run_set(uuid[], text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.cancel_run_set(run_ids uuid[], reason text) RETURNS TABLE(cancelled_run_id uuid, cancelled_tasks integer)
+    LANGUAGE sql
+    AS $$
+  with locked as (
+    select r.run_id from sluice.runs r
+    where r.run_id = any (cancel_run_set.run_ids) and r.status = 'started'
+    order by r.run_id
+    for update
+  ),
+  runs_cancelled as (
+    update sluice.runs r
+    set status = 'cancelled', cancelled_at = now(), cancel_reason = cancel_run_set.reason,
+      cancelled_by = current_user
+    from locked l
+    where r.run_id = l.run_id
+    returning r.run_id
+  ),
+  steps_cancelled as (
+    update sluice.step_states ss
+    set status = 'cancelled', cancelled_at = now()
+    from runs_cancelled c
+    where ss.run_id = c.run_id and ss.status in ('created', 'started')
+    returning ss.run_id
+  ),
+  tasks_cancelled as (
+    update sluice.step_tasks t
+    set status = 'cancelled', cancelled_at = now()
+    from runs_cancelled c
+    where t.run_id = c.run_id and t.status in ('queued', 'started')
+    returning t.run_id, t.queue_name, t.message_id
+  ),
+  archived as (
+    select count(a.id) as messages
+    from (
+      select t.queue_name, array_agg(t.message_id) as ids
+      from tasks_cancelled t
+      where t.message_id is not null
+      group by t.queue_name
+    ) q
+    cross join lateral pgmq.archive(q.queue_name, q.ids) as a(id)
+  )
+  select c.run_id,
+    (select count(*)::integer from tasks_cancelled t where t.run_id = c.run_id)
+  from runs_cancelled c
+  cross join (select count(*) from steps_cancelled) s
+  cross join archived
+  order by c.run_id
+$$;
+
+--
+-- Name: cancel_runs(text, text, text, timestamp with time zone, integer); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.cancel_runs(flow_slug text, reason text DEFAULT NULL::text, started_via text DEFAULT NULL::text, started_before timestamp with time zone DEFAULT NULL::timestamp with time zone, batch_size integer DEFAULT 500) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_ids uuid[];
+begin
+  if cancel_runs.flow_slug is null then
+    raise exception 'Cannot cancel runs: flow_slug is required (the concrete flow whose runs to cancel)'
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if not exists (select 1 from sluice.flows f where f.flow_slug = cancel_runs.flow_slug) then
+    raise exception 'Cannot cancel runs of flow "%": no such flow', cancel_runs.flow_slug
+      using errcode = 'no_data_found';
+  end if;
+  if cancel_runs.batch_size is null or cancel_runs.batch_size < 1
+    or cancel_runs.batch_size > 10000
+  then
+    raise exception 'Cannot cancel runs of flow "%": batch_size must be from 1 to 10000, got %',
+      cancel_runs.flow_slug, coalesce(cancel_runs.batch_size::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  perform sluice.check_cancel_reason(cancel_runs.reason,
+    format('Cannot cancel runs of flow "%s"', cancel_runs.flow_slug));
+
+  -- runs_active_idx (flow_slug where status = 'started') answers the candidates.
+  select array_agg(c.cancelled_run_id order by c.cancelled_run_id) into v_ids
+  from sluice.cancel_run_set(
+    array(
+      select r.run_id from sluice.runs r
+      where r.flow_slug = cancel_runs.flow_slug and r.status = 'started'
+        and (cancel_runs.started_via is null or r.started_via = cancel_runs.started_via)
+        and (cancel_runs.started_before is null or r.started_at < cancel_runs.started_before)
+      order by r.started_at, r.run_id
+      limit cancel_runs.batch_size
+    ),
+    cancel_runs.reason
+  ) c;
+  return jsonb_build_object(
+    'cancelled', coalesce(cardinality(v_ids), 0),
+    'run_ids', coalesce(to_jsonb(v_ids), '[]'::jsonb),
+    'more', coalesce(cardinality(v_ids), 0) = cancel_runs.batch_size
+  );
+end;
+$$;
+
+--
+-- Name: check_cancel_reason(text, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.check_cancel_reason(reason text, what text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+begin
+  if reason is not null and char_length(reason) > sluice.max_cancel_reason_length() then
+    raise exception '%: the reason is % characters, more than the limit of %',
+      what, char_length(reason), sluice.max_cancel_reason_length()
+      using errcode = 'invalid_parameter_value';
+  end if;
+end;
+$$;
+
+--
 -- Name: check_enum(jsonb, text[], text); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1305,7 +1455,7 @@ begin
   join sluice.flows f on f.flow_slug = s.flow_slug
   where s.flow_slug = v_task.flow_slug and s.step_slug = v_task.step_slug;
 
-  if v_task.attempts_count >= v_max_attempts then
+  if v_task.attempts_count - v_task.attempts_base >= v_max_attempts then
     perform sluice.exhaust_task(
       fail_task.run_id, fail_task.step_slug, fail_task.task_index, fail_task.error
     );
@@ -1314,7 +1464,7 @@ begin
 
   v_delay := coalesce(
     ceil(fail_task.retry_delay_seconds)::integer,
-    sluice.backoff_delay_seconds(v_base_delay, v_task.attempts_count)
+    sluice.backoff_delay_seconds(v_base_delay, v_task.attempts_count - v_task.attempts_base)
   );
 
   update sluice.step_tasks t
@@ -1505,6 +1655,41 @@ end;
 $$;
 
 --
+-- Name: heartbeat_worker(uuid, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.heartbeat_worker(worker_id uuid, tasks jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_result jsonb;
+begin
+  if jsonb_typeof(heartbeat_worker.tasks) is distinct from 'array' then
+    raise exception 'Cannot heartbeat worker %: tasks must be a JSON array of {run_id, step_slug, task_index, attempt}, got %',
+      heartbeat_worker.worker_id, coalesce(jsonb_typeof(heartbeat_worker.tasks), 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  v_result := sluice.heartbeat_worker(heartbeat_worker.worker_id);
+  return v_result || jsonb_build_object('aborted', coalesce((
+    select jsonb_agg(jsonb_build_object(
+      'run_id', x.run_id, 'step_slug', x.step_slug, 'task_index', x.task_index,
+      'attempt', x.attempt, 'task_status', t.status, 'run_status', r.status,
+      'cancel_reason', r.cancel_reason
+    ) order by x.ord)
+    from rows from (jsonb_to_recordset(heartbeat_worker.tasks)
+      as (run_id uuid, step_slug text, task_index integer, attempt integer))
+      with ordinality as x(run_id, step_slug, task_index, attempt, ord)
+    left join sluice.step_tasks t
+      on t.run_id = x.run_id and t.step_slug = x.step_slug and t.task_index = x.task_index
+    left join sluice.runs r on r.run_id = x.run_id
+    where not (t.status is not distinct from 'started'
+      and t.attempts_count is not distinct from x.attempt
+      and t.last_worker_id is not distinct from heartbeat_worker.worker_id)
+  ), '[]'::jsonb));
+end;
+$$;
+
+--
 -- Name: is_valid_queue_name(text); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1608,6 +1793,14 @@ begin
     for update of ss;
 end;
 $$;
+
+--
+-- Name: max_cancel_reason_length(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.max_cancel_reason_length() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 1000 $$;
 
 --
 -- Name: max_event_bytes(); Type: FUNCTION; Schema: sluice; Owner: -
@@ -1726,8 +1919,9 @@ begin
   from (
     select r.run_id
     from sluice.runs r
-    where r.status <> 'started' and coalesce(r.completed_at, r.failed_at) < prune_runs_batch.cutoff
-    order by coalesce(r.completed_at, r.failed_at)
+    where r.status <> 'started'
+      and coalesce(r.completed_at, r.failed_at, r.cancelled_at) < prune_runs_batch.cutoff
+    order by coalesce(r.completed_at, r.failed_at, r.cancelled_at)
     limit prune_runs_batch.batch_size
     for update skip locked
   ) b;
@@ -1961,7 +2155,9 @@ CREATE FUNCTION sluice.reject_task_identity_change() RETURNS trigger
 begin
   if new.flow_slug is distinct from old.flow_slug
     or new.queue_name is distinct from old.queue_name
-    or (old.message_id is not null and new.message_id is distinct from old.message_id)
+    or (old.message_id is not null and new.message_id is distinct from old.message_id
+      and not (old.status in ('failed', 'cancelled') and new.status = 'queued'
+        and new.message_id is not null))
   then
     raise exception 'Cannot change the identity of task (%, %, %): flow_slug, queue_name and message_id are immutable',
       old.run_id, old.step_slug, old.task_index
@@ -2019,7 +2215,7 @@ begin
 
     v_error := format('stalled: no report of attempt %s within %s', v_task.attempts_count,
       v_candidate.stall_after);
-    if v_task.attempts_count < v_candidate.max_attempts then
+    if v_task.attempts_count - v_task.attempts_base < v_candidate.max_attempts then
       update sluice.step_tasks t
       set status = 'queued', requeued_count = t.requeued_count + 1, error_message = v_error
       where t.run_id = v_task.run_id and t.step_slug = v_task.step_slug
@@ -2076,6 +2272,138 @@ end;
 $$;
 
 --
+-- Name: retry_run(uuid, boolean); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.retry_run(run_id uuid, force boolean DEFAULT false) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_run sluice.runs;
+  v_reset text[];
+  v_missing text;
+  v_missing_routes jsonb;
+  v_step record;
+  v_ids bigint[];
+  v_tasks integer := 0;
+begin
+  select * into v_run from sluice.runs r where r.run_id = retry_run.run_id for update;
+  if not found then
+    raise exception 'Cannot retry run %: no such run', retry_run.run_id
+      using errcode = 'no_data_found',
+        hint = 'A run is deleted with its flow (delete_flow_and_data, flows reset) and by prune';
+  end if;
+  if v_run.status not in ('failed', 'cancelled') then
+    return jsonb_build_object('run_id', v_run.run_id, 'outcome', 'unchanged',
+      'status', v_run.status, 'retry_count', v_run.retry_count, 'tasks', 0, 'steps', 0);
+  end if;
+
+  select array_agg(l.step_slug order by l.step_slug) into v_reset
+  from (
+    select ss.step_slug from sluice.step_states ss
+    where ss.run_id = retry_run.run_id and ss.status in ('failed', 'cancelled')
+    order by ss.step_slug
+    for update
+  ) l;
+
+  if not coalesce(retry_run.force, false) then
+    select string_agg(format('%s (queue %s)', rc.step_slug, rc.queue_name), ', '
+        order by rc.step_index),
+      jsonb_agg(jsonb_build_object('step_slug', rc.step_slug, 'queue_name', rc.queue_name)
+        order by rc.step_index)
+    into v_missing, v_missing_routes
+    from sluice.route_coverage rc
+    where rc.flow_slug = v_run.flow_slug and rc.step_slug = any (v_reset) and rc.missing_worker;
+    if v_missing is not null then
+      raise exception 'Cannot retry run % of flow "%": no live worker of that flow serves step %',
+        retry_run.run_id, v_run.flow_slug, v_missing
+        using errcode = 'SLR01',
+          detail = v_missing_routes::text,
+          hint = 'Start the flow''s workers, or retry with force to queue the work for them';
+    end if;
+  end if;
+
+  update sluice.runs r
+  set status = 'started', failed_at = null, cancelled_at = null, error_message = null,
+    cancel_reason = null, cancelled_by = null,
+    retry_count = r.retry_count + 1, retried_at = now(), retried_by = current_user
+  where r.run_id = retry_run.run_id
+  returning * into v_run;
+  if (select f.opt_events from sluice.flows f where f.flow_slug = v_run.flow_slug) then
+    perform sluice.send_run_event(v_run.run_id, sluice.run_event(v_run, 'retried'));
+  end if;
+
+  -- The third rung: the tasks that get another go, in key order.
+  perform 1 from sluice.step_tasks t
+  where t.run_id = retry_run.run_id and t.step_slug = any (v_reset)
+    and t.status in ('failed', 'cancelled')
+  order by t.step_slug, t.task_index
+  for update;
+
+  for v_step in
+    select t.step_slug, t.queue_name, array_agg(t.task_index order by t.task_index) as indexes,
+      array_agg(t.message_id order by t.task_index) as old_ids
+    from sluice.step_tasks t
+    where t.run_id = retry_run.run_id and t.step_slug = any (v_reset)
+      and t.status in ('failed', 'cancelled')
+    group by t.step_slug, t.queue_name
+    order by t.step_slug
+  loop
+    select array_agg(sent.id order by sent.ord) into v_ids
+    from pgmq.send_batch(
+      v_step.queue_name,
+      array(
+        select jsonb_build_object('flow_slug', v_run.flow_slug, 'run_id', v_run.run_id,
+          'step_slug', v_step.step_slug, 'task_index', i.idx)
+        from unnest(v_step.indexes) with ordinality as i(idx, ord)
+        order by i.ord
+      ),
+      0
+    ) with ordinality as sent(id, ord);
+
+    update sluice.step_tasks t
+    set status = 'queued', message_id = m.id, attempts_base = t.attempts_count,
+      failed_at = null, cancelled_at = null, permanently_stalled_at = null, queued_at = now()
+    from unnest(v_step.indexes, v_ids) as m(task_index, id)
+    where t.run_id = retry_run.run_id and t.step_slug = v_step.step_slug
+      and t.task_index = m.task_index;
+    v_tasks := v_tasks + cardinality(v_step.indexes);
+
+    -- The old messages' archived copies: prune finds a task's archived message by the id the
+    -- task stores, which is now the new one's.
+    perform sluice.delete_archived_messages(
+      array_fill(v_step.queue_name, array[cardinality(v_step.old_ids)]), v_step.old_ids);
+    perform sluice.notify_queue(v_step.queue_name);
+  end loop;
+
+  update sluice.step_states ss
+  set status = case when ss.started_at is null then 'created' else 'started' end,
+    started_at = case when ss.started_at is null then null else now() end,
+    failed_at = null, cancelled_at = null, error_message = null, progress_sent_at = null,
+    remaining_tasks = case when ss.started_at is null then null else (
+      select count(*)::integer from sluice.step_tasks t
+      where t.run_id = ss.run_id and t.step_slug = ss.step_slug and t.status <> 'completed'
+    ) end
+  where ss.run_id = retry_run.run_id and ss.step_slug = any (v_reset);
+
+  update sluice.runs r
+  set remaining_steps = (
+    select count(*)::integer from sluice.step_states ss
+    where ss.run_id = r.run_id and ss.status not in ('completed', 'skipped')
+  )
+  where r.run_id = retry_run.run_id;
+
+  -- Steps that had not started start now if their dependencies are resolved.
+  perform sluice.start_ready_steps(retry_run.run_id);
+
+  select * into v_run from sluice.runs r where r.run_id = retry_run.run_id;
+  return jsonb_build_object('run_id', v_run.run_id, 'outcome', 'retried',
+    'status', v_run.status, 'retry_count', v_run.retry_count, 'tasks', v_tasks,
+    'steps', cardinality(v_reset));
+end;
+$$;
+
+--
 -- Name: run_channel(uuid); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -2099,12 +2427,34 @@ CREATE TABLE sluice.runs (
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     completed_at timestamp with time zone,
     failed_at timestamp with time zone,
+    cancelled_at timestamp with time zone,
+    cancel_reason text,
+    cancelled_by text,
+    retry_count integer DEFAULT 0 NOT NULL,
+    retried_at timestamp with time zone,
+    retried_by text,
+    CONSTRAINT runs_cancelled_check CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL))),
     CONSTRAINT runs_check CHECK ((num_nonnulls(completed_at, failed_at) <= 1)),
     CONSTRAINT runs_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
     CONSTRAINT runs_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
+    CONSTRAINT runs_finished_once_check CHECK ((num_nonnulls(completed_at, failed_at, cancelled_at) <= 1)),
     CONSTRAINT runs_remaining_steps_check CHECK ((remaining_steps >= 0)),
-    CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['started'::text, 'completed'::text, 'failed'::text])))
+    CONSTRAINT runs_retried_check CHECK (((retry_count > 0) = (retried_at IS NOT NULL))),
+    CONSTRAINT runs_retry_count_check CHECK ((retry_count >= 0)),
+    CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['started'::text, 'completed'::text, 'failed'::text, 'cancelled'::text])))
 );
+
+--
+-- Name: COLUMN runs.cancelled_by; Type: COMMENT; Schema: sluice; Owner: -
+--
+
+COMMENT ON COLUMN sluice.runs.cancelled_by IS 'The database role (current_user) that cancelled the run.';
+
+--
+-- Name: COLUMN runs.retried_by; Type: COMMENT; Schema: sluice; Owner: -
+--
+
+COMMENT ON COLUMN sluice.runs.retried_by IS 'The database role (current_user) that called sluice.retry_run last.';
 
 --
 -- Name: run_event(sluice.runs, text); Type: FUNCTION; Schema: sluice; Owner: -
@@ -2124,6 +2474,12 @@ begin
       'stepSlug', (select ss.step_slug from sluice.step_states ss
         where ss.run_id = r.run_id and ss.status = 'failed' limit 1),
       'errorMessage', r.error_message, 'at', r.failed_at)
+    when 'cancelled' then jsonb_build_object('type', 'run:cancelled', 'runId', r.run_id,
+      'flowSlug', r.flow_slug, 'reason', r.cancel_reason, 'cancelledBy', r.cancelled_by,
+      'at', r.cancelled_at)
+    when 'retried' then jsonb_build_object('type', 'run:retried', 'runId', r.run_id,
+      'flowSlug', r.flow_slug, 'retryCount', r.retry_count, 'retriedBy', r.retried_by,
+      'at', r.retried_at)
   end;
 end;
 $$;
@@ -2141,7 +2497,11 @@ CREATE FUNCTION sluice.run_events(run_id uuid) RETURNS jsonb
     select sluice.run_event(r, 'started') as event, false as last, r.started_at as at,
       -1 as step_index, 0 as stage
     union all
-    select sluice.run_event(r, r.status), true, coalesce(r.completed_at, r.failed_at), -1, 0
+    select sluice.run_event(r, 'retried'), false, r.retried_at, -1, 0
+    where r.retry_count > 0
+    union all
+    select sluice.run_event(r, r.status), true,
+      coalesce(r.completed_at, r.failed_at, r.cancelled_at), -1, 0
     where r.status <> 'started'
     union all
     select x.event, false, (x.event ->> 'at')::timestamptz, s.step_index, x.stage
@@ -2225,6 +2585,9 @@ CREATE FUNCTION sluice.send_run_status_event() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
+  if tg_op = 'UPDATE' and new.status = 'started' then
+    return null;
+  end if;
   if (select f.opt_events from sluice.flows f where f.flow_slug = new.flow_slug) then
     perform sluice.send_run_event(new.run_id, sluice.run_event(new, new.status));
   end if;
@@ -2265,6 +2628,9 @@ CREATE FUNCTION sluice.send_step_status_event() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
+  if new.status = 'created' then
+    return null;
+  end if;
   if (select f.opt_events from sluice.flows f where f.flow_slug = new.flow_slug) then
     perform sluice.send_run_event(new.run_id, sluice.step_event(new, new.status));
   end if;
@@ -2839,7 +3205,7 @@ begin
       'attempt', c.attempts_count,
       'worker_id', c.last_worker_id,
       'timeout_seconds', coalesce(s.opt_timeout, f.opt_timeout),
-      'max_attempts', coalesce(s.opt_max_attempts, f.opt_max_attempts),
+      'max_attempts', c.attempts_base + coalesce(s.opt_max_attempts, f.opt_max_attempts),
       'input', case
         when s.step_type = 'map' then c.input
         when s.deps_count = 0 then r.input
@@ -3512,6 +3878,8 @@ CREATE TABLE sluice.step_tasks (
     skipped_at timestamp with time zone,
     cancelled_at timestamp with time zone,
     permanently_stalled_at timestamp with time zone,
+    attempts_base integer DEFAULT 0 NOT NULL,
+    CONSTRAINT step_tasks_attempts_base_check CHECK (((attempts_base >= 0) AND (attempts_base <= attempts_count))),
     CONSTRAINT step_tasks_attempts_count_check CHECK ((attempts_count >= 0)),
     CONSTRAINT step_tasks_check CHECK ((num_nonnulls(completed_at, failed_at, skipped_at, cancelled_at) <= 1)),
     CONSTRAINT step_tasks_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
@@ -3812,7 +4180,7 @@ CREATE INDEX runs_active_idx ON sluice.runs USING btree (flow_slug) WHERE (statu
 -- Name: runs_finished_idx; Type: INDEX; Schema: sluice; Owner: -
 --
 
-CREATE INDEX runs_finished_idx ON sluice.runs USING btree (COALESCE(completed_at, failed_at)) WHERE (status <> 'started'::text);
+CREATE INDEX runs_finished_idx ON sluice.runs USING btree (COALESCE(completed_at, failed_at, cancelled_at)) WHERE (status <> 'started'::text);
 
 --
 -- Name: runs_flow_slug_idx; Type: INDEX; Schema: sluice; Owner: -

@@ -30,7 +30,10 @@ import { pruneCommand } from "../ops/commands/prune.ts";
 import { queuesArchiveCommand } from "../ops/commands/queues_archive.ts";
 import { queuesCommand } from "../ops/commands/queues.ts";
 import { runCommand } from "../ops/commands/run.ts";
+import { runCancelCommand } from "../ops/commands/run_cancel.ts";
+import { runRetryCommand } from "../ops/commands/run_retry.ts";
 import { runsCommand } from "../ops/commands/runs.ts";
+import { runsCancelCommand } from "../ops/commands/runs_cancel.ts";
 import { schedulesCreateCommand } from "../ops/commands/schedules_create.ts";
 import { schedulesDeleteCommand } from "../ops/commands/schedules_delete.ts";
 import { schedulesListCommand } from "../ops/commands/schedules_list.ts";
@@ -65,6 +68,9 @@ export const SECTIONS: readonly CommandSection[] = [
       clearPauseCommand,
       runsCommand,
       runCommand,
+      runCancelCommand,
+      runRetryCommand,
+      runsCancelCommand,
       fenceDiffCommand,
       fenceRecordCommand,
       fenceDisableCommand,

@@ -1,7 +1,7 @@
 /**
- * Errors the client throws for conditions callers handle: a run that failed, a wait that timed
- * out, a start over a limit or of an unknown flow. The compile and alias errors are in
- * src/deploy/errors.ts.
+ * Errors the client throws for conditions callers handle: a run that failed or was cancelled, a
+ * wait that timed out, a start over a limit or of an unknown flow, a run that cannot be cancelled
+ * or retried. The compile and alias errors are in src/deploy/errors.ts.
  *
  * @module
  */
@@ -183,5 +183,127 @@ export class FlowNotFoundError extends Error {
     );
     this.flowRef = flowRef;
     this.viaAlias = viaAlias;
+  }
+}
+
+/**
+ * Thrown by `waitForRun()` when the run was cancelled (`cancelRun`).
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, RunCancelledError, waitForRun } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await waitForRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11", { timeoutMs: 10_000 });
+ * } catch (error) {
+ *   if (error instanceof RunCancelledError) console.error(error.reason);
+ * }
+ * ```
+ */
+export class RunCancelledError extends Error {
+  /** Always `"RunCancelledError"`. */
+  override name = "RunCancelledError";
+  /** The run id. */
+  readonly runId: string;
+  /** The concrete flow slug of the run. */
+  readonly flowSlug: string;
+  /** The reason given to the cancel (`null`: none). */
+  readonly reason: string | null;
+
+  /**
+   * Creates the error from the cancelled run.
+   *
+   * @param details The run, its flow and the cancel's reason.
+   */
+  constructor(details: { runId: string; flowSlug: string; reason: string | null }) {
+    super(
+      `Run ${details.runId} of flow ${JSON.stringify(details.flowSlug)} was cancelled${
+        details.reason === null ? "" : `: ${details.reason}`
+      }`,
+    );
+    this.runId = details.runId;
+    this.flowSlug = details.flowSlug;
+    this.reason = details.reason;
+  }
+}
+
+/**
+ * Thrown by `cancelRun()` and `retryRun()` when no run has the id: it never existed, or it was
+ * deleted with its flow (`delete_flow_and_data`, `flows reset`) or by `prune`.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { cancelRun, connect, RunNotFoundError } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await cancelRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11", { reason: "duplicate order" });
+ * } catch (error) {
+ *   if (error instanceof RunNotFoundError) console.error(error.runId);
+ * }
+ * ```
+ */
+export class RunNotFoundError extends Error {
+  /** Always `"RunNotFoundError"`. */
+  override name = "RunNotFoundError";
+  /** The run id asked for. */
+  readonly runId: string;
+
+  /**
+   * Creates the error.
+   *
+   * @param action What could not be done, e.g. `Cannot retry run <id>`.
+   * @param runId The run id asked for.
+   * @param options The database error, as `cause`.
+   */
+  constructor(action: string, runId: string, options?: ErrorOptions) {
+    super(
+      `${action}: no such run (a run is deleted with its flow, by delete_flow_and_data or ` +
+        "`sluice flows reset`, and by `sluice prune` once finished)",
+      options,
+    );
+    this.runId = runId;
+  }
+}
+
+/**
+ * Thrown by `retryRun()` (without `force`) when a step the retry would start again has no live
+ * worker of the run's concrete flow: its tasks would wait in the queue. Nothing changed. Start
+ * the flow's workers, or retry with `force` to queue the work for them.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, retryRun, RunWorkersMissingError } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await retryRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11");
+ * } catch (error) {
+ *   if (error instanceof RunWorkersMissingError) console.error(error.missingRoutes);
+ * }
+ * ```
+ */
+export class RunWorkersMissingError extends Error {
+  /** Always `"RunWorkersMissingError"`. */
+  override name = "RunWorkersMissingError";
+  /** The run. */
+  readonly runId: string;
+  /** The steps no live worker of the run's flow serves, with their queues. */
+  readonly missingRoutes: readonly { readonly stepSlug: string; readonly queueName: string }[];
+
+  /**
+   * Creates the error.
+   *
+   * @param message The database's message.
+   * @param fields The run and the unserved routes.
+   */
+  constructor(message: string, fields: {
+    readonly runId: string;
+    readonly missingRoutes: readonly { readonly stepSlug: string; readonly queueName: string }[];
+  }) {
+    super(message);
+    this.runId = fields.runId;
+    this.missingRoutes = Object.freeze([...fields.missingRoutes]);
   }
 }

@@ -29,6 +29,7 @@ import { runChanges } from "./run_changes.ts";
 import { runPage, runParts } from "./run_page.ts";
 import { readRunView } from "./run_view.ts";
 import { runsPage } from "./runs_page.ts";
+import { isRunActionName, runActionConfirmPage, takeRunAction } from "./run_actions.ts";
 
 /** What the handlers of one running dashboard share. */
 export interface DashboardState {
@@ -70,7 +71,7 @@ export interface Route {
   readonly handler: (request: RouteRequest) => Promise<Response> | Response;
 }
 
-const RUN_STATUSES = ["started", "completed", "failed"];
+const RUN_STATUSES = ["started", "completed", "failed", "cancelled"];
 const RUNS_PER_PAGE = 50;
 
 function noSuchFunction(action: string, name: string): Response {
@@ -266,12 +267,47 @@ async function takeAction(request: RouteRequest): Promise<Response> {
   return htmlResponse(resultPage("Done", outcome));
 }
 
+/** `GET /runs/<run_id>/<cancel|retry>`: asks for confirmation; changes nothing. */
+async function confirmRunAction({ params: [runId, action], path, state }: RouteRequest) {
+  if (!isRunActionName(action)) return problem(404, "Not found", `Nothing at ${path}`);
+  const refused = notARunId(runId);
+  if (refused !== null) return refused;
+  if ((await readRunView(state.sql, runId)) === null) {
+    return problem(404, "No such run", `Cannot ${action} run ${runId}: no run has that id`);
+  }
+  return htmlResponse(runActionConfirmPage(action, runId));
+}
+
+/** `POST /runs/<run_id>/<cancel|retry>` (a cancel with `reason=`): carries it out and logs it. */
+async function takeRunActionRoute(request: RouteRequest): Promise<Response> {
+  const { params: [runId, action], path, state } = request;
+  if (!isRunActionName(action)) return problem(404, "Not found", `No action at ${path}`);
+  const origin = request.request.headers.get("origin");
+  if (origin !== null && origin !== request.url.origin) {
+    return problem(403, "Forbidden", `Cannot ${action} run ${runId} from origin ${origin}`);
+  }
+  const refused = notARunId(runId);
+  if (refused !== null) return refused;
+  const reason = String((await request.request.formData()).get("reason") ?? "");
+  const outcome = await takeRunAction(state.sql, action, runId, reason);
+  state.log(
+    `${new Date().toISOString()} dashboard action ${action} run ${runId} from ` +
+      `${request.remote}: ${outcome.message}`,
+  );
+  if (outcome.status !== 200) {
+    return problem(outcome.status, `Cannot ${action} the run`, outcome.message);
+  }
+  return htmlResponse(resultPage("Done", outcome.message));
+}
+
 /** Every page and action, matched in order against the method and the path. */
 export const ROUTES: readonly Route[] = [
   { method: "GET", pattern: /^\/$/, handler: overview },
   { method: "GET", pattern: /^\/runs$/, handler: runs },
   { method: "GET", pattern: /^\/runs\/([^/]+)$/, handler: run },
   { method: "GET", pattern: /^\/runs\/([^/]+)\/events$/, handler: runEvents },
+  { method: "GET", pattern: /^\/runs\/([^/]+)\/(cancel|retry)$/, handler: confirmRunAction },
+  { method: "POST", pattern: /^\/runs\/([^/]+)\/(cancel|retry)$/, handler: takeRunActionRoute },
   { method: "GET", pattern: /^\/flows\/([^/]+)$/, handler: flow },
   { method: "GET", pattern: /^\/actions\/([a-z-]+)$/, handler: confirmAction },
   { method: "POST", pattern: /^\/actions\/([a-z-]+)$/, handler: takeAction },

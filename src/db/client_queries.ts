@@ -39,6 +39,7 @@ export interface RunOutcomeRow {
   readonly status: string;
   readonly output: unknown;
   readonly error_message: string | null;
+  readonly cancel_reason: string | null;
   readonly flow_slug: string;
   /** A failed step of the run, if any. */
   readonly failed_step: string | null;
@@ -49,7 +50,7 @@ export async function readRunOutcome(sql: Sql, runId: string): Promise<RunOutcom
   const rows = await simpleQuery<RunOutcomeRow[]>(
     sql,
     inline`
-      select r.status, r.output, r.error_message, r.flow_slug,
+      select r.status, r.output, r.error_message, r.cancel_reason, r.flow_slug,
         (select ss.step_slug from sluice.step_states ss
          where ss.run_id = r.run_id and ss.status = 'failed' limit 1) as failed_step
       from sluice.runs r where r.run_id = ${uuid(runId)}`,
@@ -70,6 +71,12 @@ export interface RunRow {
   readonly started_at: Date;
   readonly completed_at: Date | null;
   readonly failed_at: Date | null;
+  readonly cancelled_at: Date | null;
+  readonly cancel_reason: string | null;
+  readonly cancelled_by: string | null;
+  readonly retry_count: number;
+  readonly retried_at: Date | null;
+  readonly retried_by: string | null;
   readonly steps: readonly {
     readonly step_slug: string;
     readonly status: string;
@@ -92,7 +99,8 @@ export interface RunRow {
 export async function readRun(sql: Queryable, runId: string): Promise<RunRow | null> {
   const rows = await sql<RunRow[]>`
     select r.run_id, r.flow_slug, r.started_via, r.status, r.input, r.output, r.error_message,
-      r.remaining_steps, r.started_at, r.completed_at, r.failed_at,
+      r.remaining_steps, r.started_at, r.completed_at, r.failed_at, r.cancelled_at,
+      r.cancel_reason, r.cancelled_by, r.retry_count, r.retried_at, r.retried_by,
       coalesce((
         select jsonb_agg(jsonb_build_object(
           'step_slug', ss.step_slug, 'status', ss.status, 'remaining_deps', ss.remaining_deps,
@@ -135,4 +143,74 @@ export async function readRunTasks(sql: Queryable, runId: string): Promise<RunTa
     join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
     where t.run_id = ${runId}::uuid
     order by s.step_index, t.task_index`;
+}
+
+/** What `sluice.cancel_run` answered. */
+export interface CancelRunRow {
+  readonly run_id: string;
+  readonly outcome: "cancelled" | "unchanged";
+  readonly status: string;
+  readonly tasks: number;
+  readonly reason: string | null;
+  readonly cancelled_at: string | null;
+}
+
+/** `sluice.cancel_run`: cancels a started run (raises SQLSTATE P0002 for an unknown id). */
+export async function cancelRunRow(
+  sql: Queryable,
+  runId: string,
+  reason: string | null,
+): Promise<CancelRunRow> {
+  const [{ result }] = await sql<{ result: CancelRunRow }[]>`
+    select sluice.cancel_run(${runId}::uuid, ${reason}::text) as result`;
+  return result;
+}
+
+/** What `sluice.cancel_runs` answered. */
+export interface CancelRunsRow {
+  readonly cancelled: number;
+  readonly run_ids: readonly string[];
+  readonly more: boolean;
+}
+
+/** `sluice.cancel_runs`: cancels one batch of a flow's started runs. */
+export async function cancelRunsRow(
+  sql: Queryable,
+  filter: {
+    readonly flowSlug: string;
+    readonly reason: string | null;
+    readonly startedVia: string | null;
+    readonly startedBefore: Date | null;
+    readonly batchSize: number;
+  },
+): Promise<CancelRunsRow> {
+  const [{ result }] = await sql<{ result: CancelRunsRow }[]>`
+    select sluice.cancel_runs(${filter.flowSlug}::text, ${filter.reason}::text,
+      ${filter.startedVia}::text, ${filter.startedBefore}::timestamptz,
+      ${filter.batchSize}::integer) as result`;
+  return result;
+}
+
+/** What `sluice.retry_run` answered. */
+export interface RetryRunRow {
+  readonly run_id: string;
+  readonly outcome: "retried" | "unchanged";
+  readonly status: string;
+  readonly retry_count: number;
+  readonly tasks: number;
+  readonly steps: number;
+}
+
+/**
+ * `sluice.retry_run`: resumes a failed or cancelled run (raises SQLSTATE P0002 for an unknown id,
+ * SLR01 when a step has no live worker and `force` is off).
+ */
+export async function retryRunRow(
+  sql: Queryable,
+  runId: string,
+  force: boolean,
+): Promise<RetryRunRow> {
+  const [{ result }] = await sql<{ result: RetryRunRow }[]>`
+    select sluice.retry_run(${runId}::uuid, ${force}::boolean) as result`;
+  return result;
 }

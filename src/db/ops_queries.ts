@@ -129,6 +129,9 @@ export interface RunListRow extends Record<string, unknown> {
   started_at: Date;
   finished_at: Date | null;
   error_message: string | null;
+  cancel_reason: string | null;
+  retry_count: number;
+  retried_by: string | null;
 }
 
 /** Which runs {@linkcode listRuns} reads; `null` fields do not filter. */
@@ -150,7 +153,8 @@ export async function listRuns(sql: Sql, filter: RunFilter): Promise<RunListRow[
   const sinceInterval = since !== null && sinceTime === null ? since : null;
   return await sql<RunListRow[]>`
     select r.run_id, r.flow_slug, r.status, r.remaining_steps, r.started_at,
-      coalesce(r.completed_at, r.failed_at) as finished_at, r.error_message,
+      coalesce(r.completed_at, r.failed_at, r.cancelled_at) as finished_at, r.error_message,
+      r.cancel_reason, r.retry_count, r.retried_by,
       (select count(*)::integer from sluice.steps s where s.flow_slug = r.flow_slug) as steps
     from sluice.runs r
     where (${flow}::text is null or r.flow_slug = ${flow}::text)

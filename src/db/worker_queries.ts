@@ -39,7 +39,11 @@ export interface ClaimedTask {
   readonly workerId: string;
   /** The effective step timeout in seconds. */
   readonly timeoutSeconds: number;
-  /** The effective max attempts (step, else flow): the last attempt is `attempt === maxAttempts`. */
+  /**
+   * The number of the last attempt of the current round: the effective max attempts (step, else
+   * flow), plus the attempts used before the run was last retried. The last attempt is
+   * `attempt === maxAttempts`.
+   */
   readonly maxAttempts: number;
   readonly input: unknown;
   readonly flowInput: unknown;
@@ -217,17 +221,74 @@ export async function registerWorker(
   )`;
 }
 
-/** `sluice.heartbeat_worker`: refreshes the heartbeat; tells whether the worker is deprecated. */
+/** An attempt a worker's handler is running: its task and attempt number. */
+export interface RunningAttempt {
+  readonly runId: string;
+  readonly stepSlug: string;
+  readonly taskIndex: number;
+  readonly attempt: number;
+}
+
+/** A running attempt that is no longer live, with why (`null`: the row is gone). */
+export interface AbortedAttempt extends RunningAttempt {
+  readonly taskStatus: string | null;
+  readonly runStatus: string | null;
+  readonly cancelReason: string | null;
+}
+
+/** What a heartbeat answered. */
+export interface HeartbeatAnswer {
+  /** The worker was deprecated: it should drain and stop. */
+  readonly deprecated: boolean;
+  /** Which of the running attempts it sent are no longer live (their handlers should stop). */
+  readonly aborted: readonly AbortedAttempt[];
+}
+
+/**
+ * `sluice.heartbeat_worker`: refreshes the heartbeat; tells whether the worker is deprecated and
+ * which of its running attempts are no longer live (a cancelled run, a requeued task).
+ */
 export async function heartbeatWorker(
   sql: Sql,
   workerId: string,
-): Promise<{ deprecated: boolean }> {
+  running: readonly RunningAttempt[],
+): Promise<HeartbeatAnswer> {
+  const tasks = JSON.stringify(running.map((attempt) => ({
+    run_id: attempt.runId,
+    step_slug: attempt.stepSlug,
+    task_index: attempt.taskIndex,
+    attempt: attempt.attempt,
+  })));
   const row = onlyRow(
     "heartbeat_worker",
-    await sql<{ result: { deprecated: boolean } }[]>`
-      select sluice.heartbeat_worker(${workerId}::uuid) as result`,
+    await sql<{
+      result: {
+        deprecated: boolean;
+        aborted: {
+          run_id: string;
+          step_slug: string;
+          task_index: number;
+          attempt: number;
+          task_status: string | null;
+          run_status: string | null;
+          cancel_reason: string | null;
+        }[];
+      };
+    }[]>`
+      select sluice.heartbeat_worker(${workerId}::uuid, ${tasks}::text::jsonb) as result`,
   );
-  return { deprecated: row.result.deprecated === true };
+  return {
+    deprecated: row.result.deprecated === true,
+    aborted: (row.result.aborted ?? []).map((entry) => ({
+      runId: entry.run_id,
+      stepSlug: entry.step_slug,
+      taskIndex: entry.task_index,
+      attempt: entry.attempt,
+      taskStatus: entry.task_status,
+      runStatus: entry.run_status,
+      cancelReason: entry.cancel_reason,
+    })),
+  };
 }
 
 /** `sluice.stop_worker`: marks the worker stopped. */

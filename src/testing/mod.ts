@@ -97,7 +97,7 @@ export interface RunFlowOptions {
 export interface FlowResult {
   /** The run id. */
   readonly runId: string;
-  /** `completed` or `failed`. */
+  /** `completed` or `failed` (or `cancelled`, when the run was cancelled meanwhile). */
   readonly status: RunState["status"];
   /** The run output (`null` unless completed). */
   readonly output: unknown;

@@ -1,8 +1,10 @@
 /**
- * The worker's heartbeat: every interval it refreshes the worker row (learning whether the worker
- * was deprecated) and fires due schedule ticks (docs/schedules.md), and, at most once per
- * stalled-check interval, runs stalled-task recovery. A failed call is logged (transient ones once
- * per outage) and simply tried again next time.
+ * The worker's heartbeat: every interval it refreshes the worker row, learning whether the worker
+ * was deprecated and which of its running attempts are no longer live (their run was cancelled,
+ * or the task was requeued or retried): it aborts those handlers' signals. At most once per
+ * stalled-check interval it also runs stalled-task recovery. A failed call is logged (transient
+ * ones once per outage) and simply tried again next time. Each beat also fires due schedule ticks
+ * (docs/schedules.md).
  *
  * @module
  */
@@ -14,6 +16,7 @@ import { heartbeatWorker, requeueStalledTasks } from "../db/worker_queries.ts";
 import { type AwaitingScheduleRow, type NextDue, sweepSchedules } from "../db/schedule_queries.ts";
 import { scheduleDueTimes } from "../dsl/schedule_times.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";
+import type { RunningAttempts } from "./_running_attempts.ts";
 import type { Logger } from "./logger.ts";
 
 /** Settings of a {@linkcode Heartbeat}. */
@@ -23,6 +26,8 @@ export interface HeartbeatSettings {
   readonly stalledCheckIntervalMs: number;
   /** Called once, when the database says the worker is deprecated. */
   readonly onDeprecated: () => void;
+  /** The attempts the worker's handlers are running: sent with each beat. */
+  readonly running: RunningAttempts;
 }
 
 /** Runs the heartbeat loop until stopped. */
@@ -72,8 +77,24 @@ export class Heartbeat {
 
   async #beat(): Promise<void> {
     try {
-      const { deprecated } = await heartbeatWorker(this.#sql, this.#settings.workerId);
+      const { running } = this.#settings;
+      const { deprecated, aborted } = await heartbeatWorker(
+        this.#sql,
+        this.#settings.workerId,
+        running.list(),
+      );
       this.#outage.answered();
+      for (const attempt of aborted) {
+        this.#logger.info("aborting a handler: its attempt is no longer live", {
+          run_id: attempt.runId,
+          step_slug: attempt.stepSlug,
+          task_index: attempt.taskIndex,
+          attempt: attempt.attempt,
+          run_status: attempt.runStatus,
+          task_status: attempt.taskStatus,
+        });
+      }
+      running.abort(aborted);
       if (deprecated && !this.#deprecated) {
         this.#deprecated = true;
         this.#logger.info("worker deprecated: draining and stopping");

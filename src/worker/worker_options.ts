@@ -110,7 +110,9 @@ export interface BaseWorkerOptions {
    */
   readonly listen?: boolean;
   /**
-   * Interval between heartbeats. A heartbeat also tells the worker it was deprecated.
+   * Interval between heartbeats. A heartbeat also tells the worker it was deprecated, and which of
+   * its running attempts are no longer live (a cancelled run): their handlers' signals abort then,
+   * so this is the longest a handler runs on after its run was cancelled.
    *
    * @default {5000}
    */

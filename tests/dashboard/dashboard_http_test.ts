@@ -183,7 +183,7 @@ Deno.test("dashboard runs page filters by flow and status, pages by 50, and reje
   assert.equal(badStatus.status, 400);
   assert.match(
     badStatus.text,
-    /status must be one of started, completed, failed, got &quot;done&quot;/,
+    /status must be one of started, completed, failed, cancelled, got &quot;done&quot;/,
   );
   const badSince = await get(`${server.root}/runs?since=yesterday-ish`, server.token);
   assert.equal(badSince.status, 400);

@@ -1,5 +1,5 @@
-// Runs every command of docs/ops.md, docs/dashboard.md, docs/edge.md, docs/rollout.md,
-// docs/monitoring.md, docs/versions.md and docs/schedules.md, in document order, in a temporary
+// Runs every command of docs/ops.md, docs/run_control.md, docs/dashboard.md, docs/edge.md,
+// docs/rollout.md, docs/monitoring.md, docs/versions.md and docs/schedules.md, in document order, in a temporary
 // user project that has no sluice checkout (tests/docs/_guides.ts: sluice installed from a
 // JSR-shaped loopback registry of the published files, with the `sluice` task install writes),
 // against real workers of the example flows and their next versions: each `sh` command as written
@@ -262,7 +262,51 @@ class Scenario implements AsyncDisposable {
   }
 }
 
-Deno.test("every command of docs/ops.md, dashboard.md, edge.md, rollout.md and monitoring.md runs in a user project against real workers", async () => {
+/**
+ * docs/run_control.md on the flow `orders` it names: a run whose handler waits for its signal is
+ * cancelled (the signal aborts), listed, shown, retried (the handler runs again), and cancelled
+ * again with the flow's other started runs.
+ */
+async function runControlDoc(scenario: Scenario): Promise<void> {
+  const { db } = scenario;
+  const executions: string[] = [];
+  const orders = new Flow<{ id: number }>({ slug: "orders", timeout: 60 })
+    .step({ slug: "charge" }, async (_input, ctx) => {
+      executions.push(`attempt ${ctx.attempt}`);
+      await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+      executions.push(`aborted: ${(ctx.signal.reason as Error).message}`);
+      throw ctx.signal.reason;
+    });
+  const worker = await testWorker(orders, db);
+  const runId = await startFlow(db.sql, orders, { id: 1 });
+  await waitUntil(() => executions.length === 1, "the order's handler to start");
+  const completedRun = scenario.project.env.RUN_ID;
+  scenario.project.env.RUN_ID = runId;
+  try {
+    assert.equal(await scenario.runDoc("docs/run_control.md"), 5);
+  } finally {
+    scenario.project.env.RUN_ID = completedRun;
+  }
+  await waitUntil(() => executions.length === 4, "the retried attempt's abort");
+  assert.equal(executions[0], "attempt 1");
+  assert.match(executions[1], /was cancelled: duplicate order/);
+  assert.equal(executions[2], "attempt 2");
+  assert.match(executions[3], /was cancelled: superseded by orders_v2/);
+  const [run] = await db.sql`
+    select status, cancel_reason, retry_count from sluice.runs where run_id = ${runId}`;
+  assert.deepEqual({ ...run }, {
+    status: "cancelled",
+    cancel_reason: "superseded by orders_v2",
+    retry_count: 1,
+  });
+  // The guides after this one see the example flows only.
+  await worker.stop();
+  await db.sql`select sluice.delete_flow_and_data('orders', force => true)`;
+  await db.sql`delete from sluice.workers where function_name = ${worker.functionName}`;
+  await db.sql`delete from sluice.worker_functions where function_name = ${worker.functionName}`;
+}
+
+Deno.test("every command of docs/ops.md, run_control.md, dashboard.md, edge.md, rollout.md and monitoring.md runs in a user project against real workers", async () => {
   await using scenario = await Scenario.create([V2_SOURCE.greetUser], true);
   const { db } = scenario;
   await scenario.deployAll();
@@ -276,6 +320,7 @@ Deno.test("every command of docs/ops.md, dashboard.md, edge.md, rollout.md and m
 
   // Every route is served here, which ops.md's jq check of coverage requires.
   assert.ok(await scenario.runDoc("docs/ops.md") >= 4);
+  await runControlDoc(scenario);
   assert.ok(await scenario.runDoc("docs/dashboard.md") >= 2);
   // edge.md schedules a keepalive with pg_cron and pg_net, which Supabase offers: stand-ins
   // with their signatures let the statement run as written.

@@ -246,7 +246,10 @@ Deno.test("runs and run show a retried map task's error; --json parses back; --w
   assert.equal((await opsDone(db, "runs", "--since", "2000-01-01")).out.split("\n").length, 3);
   const badStatus = await opsDone(db, "runs", "--status", "done");
   assert.equal(badStatus.code, 2);
-  assert.match(badStatus.err, /--status must be one of started, completed, failed, got "done"/);
+  assert.match(
+    badStatus.err,
+    /--status must be one of started, completed, failed, cancelled, got "done"/,
+  );
   const none = await opsDone(db, "run", crypto.randomUUID());
   assert.equal(none.code, 1);
   assert.match(none.err, /no run has that id/);
