@@ -4,7 +4,9 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+// The handler's client is the driver's own type, named here without a layer edge: a type-only
+// import of the package loads nothing at run time (only src/db/ loads the driver).
+import type { Sql } from "postgres";
 
 /**
  * The second argument of every step handler.
