@@ -33,7 +33,7 @@ const flow = new Flow<{ n: number }>({ slug: "bench_embedded" })
   .step({ slug: "b", dependsOn: ["a"] }, (deps) => deps.a)
   .step({ slug: "c", dependsOn: ["b"] }, (deps) => deps.b);
 
-// Polling, not LISTEN: the embedded session does not deliver notifications (the same on both).
+// Polling the runs, the same on both databases, so the figures compare the databases.
 const WAIT = { timeoutMs: 120_000, pollIntervalMs: 5, maxPollIntervalMs: 5, flow, listen: false };
 
 /** Measures one database; `embedded` workers find new messages by reading every 50 ms. */
