@@ -2,7 +2,9 @@
  * `@sluice/sluice/testing`: run flows in `deno test` without a server. {@linkcode startTestDatabase}
  * gives an embedded database with sluice installed (or the database at `DATABASE_URL`),
  * {@linkcode runFlow} runs one flow to completion with in-process workers for every route and
- * skips retry delays, so a step that fails and retries after a minute completes at once.
+ * skips retry delays, so a step that fails and retries after a minute completes at once; the
+ * database's {@linkcode TestClock} moves sluice's time forward by hand: retry delays and task
+ * timeouts (a task past its timeout is recovered as stalled).
  *
  * @example Test a flow with a retry
  * ```ts ignore
@@ -48,6 +50,8 @@ export interface TestDatabase extends AsyncDisposable {
   readonly sql: Sql;
   /** Whether this is the embedded database (PGlite in this process). */
   readonly embedded: boolean;
+  /** Moves sluice's time forward in this database. */
+  readonly clock: TestClock;
   /** Closes the client and, for the embedded database, the database. */
   stop(): Promise<void>;
 }
@@ -72,7 +76,68 @@ export async function startTestDatabase(): Promise<TestDatabase> {
     await stop();
     throw error;
   }
-  return { url, sql, embedded: embedded !== null, stop, [Symbol.asyncDispose]: stop };
+  const clock = new TestClock(sql);
+  return { url, sql, embedded: embedded !== null, clock, stop, [Symbol.asyncDispose]: stop };
+}
+
+/**
+ * The test clock: moves sluice's time forward without waiting. PostgreSQL's own clock cannot be
+ * moved, so the clock moves the times sluice compares with it back instead: every PGMQ message's
+ * visibility time (retry delays, and the claim of a started task) and every started task's
+ * `started_at` (its timeout). Then it runs stall recovery, so a task whose timeout (plus the
+ * 30 s stall margin) has passed on the test clock is requeued, or exhausted on its last attempt,
+ * exactly as after a vanished worker; and it wakes the workers of every queue.
+ */
+export class TestClock {
+  #sql: Sql;
+  #advancedSeconds = 0;
+
+  /** @param sql The test database's client. */
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  /** How far the clock has been moved in total, in seconds. */
+  get advancedSeconds(): number {
+    return this.#advancedSeconds;
+  }
+
+  /**
+   * Moves the clock forward by `seconds`, in one transaction.
+   *
+   * @param seconds How far, at least 0.
+   * @returns How many stalled tasks stall recovery handled.
+   * @throws {RangeError} When `seconds` is not a finite number >= 0.
+   */
+  async advance(seconds: number): Promise<number> {
+    if (typeof seconds !== "number" || !Number.isFinite(seconds) || seconds < 0) {
+      throw new RangeError(
+        `Cannot advance the test clock: seconds must be a finite number >= 0, got ${seconds}`,
+      );
+    }
+    const recovered = await this.#sql.begin(async (tx) => {
+      await tx`
+        update sluice.step_tasks set started_at = started_at - make_interval(secs => ${seconds})
+        where status = 'started' and started_at is not null`;
+      const queues = await tx<{ queue_name: string }[]>`select queue_name from pgmq.meta`;
+      for (const { queue_name } of queues) {
+        await tx.unsafe(
+          `update pgmq.${quoteIdent(`q_${queue_name}`)} set vt = vt - make_interval(secs => $1)`,
+          [seconds],
+        );
+      }
+      const [{ handled }] = await tx<{ handled: number }[]>`
+        select sluice.requeue_stalled_tasks() as handled`;
+      for (const { queue_name } of queues) await tx`select sluice.notify_queue(${queue_name})`;
+      return handled;
+    });
+    this.#advancedSeconds += seconds;
+    return recovered;
+  }
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
 }
 
 /** Options of {@linkcode runFlow}. */
@@ -84,8 +149,8 @@ export interface RunFlowOptions {
    */
   timeoutMs?: number;
   /**
-   * Make retry delays pass at once (the test clock): every queued task of the run whose message
-   * is delayed becomes visible right away. `false` waits for them in real time.
+   * Make retry delays pass at once: every queued task of the run whose message is delayed
+   * becomes visible right away. `false` leaves them to real time or to `db.clock.advance()`.
    *
    * @default {true}
    */
