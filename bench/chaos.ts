@@ -22,7 +22,7 @@ import { startFlow } from "../src/client/start_flow.ts";
 import { waitForRun } from "../src/client/wait_for_run.ts";
 import { RunFailedError, RunTimeoutError } from "../src/client/errors.ts";
 import { connect } from "../src/db/connect.ts";
-import { getAlias } from "../src/client/aliases.ts";
+import { getAlias } from "../src/deploy/aliases.ts";
 import { defineDeployedFlow } from "../src/dsl/deployed_flow.ts";
 import { Flow } from "../src/dsl/flow.ts";
 import { startWorker, type WorkerHandle } from "../src/worker/mod.ts";

@@ -247,6 +247,156 @@ CREATE FUNCTION sluice.browser_event(event jsonb) RETURNS jsonb
 $$;
 
 --
+-- Name: cancel_run(uuid, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.cancel_run(run_id uuid, reason text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_tasks integer;
+  v_run sluice.runs;
+begin
+  perform sluice.check_cancel_reason(cancel_run.reason,
+    format('Cannot cancel run %s', cancel_run.run_id));
+  select c.cancelled_tasks into v_tasks
+  from sluice.cancel_run_set(array[cancel_run.run_id], cancel_run.reason) c;
+  select * into v_run from sluice.runs r where r.run_id = cancel_run.run_id;
+  if not found then
+    raise exception 'Cannot cancel run %: no such run', cancel_run.run_id
+      using errcode = 'no_data_found',
+        hint = 'A run is deleted with its flow (delete_flow_and_data, flows reset) and by prune';
+  end if;
+  return jsonb_build_object(
+    'run_id', v_run.run_id,
+    'outcome', case when v_tasks is null then 'unchanged' else 'cancelled' end,
+    'status', v_run.status,
+    'tasks', coalesce(v_tasks, 0),
+    'reason', v_run.cancel_reason,
+    'cancelled_at', v_run.cancelled_at
+  );
+end;
+$$;
+
+--
+-- Name: cancel_run_set(uuid[], text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.cancel_run_set(run_ids uuid[], reason text) RETURNS TABLE(cancelled_run_id uuid, cancelled_tasks integer)
+    LANGUAGE sql
+    AS $$
+  with locked as (
+    select r.run_id from sluice.runs r
+    where r.run_id = any (cancel_run_set.run_ids) and r.status = 'started'
+    order by r.run_id
+    for update
+  ),
+  runs_cancelled as (
+    update sluice.runs r
+    set status = 'cancelled', cancelled_at = now(), cancel_reason = cancel_run_set.reason,
+      cancelled_by = current_user
+    from locked l
+    where r.run_id = l.run_id
+    returning r.run_id
+  ),
+  steps_cancelled as (
+    update sluice.step_states ss
+    set status = 'cancelled', cancelled_at = now()
+    from runs_cancelled c
+    where ss.run_id = c.run_id and ss.status in ('created', 'started')
+    returning ss.run_id
+  ),
+  tasks_cancelled as (
+    update sluice.step_tasks t
+    set status = 'cancelled', cancelled_at = now()
+    from runs_cancelled c
+    where t.run_id = c.run_id and t.status in ('queued', 'started')
+    returning t.run_id, t.queue_name, t.message_id
+  ),
+  archived as (
+    select count(a.id) as messages
+    from (
+      select t.queue_name, array_agg(t.message_id) as ids
+      from tasks_cancelled t
+      where t.message_id is not null
+      group by t.queue_name
+    ) q
+    cross join lateral pgmq.archive(q.queue_name, q.ids) as a(id)
+  )
+  select c.run_id,
+    (select count(*)::integer from tasks_cancelled t where t.run_id = c.run_id)
+  from runs_cancelled c
+  cross join (select count(*) from steps_cancelled) s
+  cross join archived
+  order by c.run_id
+$$;
+
+--
+-- Name: cancel_runs(text, text, text, timestamp with time zone, integer); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.cancel_runs(flow_slug text, reason text DEFAULT NULL::text, started_via text DEFAULT NULL::text, started_before timestamp with time zone DEFAULT NULL::timestamp with time zone, batch_size integer DEFAULT 500) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_ids uuid[];
+begin
+  if cancel_runs.flow_slug is null then
+    raise exception 'Cannot cancel runs: flow_slug is required (the concrete flow whose runs to cancel)'
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if not exists (select 1 from sluice.flows f where f.flow_slug = cancel_runs.flow_slug) then
+    raise exception 'Cannot cancel runs of flow "%": no such flow', cancel_runs.flow_slug
+      using errcode = 'no_data_found';
+  end if;
+  if cancel_runs.batch_size is null or cancel_runs.batch_size < 1
+    or cancel_runs.batch_size > 10000
+  then
+    raise exception 'Cannot cancel runs of flow "%": batch_size must be from 1 to 10000, got %',
+      cancel_runs.flow_slug, coalesce(cancel_runs.batch_size::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  perform sluice.check_cancel_reason(cancel_runs.reason,
+    format('Cannot cancel runs of flow "%s"', cancel_runs.flow_slug));
+
+  -- runs_active_idx (flow_slug where status = 'started') answers the candidates.
+  select array_agg(c.cancelled_run_id order by c.cancelled_run_id) into v_ids
+  from sluice.cancel_run_set(
+    array(
+      select r.run_id from sluice.runs r
+      where r.flow_slug = cancel_runs.flow_slug and r.status = 'started'
+        and (cancel_runs.started_via is null or r.started_via = cancel_runs.started_via)
+        and (cancel_runs.started_before is null or r.started_at < cancel_runs.started_before)
+      order by r.started_at, r.run_id
+      limit cancel_runs.batch_size
+    ),
+    cancel_runs.reason
+  ) c;
+  return jsonb_build_object(
+    'cancelled', coalesce(cardinality(v_ids), 0),
+    'run_ids', coalesce(to_jsonb(v_ids), '[]'::jsonb),
+    'more', coalesce(cardinality(v_ids), 0) = cancel_runs.batch_size
+  );
+end;
+$$;
+
+--
+-- Name: check_cancel_reason(text, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.check_cancel_reason(reason text, what text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+begin
+  if reason is not null and char_length(reason) > sluice.max_cancel_reason_length() then
+    raise exception '%: the reason is % characters, more than the limit of %',
+      what, char_length(reason), sluice.max_cancel_reason_length()
+      using errcode = 'invalid_parameter_value';
+  end if;
+end;
+$$;
+
+--
 -- Name: check_enum(jsonb, text[], text); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -736,6 +886,116 @@ end;
 $$;
 
 --
+-- Name: is_valid_slug(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.is_valid_slug(slug text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  select slug is not null
+    and slug ~ '^[A-Za-z][A-Za-z0-9_]*$'
+    and slug !~ '__'
+    and slug !~ '_$'
+    and length(slug) <= 128
+$_$;
+
+--
+-- Name: schedules; Type: TABLE; Schema: sluice; Owner: -
+--
+
+CREATE TABLE sluice.schedules (
+    schedule_name text NOT NULL,
+    target_kind text NOT NULL,
+    target text NOT NULL,
+    input jsonb NOT NULL,
+    cron text NOT NULL,
+    timezone text NOT NULL,
+    missed text NOT NULL,
+    next_due_at timestamp with time zone,
+    following_due_at timestamp with time zone,
+    advanced_at timestamp with time zone NOT NULL,
+    paused_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_fired_at timestamp with time zone,
+    last_run_id uuid,
+    last_error text,
+    CONSTRAINT schedules_check CHECK (((following_due_at IS NULL) OR (following_due_at > next_due_at))),
+    CONSTRAINT schedules_missed_check CHECK ((missed = ANY (ARRAY['run-once'::text, 'skip'::text]))),
+    CONSTRAINT schedules_schedule_name_check CHECK (sluice.is_valid_slug(schedule_name)),
+    CONSTRAINT schedules_target_kind_check CHECK ((target_kind = ANY (ARRAY['flow'::text, 'alias'::text])))
+);
+
+--
+-- Name: TABLE schedules; Type: COMMENT; Schema: sluice; Owner: -
+--
+
+COMMENT ON TABLE sluice.schedules IS 'Cron schedules of flow starts. Written by create_schedule, fire_due_schedules, set_schedule_next_due, pause_schedule, resume_schedule and delete_schedule only.';
+
+--
+-- Name: create_schedule(text, text, text, jsonb, text, text, text, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.create_schedule(schedule_name text, target_kind text, target text, input jsonb, cron text, timezone text, missed text, next_due_at timestamp with time zone, following_due_at timestamp with time zone, created_at timestamp with time zone DEFAULT clock_timestamp()) RETURNS sluice.schedules
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_row sluice.schedules;
+begin
+  if create_schedule.schedule_name is null or not sluice.is_valid_slug(create_schedule.schedule_name) then
+    raise exception 'Cannot create schedule "%": a schedule name starts with a letter and holds letters, digits and single underscores',
+      create_schedule.schedule_name using errcode = 'invalid_parameter_value';
+  end if;
+  if create_schedule.target_kind is distinct from 'flow' and create_schedule.target_kind is distinct from 'alias' then
+    raise exception 'Cannot create schedule "%": target kind must be flow or alias, got %',
+      create_schedule.schedule_name, coalesce(create_schedule.target_kind, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if create_schedule.missed is distinct from 'run-once' and create_schedule.missed is distinct from 'skip' then
+    raise exception 'Cannot create schedule "%": missed must be run-once or skip, got %',
+      create_schedule.schedule_name, coalesce(create_schedule.missed, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if create_schedule.input is null then
+    raise exception 'Cannot create schedule "%": input is null; pass a JSON value',
+      create_schedule.schedule_name using errcode = 'null_value_not_allowed';
+  end if;
+  if create_schedule.next_due_at is null or create_schedule.cron is null
+    or create_schedule.timezone is null then
+    raise exception 'Cannot create schedule "%": cron, timezone and the next due time are required',
+      create_schedule.schedule_name using errcode = 'null_value_not_allowed';
+  end if;
+  if create_schedule.target_kind = 'flow' and not exists (
+    select 1 from sluice.flows f where f.flow_slug = create_schedule.target
+  ) then
+    raise exception 'Cannot create schedule "%": no flow "%"', create_schedule.schedule_name,
+      create_schedule.target using errcode = 'no_data_found',
+        hint = 'A flow exists once a worker for it has started and compiled it';
+  end if;
+  if create_schedule.target_kind = 'alias' and not exists (
+    select 1 from sluice.aliases a where a.alias = create_schedule.target
+  ) then
+    raise exception 'Cannot create schedule "%": no alias "%"', create_schedule.schedule_name,
+      create_schedule.target using errcode = 'no_data_found',
+        hint = 'Every compiled flow has an alias of its own name; activate_alias creates others';
+  end if;
+  insert into sluice.schedules (schedule_name, target_kind, target, input, cron, timezone, missed,
+    next_due_at, following_due_at, advanced_at, created_at)
+  values (create_schedule.schedule_name, create_schedule.target_kind, create_schedule.target,
+    create_schedule.input, create_schedule.cron, create_schedule.timezone, create_schedule.missed,
+    create_schedule.next_due_at, create_schedule.following_due_at, create_schedule.created_at,
+    create_schedule.created_at)
+  on conflict on constraint schedules_pkey do nothing
+  returning * into v_row;
+  if v_row.schedule_name is null then
+    raise exception 'Cannot create schedule "%": a schedule of that name exists',
+      create_schedule.schedule_name using errcode = 'unique_violation',
+        hint = 'Delete it first, or choose another name';
+  end if;
+  return v_row;
+end;
+$$;
+
+--
 -- Name: default_max_json_bytes(); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -881,6 +1141,20 @@ begin
     perform sluice.drop_queue(delete_flow_and_data.flow_slug, v_queue);
   end loop;
 end;
+$$;
+
+--
+-- Name: delete_schedule(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.delete_schedule(schedule_name text) RETURNS boolean
+    LANGUAGE sql
+    AS $$
+  with deleted as (
+    delete from sluice.schedules s where s.schedule_name = delete_schedule.schedule_name
+    returning 1
+  )
+  select exists (select 1 from deleted);
 $$;
 
 --
@@ -1181,7 +1455,7 @@ begin
   join sluice.flows f on f.flow_slug = s.flow_slug
   where s.flow_slug = v_task.flow_slug and s.step_slug = v_task.step_slug;
 
-  if v_task.attempts_count >= v_max_attempts then
+  if v_task.attempts_count - v_task.attempts_base >= v_max_attempts then
     perform sluice.exhaust_task(
       fail_task.run_id, fail_task.step_slug, fail_task.task_index, fail_task.error
     );
@@ -1190,7 +1464,7 @@ begin
 
   v_delay := coalesce(
     ceil(fail_task.retry_delay_seconds)::integer,
-    sluice.backoff_delay_seconds(v_base_delay, v_task.attempts_count)
+    sluice.backoff_delay_seconds(v_base_delay, v_task.attempts_count - v_task.attempts_base)
   );
 
   update sluice.step_tasks t
@@ -1234,6 +1508,92 @@ begin
   where r.run_id = finish_run_if_done.run_id
     and r.status = 'started'
     and r.remaining_steps = 0;
+end;
+$$;
+
+--
+-- Name: fire_due_schedules(timestamp with time zone, integer); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.fire_due_schedules(now timestamp with time zone DEFAULT clock_timestamp(), max_schedules integer DEFAULT 100) RETURNS TABLE(schedule_name text, cron text, timezone text, advanced_at timestamp with time zone, fired boolean)
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_schedule sluice.schedules;
+  v_overtaken boolean;
+  v_inserted boolean;
+  v_run_id uuid;
+  v_error text;
+  v_fired text[] := '{}';
+begin
+  if fire_due_schedules.now is null then
+    raise exception 'Cannot fire schedules: now is null' using errcode = 'null_value_not_allowed';
+  end if;
+  for v_schedule in
+    select s.* from sluice.schedules s
+    where s.paused_at is null and s.next_due_at <= fire_due_schedules.now
+    order by s.next_due_at, s.schedule_name
+    limit greatest(fire_due_schedules.max_schedules, 1)
+    for update of s skip locked
+  loop
+    v_overtaken := v_schedule.following_due_at is not null
+      and v_schedule.following_due_at <= fire_due_schedules.now;
+    v_run_id := null;
+    v_error := null;
+    v_inserted := null;
+    if not (v_overtaken and v_schedule.missed = 'skip') then
+      insert into sluice.schedule_ticks as t (schedule_name, due_at, fired_at, catch_up)
+      values (v_schedule.schedule_name, v_schedule.next_due_at, fire_due_schedules.now, v_overtaken)
+      on conflict do nothing
+      returning true into v_inserted;
+      if v_inserted then
+        begin
+          if v_schedule.target_kind = 'alias' then
+            v_run_id := sluice.start_flow(v_schedule.target, v_schedule.input);
+          else
+            v_run_id := sluice.start_flow_version(v_schedule.target, v_schedule.input);
+          end if;
+        exception when others then
+          -- A transient failure (serialization or deadlock, insufficient resources, a lock not
+          -- available) fails the whole firing, so the next sweep fires the tick again.
+          if sqlstate like '40%' or sqlstate like '53%' or sqlstate = '55P03' then
+            raise;
+          end if;
+          -- Otherwise the subtransaction undid the half-started run; the tick stays fired, with
+          -- its error.
+          v_error := sqlerrm;
+        end;
+        update sluice.schedule_ticks t set run_id = v_run_id, error = v_error
+        where t.schedule_name = v_schedule.schedule_name and t.due_at = v_schedule.next_due_at;
+        v_fired := v_fired || v_schedule.schedule_name;
+        -- Keep the latest ticks only (a per-second schedule would otherwise grow by 86400 rows a
+        -- day). An older tick never comes due again: due times are computed after advanced_at,
+        -- which only moves forward.
+        delete from sluice.schedule_ticks t
+        where t.schedule_name = v_schedule.schedule_name and t.due_at < (
+          select k.due_at from sluice.schedule_ticks k
+          where k.schedule_name = v_schedule.schedule_name
+          order by k.due_at desc offset sluice.schedule_ticks_kept() - 1 limit 1
+        );
+      end if;
+    end if;
+    update sluice.schedules s set
+      next_due_at = null,
+      following_due_at = null,
+      advanced_at = greatest(s.advanced_at, fire_due_schedules.now),
+      last_fired_at = case when v_inserted then fire_due_schedules.now else s.last_fired_at end,
+      last_run_id = coalesce(v_run_id, s.last_run_id),
+      last_error = case when v_inserted then v_error else s.last_error end
+    where s.schedule_name = v_schedule.schedule_name;
+  end loop;
+
+  return query
+    select s.schedule_name, s.cron, s.timezone, s.advanced_at,
+      s.schedule_name = any(v_fired)
+    from sluice.schedules s
+    where s.paused_at is null and s.next_due_at is null
+    order by s.schedule_name
+    for update of s skip locked;
 end;
 $$;
 
@@ -1295,6 +1655,41 @@ end;
 $$;
 
 --
+-- Name: heartbeat_worker(uuid, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.heartbeat_worker(worker_id uuid, tasks jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_result jsonb;
+begin
+  if jsonb_typeof(heartbeat_worker.tasks) is distinct from 'array' then
+    raise exception 'Cannot heartbeat worker %: tasks must be a JSON array of {run_id, step_slug, task_index, attempt}, got %',
+      heartbeat_worker.worker_id, coalesce(jsonb_typeof(heartbeat_worker.tasks), 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  v_result := sluice.heartbeat_worker(heartbeat_worker.worker_id);
+  return v_result || jsonb_build_object('aborted', coalesce((
+    select jsonb_agg(jsonb_build_object(
+      'run_id', x.run_id, 'step_slug', x.step_slug, 'task_index', x.task_index,
+      'attempt', x.attempt, 'task_status', t.status, 'run_status', r.status,
+      'cancel_reason', r.cancel_reason
+    ) order by x.ord)
+    from rows from (jsonb_to_recordset(heartbeat_worker.tasks)
+      as (run_id uuid, step_slug text, task_index integer, attempt integer))
+      with ordinality as x(run_id, step_slug, task_index, attempt, ord)
+    left join sluice.step_tasks t
+      on t.run_id = x.run_id and t.step_slug = x.step_slug and t.task_index = x.task_index
+    left join sluice.runs r on r.run_id = x.run_id
+    where not (t.status is not distinct from 'started'
+      and t.attempts_count is not distinct from x.attempt
+      and t.last_worker_id is not distinct from heartbeat_worker.worker_id)
+  ), '[]'::jsonb));
+end;
+$$;
+
+--
 -- Name: is_valid_queue_name(text); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1304,20 +1699,6 @@ CREATE FUNCTION sluice.is_valid_queue_name(queue_name text) RETURNS boolean
   select queue_name is not null
     and queue_name ~ '^[a-z0-9_]+$'
     and octet_length(queue_name) <= sluice.max_queue_name_length()
-$_$;
-
---
--- Name: is_valid_slug(text); Type: FUNCTION; Schema: sluice; Owner: -
---
-
-CREATE FUNCTION sluice.is_valid_slug(slug text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE
-    AS $_$
-  select slug is not null
-    and slug ~ '^[A-Za-z][A-Za-z0-9_]*$'
-    and slug !~ '__'
-    and slug !~ '_$'
-    and length(slug) <= 128
 $_$;
 
 --
@@ -1414,6 +1795,14 @@ end;
 $$;
 
 --
+-- Name: max_cancel_reason_length(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.max_cancel_reason_length() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 1000 $$;
+
+--
 -- Name: max_event_bytes(); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1444,6 +1833,32 @@ CREATE FUNCTION sluice.max_retry_delay_seconds() RETURNS integer
 CREATE FUNCTION sluice.notify_queue(queue_name text) RETURNS void
     LANGUAGE sql
     AS $$ select pg_notify('sluice_queue_ready', notify_queue.queue_name) $$;
+
+--
+-- Name: pause_schedule(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.pause_schedule(schedule_name text) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_paused_at timestamptz;
+begin
+  select s.paused_at into v_paused_at from sluice.schedules s
+  where s.schedule_name = pause_schedule.schedule_name
+  for update;
+  if not found then
+    raise exception 'Cannot pause schedule "%": no such schedule', pause_schedule.schedule_name
+      using errcode = 'no_data_found';
+  end if;
+  if v_paused_at is not null then
+    return false;
+  end if;
+  update sluice.schedules s set paused_at = clock_timestamp()
+  where s.schedule_name = pause_schedule.schedule_name;
+  return true;
+end;
+$$;
 
 --
 -- Name: prune_data_older_than(interval, integer, jsonb); Type: PROCEDURE; Schema: sluice; Owner: -
@@ -1504,8 +1919,9 @@ begin
   from (
     select r.run_id
     from sluice.runs r
-    where r.status <> 'started' and coalesce(r.completed_at, r.failed_at) < prune_runs_batch.cutoff
-    order by coalesce(r.completed_at, r.failed_at)
+    where r.status <> 'started'
+      and coalesce(r.completed_at, r.failed_at, r.cancelled_at) < prune_runs_batch.cutoff
+    order by coalesce(r.completed_at, r.failed_at, r.cancelled_at)
     limit prune_runs_batch.batch_size
     for update skip locked
   ) b;
@@ -1739,7 +2155,9 @@ CREATE FUNCTION sluice.reject_task_identity_change() RETURNS trigger
 begin
   if new.flow_slug is distinct from old.flow_slug
     or new.queue_name is distinct from old.queue_name
-    or (old.message_id is not null and new.message_id is distinct from old.message_id)
+    or (old.message_id is not null and new.message_id is distinct from old.message_id
+      and not (old.status in ('failed', 'cancelled') and new.status = 'queued'
+        and new.message_id is not null))
   then
     raise exception 'Cannot change the identity of task (%, %, %): flow_slug, queue_name and message_id are immutable',
       old.run_id, old.step_slug, old.task_index
@@ -1797,7 +2215,7 @@ begin
 
     v_error := format('stalled: no report of attempt %s within %s', v_task.attempts_count,
       v_candidate.stall_after);
-    if v_task.attempts_count < v_candidate.max_attempts then
+    if v_task.attempts_count - v_task.attempts_base < v_candidate.max_attempts then
       update sluice.step_tasks t
       set status = 'queued', requeued_count = t.requeued_count + 1, error_message = v_error
       where t.run_id = v_task.run_id and t.step_slug = v_task.step_slug
@@ -1816,6 +2234,172 @@ begin
     v_handled := v_handled + 1;
   end loop;
   return v_handled;
+end;
+$$;
+
+--
+-- Name: resume_schedule(text, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.resume_schedule(schedule_name text, next_due_at timestamp with time zone, following_due_at timestamp with time zone, resumed_at timestamp with time zone DEFAULT clock_timestamp()) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_paused_at timestamptz;
+begin
+  select s.paused_at into v_paused_at from sluice.schedules s
+  where s.schedule_name = resume_schedule.schedule_name
+  for update;
+  if not found then
+    raise exception 'Cannot resume schedule "%": no such schedule', resume_schedule.schedule_name
+      using errcode = 'no_data_found';
+  end if;
+  if v_paused_at is null then
+    return false;
+  end if;
+  if resume_schedule.next_due_at is null then
+    raise exception 'Cannot resume schedule "%": the next due time is required',
+      resume_schedule.schedule_name using errcode = 'null_value_not_allowed';
+  end if;
+  update sluice.schedules s set
+    paused_at = null,
+    advanced_at = greatest(s.advanced_at, resume_schedule.resumed_at),
+    next_due_at = resume_schedule.next_due_at,
+    following_due_at = resume_schedule.following_due_at
+  where s.schedule_name = resume_schedule.schedule_name;
+  return true;
+end;
+$$;
+
+--
+-- Name: retry_run(uuid, boolean); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.retry_run(run_id uuid, force boolean DEFAULT false) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_run sluice.runs;
+  v_reset text[];
+  v_missing text;
+  v_missing_routes jsonb;
+  v_step record;
+  v_ids bigint[];
+  v_tasks integer := 0;
+begin
+  select * into v_run from sluice.runs r where r.run_id = retry_run.run_id for update;
+  if not found then
+    raise exception 'Cannot retry run %: no such run', retry_run.run_id
+      using errcode = 'no_data_found',
+        hint = 'A run is deleted with its flow (delete_flow_and_data, flows reset) and by prune';
+  end if;
+  if v_run.status not in ('failed', 'cancelled') then
+    return jsonb_build_object('run_id', v_run.run_id, 'outcome', 'unchanged',
+      'status', v_run.status, 'retry_count', v_run.retry_count, 'tasks', 0, 'steps', 0);
+  end if;
+
+  select array_agg(l.step_slug order by l.step_slug) into v_reset
+  from (
+    select ss.step_slug from sluice.step_states ss
+    where ss.run_id = retry_run.run_id and ss.status in ('failed', 'cancelled')
+    order by ss.step_slug
+    for update
+  ) l;
+
+  if not coalesce(retry_run.force, false) then
+    select string_agg(format('%s (queue %s)', rc.step_slug, rc.queue_name), ', '
+        order by rc.step_index),
+      jsonb_agg(jsonb_build_object('step_slug', rc.step_slug, 'queue_name', rc.queue_name)
+        order by rc.step_index)
+    into v_missing, v_missing_routes
+    from sluice.route_coverage rc
+    where rc.flow_slug = v_run.flow_slug and rc.step_slug = any (v_reset) and rc.missing_worker;
+    if v_missing is not null then
+      raise exception 'Cannot retry run % of flow "%": no live worker of that flow serves step %',
+        retry_run.run_id, v_run.flow_slug, v_missing
+        using errcode = 'SLR01',
+          detail = v_missing_routes::text,
+          hint = 'Start the flow''s workers, or retry with force to queue the work for them';
+    end if;
+  end if;
+
+  update sluice.runs r
+  set status = 'started', failed_at = null, cancelled_at = null, error_message = null,
+    cancel_reason = null, cancelled_by = null,
+    retry_count = r.retry_count + 1, retried_at = now(), retried_by = current_user
+  where r.run_id = retry_run.run_id
+  returning * into v_run;
+  if (select f.opt_events from sluice.flows f where f.flow_slug = v_run.flow_slug) then
+    perform sluice.send_run_event(v_run.run_id, sluice.run_event(v_run, 'retried'));
+  end if;
+
+  -- The third rung: the tasks that get another go, in key order.
+  perform 1 from sluice.step_tasks t
+  where t.run_id = retry_run.run_id and t.step_slug = any (v_reset)
+    and t.status in ('failed', 'cancelled')
+  order by t.step_slug, t.task_index
+  for update;
+
+  for v_step in
+    select t.step_slug, t.queue_name, array_agg(t.task_index order by t.task_index) as indexes,
+      array_agg(t.message_id order by t.task_index) as old_ids
+    from sluice.step_tasks t
+    where t.run_id = retry_run.run_id and t.step_slug = any (v_reset)
+      and t.status in ('failed', 'cancelled')
+    group by t.step_slug, t.queue_name
+    order by t.step_slug
+  loop
+    select array_agg(sent.id order by sent.ord) into v_ids
+    from pgmq.send_batch(
+      v_step.queue_name,
+      array(
+        select jsonb_build_object('flow_slug', v_run.flow_slug, 'run_id', v_run.run_id,
+          'step_slug', v_step.step_slug, 'task_index', i.idx)
+        from unnest(v_step.indexes) with ordinality as i(idx, ord)
+        order by i.ord
+      ),
+      0
+    ) with ordinality as sent(id, ord);
+
+    update sluice.step_tasks t
+    set status = 'queued', message_id = m.id, attempts_base = t.attempts_count,
+      failed_at = null, cancelled_at = null, permanently_stalled_at = null, queued_at = now()
+    from unnest(v_step.indexes, v_ids) as m(task_index, id)
+    where t.run_id = retry_run.run_id and t.step_slug = v_step.step_slug
+      and t.task_index = m.task_index;
+    v_tasks := v_tasks + cardinality(v_step.indexes);
+
+    -- The old messages' archived copies: prune finds a task's archived message by the id the
+    -- task stores, which is now the new one's.
+    perform sluice.delete_archived_messages(
+      array_fill(v_step.queue_name, array[cardinality(v_step.old_ids)]), v_step.old_ids);
+    perform sluice.notify_queue(v_step.queue_name);
+  end loop;
+
+  update sluice.step_states ss
+  set status = case when ss.started_at is null then 'created' else 'started' end,
+    started_at = case when ss.started_at is null then null else now() end,
+    failed_at = null, cancelled_at = null, error_message = null, progress_sent_at = null,
+    remaining_tasks = case when ss.started_at is null then null else (
+      select count(*)::integer from sluice.step_tasks t
+      where t.run_id = ss.run_id and t.step_slug = ss.step_slug and t.status <> 'completed'
+    ) end
+  where ss.run_id = retry_run.run_id and ss.step_slug = any (v_reset);
+
+  update sluice.runs r
+  set remaining_steps = (
+    select count(*)::integer from sluice.step_states ss
+    where ss.run_id = r.run_id and ss.status not in ('completed', 'skipped')
+  )
+  where r.run_id = retry_run.run_id;
+
+  -- Steps that had not started start now if their dependencies are resolved.
+  perform sluice.start_ready_steps(retry_run.run_id);
+
+  select * into v_run from sluice.runs r where r.run_id = retry_run.run_id;
+  return jsonb_build_object('run_id', v_run.run_id, 'outcome', 'retried',
+    'status', v_run.status, 'retry_count', v_run.retry_count, 'tasks', v_tasks,
+    'steps', cardinality(v_reset));
 end;
 $$;
 
@@ -1843,12 +2427,34 @@ CREATE TABLE sluice.runs (
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     completed_at timestamp with time zone,
     failed_at timestamp with time zone,
+    cancelled_at timestamp with time zone,
+    cancel_reason text,
+    cancelled_by text,
+    retry_count integer DEFAULT 0 NOT NULL,
+    retried_at timestamp with time zone,
+    retried_by text,
+    CONSTRAINT runs_cancelled_check CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL))),
     CONSTRAINT runs_check CHECK ((num_nonnulls(completed_at, failed_at) <= 1)),
     CONSTRAINT runs_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
     CONSTRAINT runs_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
+    CONSTRAINT runs_finished_once_check CHECK ((num_nonnulls(completed_at, failed_at, cancelled_at) <= 1)),
     CONSTRAINT runs_remaining_steps_check CHECK ((remaining_steps >= 0)),
-    CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['started'::text, 'completed'::text, 'failed'::text])))
+    CONSTRAINT runs_retried_check CHECK (((retry_count > 0) = (retried_at IS NOT NULL))),
+    CONSTRAINT runs_retry_count_check CHECK ((retry_count >= 0)),
+    CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['started'::text, 'completed'::text, 'failed'::text, 'cancelled'::text])))
 );
+
+--
+-- Name: COLUMN runs.cancelled_by; Type: COMMENT; Schema: sluice; Owner: -
+--
+
+COMMENT ON COLUMN sluice.runs.cancelled_by IS 'The database role (current_user) that cancelled the run.';
+
+--
+-- Name: COLUMN runs.retried_by; Type: COMMENT; Schema: sluice; Owner: -
+--
+
+COMMENT ON COLUMN sluice.runs.retried_by IS 'The database role (current_user) that called sluice.retry_run last.';
 
 --
 -- Name: run_event(sluice.runs, text); Type: FUNCTION; Schema: sluice; Owner: -
@@ -1868,6 +2474,12 @@ begin
       'stepSlug', (select ss.step_slug from sluice.step_states ss
         where ss.run_id = r.run_id and ss.status = 'failed' limit 1),
       'errorMessage', r.error_message, 'at', r.failed_at)
+    when 'cancelled' then jsonb_build_object('type', 'run:cancelled', 'runId', r.run_id,
+      'flowSlug', r.flow_slug, 'reason', r.cancel_reason, 'cancelledBy', r.cancelled_by,
+      'at', r.cancelled_at)
+    when 'retried' then jsonb_build_object('type', 'run:retried', 'runId', r.run_id,
+      'flowSlug', r.flow_slug, 'retryCount', r.retry_count, 'retriedBy', r.retried_by,
+      'at', r.retried_at)
   end;
 end;
 $$;
@@ -1885,7 +2497,11 @@ CREATE FUNCTION sluice.run_events(run_id uuid) RETURNS jsonb
     select sluice.run_event(r, 'started') as event, false as last, r.started_at as at,
       -1 as step_index, 0 as stage
     union all
-    select sluice.run_event(r, r.status), true, coalesce(r.completed_at, r.failed_at), -1, 0
+    select sluice.run_event(r, 'retried'), false, r.retried_at, -1, 0
+    where r.retry_count > 0
+    union all
+    select sluice.run_event(r, r.status), true,
+      coalesce(r.completed_at, r.failed_at, r.cancelled_at), -1, 0
     where r.status <> 'started'
     union all
     select x.event, false, (x.event ->> 'at')::timestamptz, s.step_index, x.stage
@@ -1913,6 +2529,14 @@ $$;
 CREATE FUNCTION sluice.run_topic(run_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$ select 'sluice:run:' || run_id::text $$;
+
+--
+-- Name: schedule_ticks_kept(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.schedule_ticks_kept() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 1000 $$;
 
 --
 -- Name: send_run_event(uuid, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
@@ -1961,6 +2585,9 @@ CREATE FUNCTION sluice.send_run_status_event() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
+  if tg_op = 'UPDATE' and new.status = 'started' then
+    return null;
+  end if;
   if (select f.opt_events from sluice.flows f where f.flow_slug = new.flow_slug) then
     perform sluice.send_run_event(new.run_id, sluice.run_event(new, new.status));
   end if;
@@ -2001,11 +2628,40 @@ CREATE FUNCTION sluice.send_step_status_event() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
+  if new.status = 'created' then
+    return null;
+  end if;
   if (select f.opt_events from sluice.flows f where f.flow_slug = new.flow_slug) then
     perform sluice.send_run_event(new.run_id, sluice.step_event(new, new.status));
   end if;
   return null;
 end;
+$$;
+
+--
+-- Name: set_schedule_next_due(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.set_schedule_next_due(due jsonb) RETURNS integer
+    LANGUAGE sql
+    AS $$
+  with given as (
+    select d.schedule_name, d.advanced_at, d.next_due_at, d.following_due_at
+    from jsonb_to_recordset(coalesce(set_schedule_next_due.due, '[]'::jsonb)) as d(
+      schedule_name text, advanced_at timestamptz, next_due_at timestamptz,
+      following_due_at timestamptz)
+    where d.next_due_at is not null
+  ),
+  stored as (
+    update sluice.schedules s set
+      next_due_at = g.next_due_at,
+      following_due_at = g.following_due_at
+    from given g
+    where s.schedule_name = g.schedule_name and s.advanced_at = g.advanced_at
+      and s.next_due_at is null and s.paused_at is null
+    returning s.schedule_name
+  )
+  select count(*)::integer from stored;
 $$;
 
 --
@@ -2549,7 +3205,7 @@ begin
       'attempt', c.attempts_count,
       'worker_id', c.last_worker_id,
       'timeout_seconds', coalesce(s.opt_timeout, f.opt_timeout),
-      'max_attempts', coalesce(s.opt_max_attempts, f.opt_max_attempts),
+      'max_attempts', c.attempts_base + coalesce(s.opt_max_attempts, f.opt_max_attempts),
       'input', case
         when s.step_type = 'map' then c.input
         when s.deps_count = 0 then r.input
@@ -3222,6 +3878,8 @@ CREATE TABLE sluice.step_tasks (
     skipped_at timestamp with time zone,
     cancelled_at timestamp with time zone,
     permanently_stalled_at timestamp with time zone,
+    attempts_base integer DEFAULT 0 NOT NULL,
+    CONSTRAINT step_tasks_attempts_base_check CHECK (((attempts_base >= 0) AND (attempts_base <= attempts_count))),
     CONSTRAINT step_tasks_attempts_count_check CHECK ((attempts_count >= 0)),
     CONSTRAINT step_tasks_check CHECK ((num_nonnulls(completed_at, failed_at, skipped_at, cancelled_at) <= 1)),
     CONSTRAINT step_tasks_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
@@ -3289,6 +3947,25 @@ CREATE VIEW sluice.route_coverage AS
    FROM (sluice.steps s
      LEFT JOIN sluice.live_workers w ON (((w.queue_name = s.queue_name) AND (w.flow_slug = s.flow_slug) AND ((w.step_slug IS NULL) OR (w.step_slug = s.step_slug)))))
   GROUP BY s.flow_slug, s.step_slug, s.step_index, s.queue_name;
+
+--
+-- Name: schedule_ticks; Type: TABLE; Schema: sluice; Owner: -
+--
+
+CREATE TABLE sluice.schedule_ticks (
+    schedule_name text NOT NULL,
+    due_at timestamp with time zone NOT NULL,
+    fired_at timestamp with time zone NOT NULL,
+    catch_up boolean NOT NULL,
+    run_id uuid,
+    error text
+);
+
+--
+-- Name: TABLE schedule_ticks; Type: COMMENT; Schema: sluice; Owner: -
+--
+
+COMMENT ON TABLE sluice.schedule_ticks IS 'One row per fired tick of a schedule; its primary key is what makes a tick start exactly one run.';
 
 --
 -- Name: version_drain; Type: VIEW; Schema: sluice; Owner: -
@@ -3426,6 +4103,20 @@ ALTER TABLE ONLY sluice.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (run_id);
 
 --
+-- Name: schedule_ticks schedule_ticks_pkey; Type: CONSTRAINT; Schema: sluice; Owner: -
+--
+
+ALTER TABLE ONLY sluice.schedule_ticks
+    ADD CONSTRAINT schedule_ticks_pkey PRIMARY KEY (schedule_name, due_at);
+
+--
+-- Name: schedules schedules_pkey; Type: CONSTRAINT; Schema: sluice; Owner: -
+--
+
+ALTER TABLE ONLY sluice.schedules
+    ADD CONSTRAINT schedules_pkey PRIMARY KEY (schedule_name);
+
+--
 -- Name: step_states step_states_pkey; Type: CONSTRAINT; Schema: sluice; Owner: -
 --
 
@@ -3489,13 +4180,19 @@ CREATE INDEX runs_active_idx ON sluice.runs USING btree (flow_slug) WHERE (statu
 -- Name: runs_finished_idx; Type: INDEX; Schema: sluice; Owner: -
 --
 
-CREATE INDEX runs_finished_idx ON sluice.runs USING btree (COALESCE(completed_at, failed_at)) WHERE (status <> 'started'::text);
+CREATE INDEX runs_finished_idx ON sluice.runs USING btree (COALESCE(completed_at, failed_at, cancelled_at)) WHERE (status <> 'started'::text);
 
 --
 -- Name: runs_flow_slug_idx; Type: INDEX; Schema: sluice; Owner: -
 --
 
 CREATE INDEX runs_flow_slug_idx ON sluice.runs USING btree (flow_slug);
+
+--
+-- Name: schedules_due; Type: INDEX; Schema: sluice; Owner: -
+--
+
+CREATE INDEX schedules_due ON sluice.schedules USING btree (next_due_at) WHERE (paused_at IS NULL);
 
 --
 -- Name: step_states_ready_idx; Type: INDEX; Schema: sluice; Owner: -
@@ -3609,6 +4306,13 @@ ALTER TABLE ONLY sluice.queues
 
 ALTER TABLE ONLY sluice.runs
     ADD CONSTRAINT runs_flow_slug_fkey FOREIGN KEY (flow_slug) REFERENCES sluice.flows(flow_slug);
+
+--
+-- Name: schedule_ticks schedule_ticks_schedule_name_fkey; Type: FK CONSTRAINT; Schema: sluice; Owner: -
+--
+
+ALTER TABLE ONLY sluice.schedule_ticks
+    ADD CONSTRAINT schedule_ticks_schedule_name_fkey FOREIGN KEY (schedule_name) REFERENCES sluice.schedules(schedule_name) ON DELETE CASCADE;
 
 --
 -- Name: step_states step_states_flow_slug_step_slug_fkey; Type: FK CONSTRAINT; Schema: sluice; Owner: -

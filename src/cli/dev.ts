@@ -14,8 +14,8 @@ import { projectPath } from "../codegen/_util.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import type { LogRecord } from "../worker/logger.ts";
 import { startWorker } from "../worker/start_worker.ts";
-import type { StepWorkerOptions, WorkerHandle, WorkerOptions } from "../worker/worker_options.ts";
-import type { CliIo } from "./_io.ts";
+import type { WorkerHandle, WorkerOptions } from "../worker/worker_options.ts";
+import type { CliIo } from "../ops/commands/_command.ts";
 import { migrate } from "../ops/migrate.ts";
 import { connect } from "../db/connect.ts";
 
@@ -109,15 +109,11 @@ async function runWorkers(
   specs: ReturnType<typeof planWorkerFunctions>,
 ): Promise<number> {
   const { io } = options;
-  const start = startWorker as (
-    flow: DeployableFlow,
-    options: WorkerOptions | StepWorkerOptions,
-  ) => Promise<WorkerHandle>;
   const workers: WorkerHandle[] = [];
   try {
     for (const spec of specs) {
       workers.push(
-        await start(
+        await startWorker(
           namespace[spec.exportName] as DeployableFlow,
           {
             connectionString: databaseUrl,
@@ -126,7 +122,7 @@ async function runWorkers(
             environment: "development",
             poolSize: 2,
             logger: (record) => io.out(logLine(spec.functionName, record)),
-          } as WorkerOptions | StepWorkerOptions,
+          } as WorkerOptions,
         ),
       );
     }

@@ -22,7 +22,7 @@ import { MIGRATION_FILES } from "../ops/migration_files.ts";
 import { MIGRATIONS_DIRECTORY } from "../ops/migrate.ts";
 import { readText } from "../ops/_read_text.ts";
 import { findSupabaseCopies, migrationNames } from "./_supabase_copies.ts";
-import type { CliIo } from "./_io.ts";
+import type { CliIo } from "../ops/commands/_command.ts";
 
 /** Thrown when the directory is not a Supabase project; nothing was written. */
 export class NotASupabaseProjectError extends Error {

@@ -1,37 +1,19 @@
 /**
  * The `sluice` command line (`deno run -A jsr:@sluice/sluice/cli <command>`): project setup
  * (`install`, `migrate`, `functions generate`), the development loop (`dev`, `flows reset`) and
- * every operator command of docs/ops.md.
+ * every operator command of docs/ops.md, dispatched through the one registry of registry.ts.
  *
  * @module
  */
-import { main as generateMain } from "../codegen/cli.ts";
 import { debugRequested } from "../codegen/_util.ts";
-import { main as opsMain } from "../ops/cli.ts";
-import { devCommand } from "./dev.ts";
-import { install } from "./install.ts";
-import { migrateCommand } from "./migrate.ts";
-import type { CliIo } from "./_io.ts";
+import { runOpsCommand } from "../ops/cli.ts";
+import type { CliIo } from "../ops/commands/_command.ts";
+import { type CliCommand, type CommandSection, isOpsCommand } from "./command.ts";
+import { closestCommand, findCommand, parseArgs } from "./parse_args.ts";
+import { OPS_SECTIONS, SECTIONS } from "./registry.ts";
+import { commandHelp, help, PROGRAM } from "./usage.ts";
 
-export type { CliIo } from "./_io.ts";
-
-const HELP = `Usage: sluice <command> [arguments]
-
-sluice is \`deno run -A jsr:@sluice/sluice/cli\` (\`deno task sluice\` after install).
-
-Project:
-  install                         set sluice up in the Supabase project in this directory
-  migrate                         apply sluice's migrations to DATABASE_URL
-  functions generate [--check]    write one Edge Function per worker function of the flows module
-Development:
-  dev [--config <deno.json>]      run every worker function here against DATABASE_URL
-  flows reset <flow_slug>         delete a flow's definition and data (development only)
-Operations (DATABASE_URL; \`sluice ops --help\` lists them, docs/ops.md describes them):
-  coverage, queues, functions, runs, run, fence ..., aliases ..., version-drain,
-  clear-pause, prune
-
-Exit codes: 0 done, 1 failed (one line saying why; SLUICE_DEBUG=1 adds the stack trace),
-2 bad usage.`;
+export type { CliIo } from "../ops/commands/_command.ts";
 
 /** Options of {@linkcode main}. */
 export interface SluiceCliOptions {
@@ -59,13 +41,6 @@ export interface SluiceCliOptions {
    * @default {console.log and console.error}
    */
   readonly io?: CliIo;
-}
-
-function stopSignal(): AbortSignal {
-  const controller = new AbortController();
-  const stop = () => controller.abort();
-  for (const name of ["SIGINT", "SIGTERM"] as const) Deno.addSignalListener(name, stop);
-  return controller.signal;
 }
 
 /**
@@ -116,45 +91,68 @@ function oneLine(command: string | undefined, error: unknown): string {
     : `${text.split("\n")[0]}${text.includes("\n") ? " (SLUICE_DEBUG=1 shows more)" : ""}`;
 }
 
+/** How error messages name a command: the ops commands as `ops <name>`, as they always have. */
+function label(command: CliCommand): string {
+  return isOpsCommand(command) ? `ops ${command.name}` : command.name;
+}
+
+/**
+ * The one line for arguments that name no command: the group's verbs when the first word is a
+ * group (`fence`), and the closest name when one is a typo away.
+ */
+function noSuchCommand(program: string, commands: readonly CliCommand[], words: readonly string[]) {
+  const group = commands.filter((command) => command.name.startsWith(`${words[0]} `));
+  const verbs = group.map((command) => command.name).join(", ");
+  if (group.length > 0 && (words.length === 1 || words[1].startsWith("-"))) {
+    return `Cannot run ${program} ${JSON.stringify(words[0])}: give one of ${verbs}`;
+  }
+  const typed = JSON.stringify(words.slice(0, group.length > 0 ? 2 : 1).join(" "));
+  const closest = closestCommand(commands, words);
+  const hint = closest !== undefined
+    ? `did you mean ${JSON.stringify(closest.name)}?`
+    : group.length > 0
+    ? `give one of ${verbs}`
+    : `\`${program} --help\` lists every command`;
+  return `Cannot run ${program} ${typed}: no such command; ${hint}`;
+}
+
 async function run(
   args: readonly string[],
   options: SluiceCliOptions,
   io: CliIo,
 ): Promise<number> {
-  const cwd = options.cwd ?? Deno.cwd();
   const databaseUrl = options.databaseUrl ?? Deno.env.get("DATABASE_URL");
-  const [command, ...rest] = args;
-  if (command === undefined || command === "-h" || command === "--help" || command === "help") {
-    (command === undefined ? io.err : io.out)(HELP);
-    return command === undefined ? 2 : 0;
+  // `sluice ops <command>` (`deno task ops`) names the commands that work on the database.
+  const scoped = args[0] === "ops";
+  const sections: readonly CommandSection[] = scoped ? OPS_SECTIONS : SECTIONS;
+  const program = scoped ? `${PROGRAM} ops` : PROGRAM;
+  const words = scoped ? args.slice(1) : args;
+  const [name] = words;
+  if (name === undefined || name === "-h" || name === "--help" || name === "help") {
+    (name === undefined ? io.err : io.out)(help(sections, program));
+    return name === undefined ? 2 : 0;
   }
-  if (command === "install" || command === "migrate") {
-    if (rest.length > 0) {
-      io.err(`Cannot run ${command}: unexpected argument ${JSON.stringify(rest[0])}\n\n${HELP}`);
-      return 2;
-    }
-    if (command === "migrate") return await migrateCommand(databaseUrl, cwd, io);
-    await install(cwd, io);
+  const commands = sections.flatMap((section) => section.commands);
+  const command = findCommand(commands, words);
+  if (command === undefined) {
+    io.err(noSuchCommand(program, commands, words));
+    return 2;
+  }
+  const rest = words.slice(command.name.split(" ").length);
+  if (rest.includes("-h") || rest.includes("--help")) {
+    io.out(commandHelp(command));
     return 0;
   }
-  if (command === "functions" && rest[0] === "generate") {
-    return await generateMain(rest.slice(1), io);
+  const parsed = parseArgs(command, rest);
+  if (typeof parsed === "string") {
+    io.err(`Cannot run ${label(command)}: ${parsed}\n\n${commandHelp(command)}`);
+    return 2;
   }
-  if (command === "dev") {
-    const configAt = rest.indexOf("--config");
-    const configPath = configAt === -1 ? "./deno.json" : rest[configAt + 1];
-    const unexpected = rest.filter((_, i) => i !== configAt && i !== configAt + 1);
-    if (configPath === undefined || unexpected.length > 0) {
-      io.err(`Cannot run dev: expected [--config <deno.json>], got ${rest.join(" ")}\n\n${HELP}`);
-      return 2;
-    }
-    return await devCommand({
-      databaseUrl,
-      configPath,
-      signal: options.signal ?? stopSignal(),
-      io,
-    });
-  }
-  const opsArgs = command === "ops" ? rest : args;
-  return await opsMain(opsArgs, { databaseUrl, io, program: "sluice" });
+  if (isOpsCommand(command)) return await runOpsCommand(command, parsed, { databaseUrl, io });
+  return await command.run(parsed, {
+    cwd: options.cwd ?? Deno.cwd(),
+    databaseUrl,
+    signal: options.signal,
+    io,
+  });
 }

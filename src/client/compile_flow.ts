@@ -6,15 +6,15 @@
 
 import type { Sql } from "../db/postgres.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
-import { compileFlowGeneration } from "./_compile_generation.ts";
+import { compileFlowGeneration } from "../deploy/compile.ts";
 
 export type {
   CompileEnvironment,
   CompileFlowOptions,
   CompileOutcome,
   CompileResult,
-} from "./compile_types.ts";
-import type { CompileFlowOptions, CompileResult } from "./compile_types.ts";
+} from "../deploy/compile_types.ts";
+import type { CompileFlowOptions, CompileResult } from "../deploy/compile_types.ts";
 
 /**
  * Compiles a flow at startup through `sluice.ensure_flow_compiled`: creates it when absent,

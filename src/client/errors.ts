@@ -1,65 +1,10 @@
 /**
- * Errors the client throws for conditions callers handle: a flow whose compiled shape differs
- * from its definition, a run that failed, a wait that timed out.
+ * Errors the client throws for conditions callers handle: a run that failed or was cancelled, a
+ * wait that timed out, a start over a limit or of an unknown flow, a run that cannot be cancelled
+ * or retried. The compile and alias errors are in src/deploy/errors.ts.
  *
  * @module
  */
-
-/**
- * Thrown by `compileFlow()` (and so by `startWorker()`) in production when the flow's concrete
- * slug is already compiled with a different shape. Nothing was changed in the database. A
- * compiled flow never changes shape: deploy the new shape under a new concrete slug.
- *
- * @example Usage
- * ```ts ignore
- * import { compileFlow, connect, Flow, FlowShapeMismatchError } from "@sluice/sluice";
- *
- * const sql = connect(Deno.env.get("DATABASE_URL")!);
- * const flow = new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1);
- * try {
- *   await compileFlow(sql, flow);
- * } catch (error) {
- *   if (error instanceof FlowShapeMismatchError) console.error(error.differences);
- * }
- * ```
- */
-export class FlowShapeMismatchError extends Error {
-  /** Always `"FlowShapeMismatchError"`. */
-  override name = "FlowShapeMismatchError";
-  /** The concrete flow slug. */
-  readonly flowSlug: string;
-  /** Human-readable differences between the compiled flow and the definition. */
-  readonly differences: readonly string[];
-
-  /**
-   * Creates the error; the message lists the differences.
-   *
-   * @param flowSlug The concrete flow slug.
-   * @param differences What differs, one entry per difference.
-   */
-  constructor(flowSlug: string, differences: readonly string[]) {
-    super(
-      `Cannot compile flow ${JSON.stringify(flowSlug)}: the definition differs from the compiled ` +
-        `flow of that slug (${differences.length} ${
-          differences.length === 1 ? "difference" : "differences"
-        }):\n${differences.map((difference) => `  - ${difference}`).join("\n")}\n` +
-        `A compiled flow never changes shape in production: deploy the new shape under a new ` +
-        `concrete slug (e.g. ${JSON.stringify(nextVersionSlug(flowSlug))}), start its workers, ` +
-        `then switch callers to it. In development, run the workers with environment ` +
-        `"development" (SLUICE_ENVIRONMENT=development, or sluice dev), which recompiles the flow ` +
-        `once its old workers drain, or delete the flow and its data with ` +
-        `\`sluice flows reset ${flowSlug}\``,
-    );
-    this.flowSlug = flowSlug;
-    this.differences = Object.freeze([...differences]);
-  }
-}
-
-/** `orders` -> `orders_v2`, `orders_v2` -> `orders_v3`. */
-function nextVersionSlug(slug: string): string {
-  const match = /^(.*_v)(\d+)$/.exec(slug);
-  return match === null ? `${slug}_v2` : `${match[1]}${Number(match[2]) + 1}`;
-}
 
 /**
  * Thrown by `waitForRun()` when the run failed.
@@ -153,104 +98,6 @@ export class RunTimeoutError extends Error {
 }
 
 /**
- * Thrown by `activateAlias()` when the alias is no longer at the expected generation: another
- * activation won the compare-and-swap. Nothing changed. Read the alias again and decide whether
- * to activate; retrying blindly would undo the other activation.
- *
- * @example Usage
- * ```ts ignore
- * import { activateAlias, AliasConflictError, connect } from "@sluice/sluice";
- *
- * const sql = connect(Deno.env.get("DATABASE_URL")!);
- * try {
- *   await activateAlias(sql, "orders", "orders_v2", { expectedGeneration: 1 });
- * } catch (error) {
- *   if (error instanceof AliasConflictError) console.error(error.actualFlowSlug);
- * }
- * ```
- */
-export class AliasConflictError extends Error {
-  /** Always `"AliasConflictError"`. */
-  override name = "AliasConflictError";
-  /** The alias. */
-  readonly alias: string;
-  /** The flow the caller tried to activate. */
-  readonly flowSlug: string;
-  /** The generation the caller expected. */
-  readonly expectedGeneration: number;
-  /** The alias's generation when the activation ran (0: no such alias). */
-  readonly actualGeneration: number;
-  /** The flow the alias pointed at then (`null`: no such alias). */
-  readonly actualFlowSlug: string | null;
-
-  /**
-   * Creates the error.
-   *
-   * @param message The database's message.
-   * @param fields The alias, the flows and the generations.
-   */
-  constructor(message: string, fields: {
-    readonly alias: string;
-    readonly flowSlug: string;
-    readonly expectedGeneration: number;
-    readonly actualGeneration: number;
-    readonly actualFlowSlug: string | null;
-  }) {
-    super(message);
-    this.alias = fields.alias;
-    this.flowSlug = fields.flowSlug;
-    this.expectedGeneration = fields.expectedGeneration;
-    this.actualGeneration = fields.actualGeneration;
-    this.actualFlowSlug = fields.actualFlowSlug;
-  }
-}
-
-/**
- * Thrown by `activateAlias()` (without `force`) when a step of the target flow has no live,
- * non-deprecated worker: runs started through the alias would wait. Nothing changed. Start the
- * missing workers, or activate with `force` to let the tasks wait durably.
- *
- * @example Usage
- * ```ts ignore
- * import { activateAlias, AliasWorkersMissingError, connect } from "@sluice/sluice";
- *
- * const sql = connect(Deno.env.get("DATABASE_URL")!);
- * try {
- *   await activateAlias(sql, "orders", "orders_v2", { expectedGeneration: 1 });
- * } catch (error) {
- *   if (error instanceof AliasWorkersMissingError) console.error(error.missingRoutes);
- * }
- * ```
- */
-export class AliasWorkersMissingError extends Error {
-  /** Always `"AliasWorkersMissingError"`. */
-  override name = "AliasWorkersMissingError";
-  /** The alias. */
-  readonly alias: string;
-  /** The flow the caller tried to activate. */
-  readonly flowSlug: string;
-  /** The steps no live worker serves, with their queues. */
-  readonly missingRoutes: readonly { readonly stepSlug: string; readonly queueName: string }[];
-
-  /**
-   * Creates the error.
-   *
-   * @param message The database's message.
-   * @param fields The alias, the flow and the unserved routes.
-   */
-  constructor(message: string, fields: {
-    readonly alias: string;
-    readonly flowSlug: string;
-    readonly missingRoutes: readonly { readonly stepSlug: string; readonly queueName: string }[];
-  }) {
-    super(message);
-    this.alias = fields.alias;
-    this.flowSlug = fields.flowSlug;
-    this.missingRoutes = Object.freeze([...fields.missingRoutes]);
-  }
-}
-
-/**
  * Thrown when the database refuses a value over one of the flow's size limits (SQLSTATE `SLL01`,
  * docs/sql.md#limits): a run input over `max_input_bytes`, a step output over `max_output_bytes`
  * or a map over `max_map_tasks` elements. Nothing was written.
@@ -336,5 +183,127 @@ export class FlowNotFoundError extends Error {
     );
     this.flowRef = flowRef;
     this.viaAlias = viaAlias;
+  }
+}
+
+/**
+ * Thrown by `waitForRun()` when the run was cancelled (`cancelRun`).
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, RunCancelledError, waitForRun } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await waitForRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11", { timeoutMs: 10_000 });
+ * } catch (error) {
+ *   if (error instanceof RunCancelledError) console.error(error.reason);
+ * }
+ * ```
+ */
+export class RunCancelledError extends Error {
+  /** Always `"RunCancelledError"`. */
+  override name = "RunCancelledError";
+  /** The run id. */
+  readonly runId: string;
+  /** The concrete flow slug of the run. */
+  readonly flowSlug: string;
+  /** The reason given to the cancel (`null`: none). */
+  readonly reason: string | null;
+
+  /**
+   * Creates the error from the cancelled run.
+   *
+   * @param details The run, its flow and the cancel's reason.
+   */
+  constructor(details: { runId: string; flowSlug: string; reason: string | null }) {
+    super(
+      `Run ${details.runId} of flow ${JSON.stringify(details.flowSlug)} was cancelled${
+        details.reason === null ? "" : `: ${details.reason}`
+      }`,
+    );
+    this.runId = details.runId;
+    this.flowSlug = details.flowSlug;
+    this.reason = details.reason;
+  }
+}
+
+/**
+ * Thrown by `cancelRun()` and `retryRun()` when no run has the id: it never existed, or it was
+ * deleted with its flow (`delete_flow_and_data`, `flows reset`) or by `prune`.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { cancelRun, connect, RunNotFoundError } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await cancelRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11", { reason: "duplicate order" });
+ * } catch (error) {
+ *   if (error instanceof RunNotFoundError) console.error(error.runId);
+ * }
+ * ```
+ */
+export class RunNotFoundError extends Error {
+  /** Always `"RunNotFoundError"`. */
+  override name = "RunNotFoundError";
+  /** The run id asked for. */
+  readonly runId: string;
+
+  /**
+   * Creates the error.
+   *
+   * @param action What could not be done, e.g. `Cannot retry run <id>`.
+   * @param runId The run id asked for.
+   * @param options The database error, as `cause`.
+   */
+  constructor(action: string, runId: string, options?: ErrorOptions) {
+    super(
+      `${action}: no such run (a run is deleted with its flow, by delete_flow_and_data or ` +
+        "`sluice flows reset`, and by `sluice prune` once finished)",
+      options,
+    );
+    this.runId = runId;
+  }
+}
+
+/**
+ * Thrown by `retryRun()` (without `force`) when a step the retry would start again has no live
+ * worker of the run's concrete flow: its tasks would wait in the queue. Nothing changed. Start
+ * the flow's workers, or retry with `force` to queue the work for them.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, retryRun, RunWorkersMissingError } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await retryRun(sql, "6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11");
+ * } catch (error) {
+ *   if (error instanceof RunWorkersMissingError) console.error(error.missingRoutes);
+ * }
+ * ```
+ */
+export class RunWorkersMissingError extends Error {
+  /** Always `"RunWorkersMissingError"`. */
+  override name = "RunWorkersMissingError";
+  /** The run. */
+  readonly runId: string;
+  /** The steps no live worker of the run's flow serves, with their queues. */
+  readonly missingRoutes: readonly { readonly stepSlug: string; readonly queueName: string }[];
+
+  /**
+   * Creates the error.
+   *
+   * @param message The database's message.
+   * @param fields The run and the unserved routes.
+   */
+  constructor(message: string, fields: {
+    readonly runId: string;
+    readonly missingRoutes: readonly { readonly stepSlug: string; readonly queueName: string }[];
+  }) {
+    super(message);
+    this.runId = fields.runId;
+    this.missingRoutes = Object.freeze([...fields.missingRoutes]);
   }
 }

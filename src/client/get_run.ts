@@ -11,7 +11,9 @@ import type { SkipReason } from "../events/run_event.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 
 /**
- * A run's status: `started` until every step is resolved, then `completed` or `failed`.
+ * A run's status: `started` until every step is resolved, then `completed` or `failed`; or
+ * `cancelled` by `cancelRun`. A failed or cancelled run goes back to `started` when retried
+ * (`retryRun`).
  *
  * @example Usage
  * ```ts
@@ -20,7 +22,7 @@ import { assertUuid } from "../dsl/uuid.ts";
  * const status: RunStatus = "completed";
  * ```
  */
-export type RunStatus = "started" | "completed" | "failed";
+export type RunStatus = "started" | "completed" | "failed" | "cancelled";
 
 /**
  * A step's status within a run.
@@ -73,7 +75,7 @@ export interface StepState {
   readonly failedAt: Date | null;
   /** When the step was skipped. */
   readonly skippedAt: Date | null;
-  /** When the step was cancelled (its run failed). */
+  /** When the step was cancelled (its run failed or was cancelled). */
   readonly cancelledAt: Date | null;
 }
 
@@ -115,6 +117,18 @@ export interface RunState<Input = Json, Output = Json> {
   readonly completedAt: Date | null;
   /** When the run failed. */
   readonly failedAt: Date | null;
+  /** When the run was cancelled. */
+  readonly cancelledAt: Date | null;
+  /** Why the run was cancelled (`null`: no reason given, or not cancelled). */
+  readonly cancelReason: string | null;
+  /** The database role that cancelled the run. */
+  readonly cancelledBy: string | null;
+  /** How often the run was retried (`retryRun`). */
+  readonly retryCount: number;
+  /** When the run was last retried. */
+  readonly retriedAt: Date | null;
+  /** The database role that last retried the run. */
+  readonly retriedBy: string | null;
   /** The steps, in definition order. */
   readonly steps: readonly StepState[];
 }
@@ -157,6 +171,12 @@ export async function getRun<Input = Json, Output = Json>(
     startedAt: run.started_at,
     completedAt: run.completed_at,
     failedAt: run.failed_at,
+    cancelledAt: run.cancelled_at,
+    cancelReason: run.cancel_reason,
+    cancelledBy: run.cancelled_by,
+    retryCount: run.retry_count,
+    retriedAt: run.retried_at,
+    retriedBy: run.retried_by,
     steps: run.steps.map((step) => ({
       stepSlug: step.step_slug,
       status: step.status as StepStatus,

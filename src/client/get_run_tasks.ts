@@ -5,6 +5,7 @@
  * @module
  */
 
+import { readRunTasks } from "../db/client_queries.ts";
 import type { Queryable } from "../db/postgres.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 
@@ -55,19 +56,6 @@ export interface TaskState {
   readonly finishedAt: Date | null;
 }
 
-interface RawTask {
-  step_slug: string;
-  task_index: number;
-  status: TaskStatus;
-  attempts_count: number;
-  requeued_count: number;
-  error_message: string | null;
-  queue_name: string;
-  queued_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-}
-
 /**
  * Reads every task of a run, in step order then task index.
  *
@@ -90,18 +78,11 @@ interface RawTask {
  */
 export async function getRunTasks(sql: Queryable, runId: string): Promise<TaskState[]> {
   assertUuid(runId, "Cannot get the tasks of run");
-  const rows = await sql<RawTask[]>`
-    select t.step_slug, t.task_index, t.status, t.attempts_count, t.requeued_count,
-      t.error_message, t.queue_name, t.queued_at, t.started_at,
-      coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at) as finished_at
-    from sluice.step_tasks t
-    join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
-    where t.run_id = ${runId}::uuid
-    order by s.step_index, t.task_index`;
+  const rows = await readRunTasks(sql, runId);
   return rows.map((row) => ({
     stepSlug: row.step_slug,
     taskIndex: row.task_index,
-    status: row.status,
+    status: row.status as TaskStatus,
     attempts: row.attempts_count,
     stalledRequeues: row.requeued_count,
     lastError: row.error_message,

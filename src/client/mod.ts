@@ -17,12 +17,17 @@
  * @module
  */
 
-export * from "./aliases.ts";
+export * from "../deploy/aliases.ts";
+export * from "./cancel_run.ts";
 export * from "./compile_flow.ts";
 export * from "../db/connect.ts";
 export * from "./errors.ts";
+export * from "../deploy/errors.ts";
 export * from "./get_run.ts";
 export * from "./get_run_tasks.ts";
+export * from "./retry_run.ts";
+export * from "./schedule_errors.ts";
+export * from "./schedules.ts";
 export * from "./start_flow.ts";
 export * from "./wait_for_run.ts";
 export * from "./watch_run.ts";

@@ -11,7 +11,7 @@ import type { DeployableFlow, FlowOutput } from "../dsl/types.ts";
 import { positive } from "./_positive.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { watchRun } from "./watch_run.ts";
-import { RunFailedError, RunTimeoutError } from "./errors.ts";
+import { RunCancelledError, RunFailedError, RunTimeoutError } from "./errors.ts";
 
 /**
  * Options of {@linkcode waitForRun}.
@@ -83,6 +83,7 @@ export type WaitForRunOutput<F extends DeployableFlow> = [F] extends [never] ? J
  * @param options The timeout, poll intervals, the flow (for the output type) and a signal.
  * @returns The run output.
  * @throws {RunFailedError} When the run failed (with the step and the error message).
+ * @throws {RunCancelledError} When the run was cancelled (with the cancel's reason).
  * @throws {RunTimeoutError} When the run did not finish within `timeoutMs`.
  * @throws {RangeError} When no run has that id.
  * @throws {TypeError} When `runId` is not a UUID.
@@ -136,6 +137,9 @@ export async function waitForRun<F extends DeployableFlow = never>(
         errorMessage: run.error_message ?? "(no error message)",
       });
     }
+    if (run.status === "cancelled") {
+      throw new RunCancelledError({ runId, flowSlug: run.flow_slug, reason: run.cancel_reason });
+    }
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new RunTimeoutError(runId, timeoutMs, run.status);
     await delay(Math.min(interval, remaining), signal);
@@ -171,6 +175,9 @@ async function waitForEvents<F extends DeployableFlow>(
           stepSlug: event.stepSlug,
           errorMessage: event.errorMessage ?? "(no error message)",
         });
+      }
+      if (event.type === "run:cancelled") {
+        throw new RunCancelledError({ runId, flowSlug: event.flowSlug, reason: event.reason });
       }
     }
   } catch (error) {

@@ -5,7 +5,7 @@
  */
 
 import type { Sql } from "../db/postgres.ts";
-import { readRunEvents } from "../db/event_queries.ts";
+import { readRunEvents, type RunEventsRow } from "../db/event_queries.ts";
 import { type ChannelSubscription, subscribeChannel } from "../db/run_listener.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import {
@@ -17,7 +17,7 @@ import {
 import { RunEventFeed } from "../events/run_event_feed.ts";
 import { positive } from "./_positive.ts";
 import { assertUuid } from "../dsl/uuid.ts";
-import { isTransientDatabaseError } from "../worker/_errors.ts";
+import { isTransientDatabaseError } from "../db/transient_error.ts";
 
 /**
  * Options of {@linkcode watchRun}.
@@ -231,10 +231,10 @@ async function readState(
   runId: string,
   firstWaitMs: number,
   signal: AbortSignal | undefined,
-): Promise<Awaited<ReturnType<typeof readRunEvents>>> {
+): Promise<RunEventsRow<RunEventPayload> | null> {
   for (let waitMs = firstWaitMs;; waitMs = Math.min(1000, waitMs * 2)) {
     try {
-      return await readRunEvents(sql, runId);
+      return await readRunEvents<RunEventPayload>(sql, runId);
     } catch (error) {
       if (!isTransientDatabaseError(error)) throw error;
       signal?.throwIfAborted();

@@ -98,7 +98,7 @@ their tasks wait in their queues until one starts.`;
 }
 
 function runsSummary(counts: Readonly<Record<string, number>>): Html {
-  const links = ["started", "completed", "failed"].map((status) =>
+  const links = ["started", "completed", "failed", "cancelled"].map((status) =>
     markup`<a href="runs?status=${status}&amp;since=1+hour">${statusBadge(status)} ${
       counts[status] ?? 0
     }</a> `

@@ -12,6 +12,7 @@ import { dagSvg } from "./dag_svg.ts";
 import { formatDuration, formatTime, jsonPreview } from "./format.ts";
 import { page, statusBadge } from "./page.ts";
 import type { RunStepView, RunView } from "./run_view.ts";
+import { runActionButton } from "./run_actions.ts";
 
 /** Characters of a value shown before it must be expanded. */
 const PREVIEW_CHARS = 80;
@@ -91,16 +92,26 @@ export function runParts({ run, steps }: RunView): RunParts {
   const via = run.startedVia !== run.flowSlug && ` (started via ${run.startedVia})`;
   const error = run.errorMessage !== null &&
     markup`<tr><th>Error</th><td>${errorText(run.errorMessage)}</td></tr>`;
+  const cancelled = run.status === "cancelled" &&
+    markup`<tr><th>Cancelled</th><td id="run-cancelled">by ${run.cancelledBy}: ${
+      errorText(run.cancelReason ?? "(no reason given)")
+    }</td></tr>`;
+  const retried = run.retryCount > 0 &&
+    markup`<tr><th>Retried</th><td id="run-retried">${run.retryCount}× (last ${
+      formatTime(run.retriedAt)
+    } by ${run.retriedBy})</td></tr>`;
   const summary = markup`<table>
-<tr><th>Status</th><td id="run-status" data-status="${run.status}">${
-    statusBadge(run.status)
+<tr><th>Status</th><td id="run-status" data-status="${run.status}">${statusBadge(run.status)} ${
+    runActionButton(run.runId, run.status)
   }</td></tr>
 <tr><th>Flow</th><td><a href="flows/${
     encodeURIComponent(run.flowSlug)
   }">${run.flowSlug}</a>${via}</td></tr>
 <tr><th>Started</th><td>${formatTime(run.startedAt)}</td></tr>
-<tr><th>Duration</th><td>${formatDuration(run.startedAt, run.completedAt ?? run.failedAt)}</td></tr>
-<tr><th>Steps left</th><td>${run.remainingSteps} of ${steps.length}</td></tr>${error}
+<tr><th>Duration</th><td>${
+    formatDuration(run.startedAt, run.completedAt ?? run.failedAt ?? run.cancelledAt)
+  }</td></tr>
+<tr><th>Steps left</th><td>${run.remainingSteps} of ${steps.length}</td></tr>${error}${cancelled}${retried}
 <tr><th>Input</th><td>${jsonValue(run.input)}</td></tr>
 <tr><th>Output</th><td>${run.output === null ? "-" : jsonValue(run.output)}</td></tr></table>`;
   const dag = dagSvg(steps.map((step) => ({

@@ -40,10 +40,15 @@ function option(value: string, selected: string | null): Html {
 function runRow(r: RunListRow): Html {
   return markup`<tr data-run="${r.run_id}"><td><a href="runs/${r.run_id}">${r.run_id}</a></td>
 <td><a href="flows/${encodeURIComponent(r.flow_slug)}">${r.flow_slug}</a></td>
-<td>${statusBadge(r.status)}</td><td class="num">${r.steps - r.remaining_steps}/${r.steps}</td>
+<td>${statusBadge(r.status)}${
+    r.retry_count > 0 && markup` <span class="muted">retried ${r.retry_count}×</span>`
+  }</td><td class="num">${r.steps - r.remaining_steps}/${r.steps}</td>
 <td>${formatTime(r.started_at)}</td>
 <td class="num">${formatDuration(r.started_at, r.finished_at)}</td>
-<td class="error">${r.error_message?.split("\n", 1)[0]}</td></tr>`;
+<td class="error">${
+    r.error_message?.split("\n", 1)[0] ??
+      (r.status === "cancelled" ? `cancelled: ${r.cancel_reason ?? "no reason given"}` : "")
+  }</td></tr>`;
 }
 
 /**
@@ -73,7 +78,9 @@ export function runsPage({ filter, runs, more, flows }: RunsListing): string {
       flows.map((flow) => option(flow, filter.flow))
     }</select></label>
 <label>Status <select name="status">${
-      ["", "started", "completed", "failed"].map((status) => option(status, filter.status))
+      ["", "started", "completed", "failed", "cancelled"].map((status) =>
+        option(status, filter.status)
+      )
     }</select></label>
 <label>Since <input name="since" placeholder="1 hour or 2026-11-30T12:00Z" value="${
       filter.since ?? ""

@@ -105,3 +105,19 @@ export async function readVersionDrain(
     from sluice.version_drain v where v.flow_slug = ${flowSlug}`;
   return rows[0] ?? null;
 }
+
+/**
+ * The latest generation at which `flowSlug` was replaced on `alias` (the history records it as
+ * the previous flow), or `null` when the alias was never moved away from it.
+ */
+export async function readReplacedGeneration(
+  sql: Queryable,
+  alias: string,
+  flowSlug: string,
+): Promise<number | null> {
+  const [replaced] = await sql<{ generation: string }[]>`
+    select max(h.generation)::text as generation from sluice.alias_history h
+    where h.alias = ${alias} and h.previous_flow_slug = ${flowSlug}
+    having max(h.generation) is not null`;
+  return replaced === undefined ? null : Number(replaced.generation);
+}

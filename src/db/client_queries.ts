@@ -1,33 +1,13 @@
 /**
  * Every SQL statement of the producer API (`src/client/`), one function each, typed on both
  * sides. Starting a run and polling its outcome are sent as simple queries with inlined literals:
- * one round trip each (see `sql_literal.ts`).
+ * one round trip each (see `inline_sql.ts`).
  *
  * @module
  */
 
 import type { Queryable, Sql } from "./postgres.ts";
-import { sentAtOnce, textLiteral, uuidLiteral } from "./sql_literal.ts";
-
-/** What `sluice.ensure_flow_compiled` answered (docs/internals/contracts.md §3). */
-export interface CompileOutcomeRow {
-  readonly outcome: "compiled" | "verified" | "recompiled" | "mismatch" | "draining";
-  readonly differences: readonly string[];
-  readonly live_workers?: number;
-  /** The flow's compile generation (every outcome but `mismatch` and `draining`). */
-  readonly generation?: number;
-}
-
-/** `sluice.ensure_flow_compiled`: compiles or verifies the definition (JSON text). */
-export async function ensureFlowCompiled(
-  sql: Sql,
-  definitionJson: string,
-  environment: string,
-): Promise<CompileOutcomeRow> {
-  const [{ result }] = await sql<{ result: CompileOutcomeRow }[]>`
-    select sluice.ensure_flow_compiled(${definitionJson}::text::jsonb, ${environment}) as result`;
-  return result;
-}
+import { inline, jsonb, SerializedJson, simpleQuery, uuid } from "./inline_sql.ts";
 
 /**
  * Starts a run with the input (JSON text, or `undefined` for SQL `null`) and resolves the run
@@ -43,11 +23,13 @@ export async function startFlowRun(
     runId: string | undefined;
   },
 ): Promise<string> {
-  const body = run.inputJson === undefined ? "null" : `${textLiteral(run.inputJson)}::jsonb`;
-  const runId = run.runId === undefined ? "null::uuid" : uuidLiteral(run.runId);
-  const fn = run.concrete ? "sluice.start_flow_version" : "sluice.start_flow";
-  const [{ run_id }] = await sql.unsafe<{ run_id: string }[]>(
-    sentAtOnce(`select ${fn}(${textLiteral(run.flowRef)}, ${body}, ${runId}) as run_id`),
+  const input = run.inputJson === undefined ? null : jsonb(new SerializedJson(run.inputJson));
+  const runId = uuid(run.runId ?? null);
+  const [{ run_id }] = await simpleQuery<{ run_id: string }[]>(
+    sql,
+    run.concrete
+      ? inline`select sluice.start_flow_version(${run.flowRef}, ${input}, ${runId}) as run_id`
+      : inline`select sluice.start_flow(${run.flowRef}, ${input}, ${runId}) as run_id`,
   );
   return run_id;
 }
@@ -57,6 +39,7 @@ export interface RunOutcomeRow {
   readonly status: string;
   readonly output: unknown;
   readonly error_message: string | null;
+  readonly cancel_reason: string | null;
   readonly flow_slug: string;
   /** A failed step of the run, if any. */
   readonly failed_step: string | null;
@@ -64,11 +47,14 @@ export interface RunOutcomeRow {
 
 /** Reads a run's status and outcome; `null` when there is no such run. */
 export async function readRunOutcome(sql: Sql, runId: string): Promise<RunOutcomeRow | null> {
-  const rows = await sql.unsafe<RunOutcomeRow[]>(sentAtOnce(`
-      select r.status, r.output, r.error_message, r.flow_slug,
+  const rows = await simpleQuery<RunOutcomeRow[]>(
+    sql,
+    inline`
+      select r.status, r.output, r.error_message, r.cancel_reason, r.flow_slug,
         (select ss.step_slug from sluice.step_states ss
          where ss.run_id = r.run_id and ss.status = 'failed' limit 1) as failed_step
-      from sluice.runs r where r.run_id = ${uuidLiteral(runId)}`));
+      from sluice.runs r where r.run_id = ${uuid(runId)}`,
+  );
   return rows[0] ?? null;
 }
 
@@ -85,6 +71,12 @@ export interface RunRow {
   readonly started_at: Date;
   readonly completed_at: Date | null;
   readonly failed_at: Date | null;
+  readonly cancelled_at: Date | null;
+  readonly cancel_reason: string | null;
+  readonly cancelled_by: string | null;
+  readonly retry_count: number;
+  readonly retried_at: Date | null;
+  readonly retried_by: string | null;
   readonly steps: readonly {
     readonly step_slug: string;
     readonly status: string;
@@ -107,7 +99,8 @@ export interface RunRow {
 export async function readRun(sql: Queryable, runId: string): Promise<RunRow | null> {
   const rows = await sql<RunRow[]>`
     select r.run_id, r.flow_slug, r.started_via, r.status, r.input, r.output, r.error_message,
-      r.remaining_steps, r.started_at, r.completed_at, r.failed_at,
+      r.remaining_steps, r.started_at, r.completed_at, r.failed_at, r.cancelled_at,
+      r.cancel_reason, r.cancelled_by, r.retry_count, r.retried_at, r.retried_by,
       coalesce((
         select jsonb_agg(jsonb_build_object(
           'step_slug', ss.step_slug, 'status', ss.status, 'remaining_deps', ss.remaining_deps,
@@ -124,4 +117,100 @@ export async function readRun(sql: Queryable, runId: string): Promise<RunRow | n
     from sluice.runs r
     where r.run_id = ${runId}::uuid`;
   return rows[0] ?? null;
+}
+
+/** A task row of a run (the finish time is whichever terminal timestamp is set). */
+export interface RunTaskRow {
+  readonly step_slug: string;
+  readonly task_index: number;
+  readonly status: string;
+  readonly attempts_count: number;
+  readonly requeued_count: number;
+  readonly error_message: string | null;
+  readonly queue_name: string;
+  readonly queued_at: Date;
+  readonly started_at: Date | null;
+  readonly finished_at: Date | null;
+}
+
+/** Reads every task of a run, in step order then task index. */
+export async function readRunTasks(sql: Queryable, runId: string): Promise<RunTaskRow[]> {
+  return await sql<RunTaskRow[]>`
+    select t.step_slug, t.task_index, t.status, t.attempts_count, t.requeued_count,
+      t.error_message, t.queue_name, t.queued_at, t.started_at,
+      coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at) as finished_at
+    from sluice.step_tasks t
+    join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
+    where t.run_id = ${runId}::uuid
+    order by s.step_index, t.task_index`;
+}
+
+/** What `sluice.cancel_run` answered. */
+export interface CancelRunRow {
+  readonly run_id: string;
+  readonly outcome: "cancelled" | "unchanged";
+  readonly status: string;
+  readonly tasks: number;
+  readonly reason: string | null;
+  readonly cancelled_at: string | null;
+}
+
+/** `sluice.cancel_run`: cancels a started run (raises SQLSTATE P0002 for an unknown id). */
+export async function cancelRunRow(
+  sql: Queryable,
+  runId: string,
+  reason: string | null,
+): Promise<CancelRunRow> {
+  const [{ result }] = await sql<{ result: CancelRunRow }[]>`
+    select sluice.cancel_run(${runId}::uuid, ${reason}::text) as result`;
+  return result;
+}
+
+/** What `sluice.cancel_runs` answered. */
+export interface CancelRunsRow {
+  readonly cancelled: number;
+  readonly run_ids: readonly string[];
+  readonly more: boolean;
+}
+
+/** `sluice.cancel_runs`: cancels one batch of a flow's started runs. */
+export async function cancelRunsRow(
+  sql: Queryable,
+  filter: {
+    readonly flowSlug: string;
+    readonly reason: string | null;
+    readonly startedVia: string | null;
+    readonly startedBefore: Date | null;
+    readonly batchSize: number;
+  },
+): Promise<CancelRunsRow> {
+  const [{ result }] = await sql<{ result: CancelRunsRow }[]>`
+    select sluice.cancel_runs(${filter.flowSlug}::text, ${filter.reason}::text,
+      ${filter.startedVia}::text, ${filter.startedBefore}::timestamptz,
+      ${filter.batchSize}::integer) as result`;
+  return result;
+}
+
+/** What `sluice.retry_run` answered. */
+export interface RetryRunRow {
+  readonly run_id: string;
+  readonly outcome: "retried" | "unchanged";
+  readonly status: string;
+  readonly retry_count: number;
+  readonly tasks: number;
+  readonly steps: number;
+}
+
+/**
+ * `sluice.retry_run`: resumes a failed or cancelled run (raises SQLSTATE P0002 for an unknown id,
+ * SLR01 when a step has no live worker and `force` is off).
+ */
+export async function retryRunRow(
+  sql: Queryable,
+  runId: string,
+  force: boolean,
+): Promise<RetryRunRow> {
+  const [{ result }] = await sql<{ result: RetryRunRow }[]>`
+    select sluice.retry_run(${runId}::uuid, ${force}::boolean) as result`;
+  return result;
 }

@@ -129,6 +129,9 @@ export interface RunListRow extends Record<string, unknown> {
   started_at: Date;
   finished_at: Date | null;
   error_message: string | null;
+  cancel_reason: string | null;
+  retry_count: number;
+  retried_by: string | null;
 }
 
 /** Which runs {@linkcode listRuns} reads; `null` fields do not filter. */
@@ -150,7 +153,8 @@ export async function listRuns(sql: Sql, filter: RunFilter): Promise<RunListRow[
   const sinceInterval = since !== null && sinceTime === null ? since : null;
   return await sql<RunListRow[]>`
     select r.run_id, r.flow_slug, r.status, r.remaining_steps, r.started_at,
-      coalesce(r.completed_at, r.failed_at) as finished_at, r.error_message,
+      coalesce(r.completed_at, r.failed_at, r.cancelled_at) as finished_at, r.error_message,
+      r.cancel_reason, r.retry_count, r.retried_by,
       (select count(*)::integer from sluice.steps s where s.flow_slug = r.flow_slug) as steps
     from sluice.runs r
     where (${flow}::text is null or r.flow_slug = ${flow}::text)
@@ -204,4 +208,58 @@ export async function liveWorkerFunctionsOf(sql: Sql, flowSlug: string): Promise
     order by 1
   `;
   return rows.map((row) => row.function_name);
+}
+
+/** Whether schema `sluice` exists in the database (its migrations were applied). */
+export async function isSluiceInstalled(sql: Sql): Promise<boolean> {
+  const [{ installed }] = await sql<{ installed: boolean }[]>`
+    select to_regnamespace('sluice') is not null as installed
+  `;
+  return installed;
+}
+
+/** One dependency edge of a flow: `step_slug` depends on `dep_slug`. */
+export interface DependencyRow extends Record<string, unknown> {
+  step_slug: string;
+  dep_slug: string;
+}
+
+/** The dependency edges of a flow, by dependency slug. */
+export async function readFlowDependencies(
+  sql: Sql,
+  flowSlug: string,
+): Promise<DependencyRow[]> {
+  return await sql<DependencyRow[]>`
+    select step_slug, dep_slug from sluice.deps where flow_slug = ${flowSlug}
+    order by dep_slug collate "C"
+  `;
+}
+
+/**
+ * `sluice.prune_worker_functions`: deletes the worker functions without a worker for `interval`
+ * (PostgreSQL interval text, e.g. `30 days`) and returns their names.
+ */
+export async function pruneWorkerFunctions(sql: Sql, interval: string): Promise<string[]> {
+  const [{ pruned }] = await sql<{ pruned: string[] }[]>`
+    select sluice.prune_worker_functions(${interval}::interval) as pruned
+  `;
+  return pruned;
+}
+
+/** What `sluice.archive_messages` did: the ids it archived and the ids not in the queue. */
+export interface ArchiveOutcome {
+  readonly archived: number[];
+  readonly missing: number[];
+}
+
+/** `sluice.archive_messages`: archives stray messages (ids as decimal strings) of a queue. */
+export async function archiveMessages(
+  sql: Sql,
+  queue: string,
+  messageIds: readonly string[],
+): Promise<ArchiveOutcome> {
+  const [{ result }] = await sql<{ result: ArchiveOutcome }[]>`
+    select sluice.archive_messages(${queue}, ${messageIds as string[]}::bigint[]) as result
+  `;
+  return result;
 }

@@ -33,3 +33,6 @@ export type TransactionSql<T extends Record<string, unknown> = {}> = postgres.Tr
  * statement runs on, so a run can start in the same transaction as the caller's own writes.
  */
 export type Queryable = Sql | TransactionSql;
+
+/** A statement sent and not answered yet: awaitable for its rows, and cancellable. */
+export type PendingQuery<T extends readonly postgres.MaybeRow[]> = postgres.PendingQuery<T>;

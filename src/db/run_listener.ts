@@ -10,7 +10,7 @@
  */
 
 import postgres, { type Sql } from "./postgres.ts";
-import { isTransientDatabaseError } from "../worker/_errors.ts";
+import { isTransientDatabaseError } from "./transient_error.ts";
 
 /** What a subscription reports to its watch. */
 export interface ChannelSubscriber {

@@ -2,20 +2,21 @@
  * Every SQL statement the worker runs, one function each, typed on both sides. The SQL functions
  * and their JSON shapes are described in docs/internals/contracts.md §3. The per-task statements
  * (claim, completion, failure) are sent as simple queries with inlined literals: one round trip
- * each (see `sql_literal.ts`).
+ * each (see `inline_sql.ts`).
  *
  * @module
  */
 
 import type { Sql } from "./postgres.ts";
 import {
-  integerLiteral,
-  numberLiteral,
-  sentAtOnce,
+  inline,
+  integer,
+  jsonb,
+  SerializedJson,
+  simpleQuery,
   storableText,
-  textLiteral,
-  uuidLiteral,
-} from "./sql_literal.ts";
+  uuid,
+} from "./inline_sql.ts";
 import { onlyRow } from "./only_row.ts";
 
 /** One `(flow_slug, step_slug)` pair a worker can run. */
@@ -38,7 +39,11 @@ export interface ClaimedTask {
   readonly workerId: string;
   /** The effective step timeout in seconds. */
   readonly timeoutSeconds: number;
-  /** The effective max attempts (step, else flow): the last attempt is `attempt === maxAttempts`. */
+  /**
+   * The number of the last attempt of the current round: the effective max attempts (step, else
+   * flow), plus the attempts used before the run was last retried. The last attempt is
+   * `attempt === maxAttempts`.
+   */
   readonly maxAttempts: number;
   readonly input: unknown;
   readonly flowInput: unknown;
@@ -115,24 +120,24 @@ interface RawClaim {
  * before the claim sees its ids.
  */
 export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<ClaimResult> {
-  const queue = textLiteral(args.queue);
-  const vt = integerLiteral(args.visibilityTimeout);
-  const quantity = integerLiteral(args.quantity);
-  const read = args.mode.kind === "read"
-    ? `pgmq.read(${queue}, ${vt}, ${quantity})`
-    : `pgmq.read_with_poll(${queue}, ${vt}, ${quantity}, ${
-      integerLiteral(args.mode.maxPollSeconds)
-    }, ${integerLiteral(args.mode.pollIntervalMs)})`;
-  const query = sql.unsafe<{ message_ids: string[]; claim: RawClaim }[]>(sentAtOnce(`
+  const { queue, visibilityTimeout: vt, quantity, mode } = args;
+  const read = mode.kind === "read"
+    ? inline`pgmq.read(${queue}, ${integer(vt)}, ${integer(quantity)})`
+    : inline`pgmq.read_with_poll(${queue}, ${integer(vt)}, ${integer(quantity)}, ${
+      integer(mode.maxPollSeconds)
+    }, ${integer(mode.pollIntervalMs)})`;
+  const supported = args.supported.map((route) => ({ ...route }));
+  const query = simpleQuery<{ message_ids: string[]; claim: RawClaim }[]>(
+    sql,
+    inline`
     with batch as materialized (
       select coalesce(array_agg(m.msg_id order by m.msg_id), '{}'::bigint[]) as ids
       from ${read} m
     )
     select b.ids::text[] as message_ids,
-      sluice.start_tasks(${queue}, b.ids, ${uuidLiteral(args.workerId)}, ${
-    textLiteral(JSON.stringify(args.supported))
-  }::jsonb) as claim
-    from batch b`));
+      sluice.start_tasks(${queue}, b.ids, ${uuid(args.workerId)}, ${jsonb(supported)}) as claim
+    from batch b`,
+  );
   const cancel = () => query.cancel();
   args.signal?.addEventListener("abort", cancel, { once: true });
   try {
@@ -216,17 +221,74 @@ export async function registerWorker(
   )`;
 }
 
-/** `sluice.heartbeat_worker`: refreshes the heartbeat; tells whether the worker is deprecated. */
+/** An attempt a worker's handler is running: its task and attempt number. */
+export interface RunningAttempt {
+  readonly runId: string;
+  readonly stepSlug: string;
+  readonly taskIndex: number;
+  readonly attempt: number;
+}
+
+/** A running attempt that is no longer live, with why (`null`: the row is gone). */
+export interface AbortedAttempt extends RunningAttempt {
+  readonly taskStatus: string | null;
+  readonly runStatus: string | null;
+  readonly cancelReason: string | null;
+}
+
+/** What a heartbeat answered. */
+export interface HeartbeatAnswer {
+  /** The worker was deprecated: it should drain and stop. */
+  readonly deprecated: boolean;
+  /** Which of the running attempts it sent are no longer live (their handlers should stop). */
+  readonly aborted: readonly AbortedAttempt[];
+}
+
+/**
+ * `sluice.heartbeat_worker`: refreshes the heartbeat; tells whether the worker is deprecated and
+ * which of its running attempts are no longer live (a cancelled run, a requeued task).
+ */
 export async function heartbeatWorker(
   sql: Sql,
   workerId: string,
-): Promise<{ deprecated: boolean }> {
+  running: readonly RunningAttempt[],
+): Promise<HeartbeatAnswer> {
+  const tasks = JSON.stringify(running.map((attempt) => ({
+    run_id: attempt.runId,
+    step_slug: attempt.stepSlug,
+    task_index: attempt.taskIndex,
+    attempt: attempt.attempt,
+  })));
   const row = onlyRow(
     "heartbeat_worker",
-    await sql<{ result: { deprecated: boolean } }[]>`
-      select sluice.heartbeat_worker(${workerId}::uuid) as result`,
+    await sql<{
+      result: {
+        deprecated: boolean;
+        aborted: {
+          run_id: string;
+          step_slug: string;
+          task_index: number;
+          attempt: number;
+          task_status: string | null;
+          run_status: string | null;
+          cancel_reason: string | null;
+        }[];
+      };
+    }[]>`
+      select sluice.heartbeat_worker(${workerId}::uuid, ${tasks}::text::jsonb) as result`,
   );
-  return { deprecated: row.result.deprecated === true };
+  return {
+    deprecated: row.result.deprecated === true,
+    aborted: (row.result.aborted ?? []).map((entry) => ({
+      runId: entry.run_id,
+      stepSlug: entry.step_slug,
+      taskIndex: entry.task_index,
+      attempt: entry.attempt,
+      taskStatus: entry.task_status,
+      runStatus: entry.run_status,
+      cancelReason: entry.cancel_reason,
+    })),
+  };
 }
 
 /** `sluice.stop_worker`: marks the worker stopped. */
@@ -273,24 +335,24 @@ export async function completeTasks(
   sql: Sql,
   results: readonly TaskResult[],
 ): Promise<CompleteOutcome> {
-  const body = "[" +
-    results.map((result) =>
-      `{"run_id":${JSON.stringify(result.runId)},"step_slug":${
-        JSON.stringify(result.stepSlug)
-      },"task_index":${result.taskIndex},"attempt":${result.attempt},"worker_id":${
-        JSON.stringify(result.workerId)
-      },"output":${result.outputJson}}`
-    ).join(",") + "]";
+  const batch = jsonb(results.map((result) => ({
+    run_id: result.runId,
+    step_slug: result.stepSlug,
+    task_index: result.taskIndex,
+    attempt: result.attempt,
+    worker_id: result.workerId,
+    output: new SerializedJson(result.outputJson),
+  })));
   const row = onlyRow(
     "complete_tasks",
-    await sql.unsafe<
+    await simpleQuery<
       {
         outcome: {
           completed: number;
           stale: { run_id: string; step_slug: string; task_index: number; attempt: number }[];
         };
       }[]
-    >(sentAtOnce(`select sluice.complete_tasks(${textLiteral(body)}::jsonb) as outcome`)),
+    >(sql, inline`select sluice.complete_tasks(${batch}) as outcome`),
   );
   return {
     completed: row.outcome.completed,
@@ -316,13 +378,15 @@ export async function failTask(
 ): Promise<FailOutcome> {
   const row = onlyRow(
     "fail_task",
-    await sql.unsafe<{ outcome: FailOutcome }[]>(sentAtOnce(`
+    await simpleQuery<{ outcome: FailOutcome }[]>(
+      sql,
+      inline`
     select sluice.fail_task(
-      ${uuidLiteral(failure.runId)}, ${textLiteral(failure.stepSlug)},
-      ${integerLiteral(failure.taskIndex)}, ${integerLiteral(failure.attempt)},
-      ${uuidLiteral(failure.workerId)}, ${textLiteral(storableText(failure.error))},
-      ${numberLiteral(failure.retryDelaySeconds)}
-    ) as outcome`)),
+      ${uuid(failure.runId)}, ${failure.stepSlug}, ${integer(failure.taskIndex)},
+      ${integer(failure.attempt)}, ${uuid(failure.workerId)}, ${storableText(failure.error)},
+      ${failure.retryDelaySeconds}::double precision
+    ) as outcome`,
+    ),
   );
   return row.outcome;
 }

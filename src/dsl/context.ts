@@ -29,7 +29,12 @@ export interface StepContext<Input = unknown, Slug extends string = string> {
   readonly sql: Sql;
   /** The worker's environment variables. */
   readonly env: Readonly<Record<string, string | undefined>>;
-  /** Aborted when the task times out or the worker shuts down. */
+  /**
+   * Aborted when the task times out, the worker shuts down, or the attempt is no longer live: its
+   * run was cancelled (`cancelRun`), or the task was requeued or retried meanwhile. The worker
+   * learns of a cancellation at its next heartbeat, so at most one `heartbeatIntervalMs`
+   * (default 5 s) after the cancel commits; the signal's `reason` then says why.
+   */
   readonly signal: AbortSignal;
   /** The concrete slug of the flow the run belongs to. */
   readonly flowSlug: string;
@@ -41,11 +46,16 @@ export interface StepContext<Input = unknown, Slug extends string = string> {
   readonly stepSlug: Slug;
   /** Zero-based index of this task: the array element of a map step, `0` otherwise. */
   readonly taskIndex: number;
-  /** One-based attempt number of this task. */
+  /**
+   * One-based attempt number of this task. It keeps counting across retries of the run
+   * (`retryRun`): after a task's first round of 3 attempts, the next round's are 4, 5 and 6.
+   */
   readonly attempt: number;
   /**
-   * The step's effective `maxAttempts` (the step's option, else the flow's), as the database
-   * applies it when this attempt fails or stalls: `attempt === maxAttempts` is the last attempt.
+   * The number of this round's last attempt: the step's effective `maxAttempts` (the step's
+   * option, else the flow's), plus the attempts of earlier rounds when the run was retried, as the
+   * database applies it when this attempt fails or stalls: `attempt === maxAttempts` is the last
+   * attempt.
    * A stalled last attempt never reaches its handler's end, so code that must run when a task is
    * exhausted belongs in a step that depends on it under `whenExhausted: "skip"`.
    */

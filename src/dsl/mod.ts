@@ -27,6 +27,7 @@ export * from "./limits.ts";
 export * from "./queue_name.ts";
 export type { QueueMode } from "./routing.ts";
 export * from "./signature.ts";
+export * from "./schedule_times.ts";
 export * from "./slug.ts";
 export * from "./step_definition.ts";
 export * from "./step_queues.ts";

@@ -12,16 +12,13 @@
 import type { Sql } from "../db/postgres.ts";
 import { connect } from "../db/connect.ts";
 import { readFunctionState } from "../db/edge_queries.ts";
-import { eitherMode } from "../dsl/either_mode.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { describeError } from "../worker/describe_error.ts";
-import { jsonLineSink, Logger } from "../worker/logger.ts";
-import { startWorker } from "../worker/start_worker.ts";
+import { Logger } from "../worker/logger.ts";
+import { launchWorker } from "../worker/start_worker.ts";
 import type { WorkerHandle } from "../worker/worker_options.ts";
 import { BearerAuth } from "./_auth.ts";
 import {
-  type AnyWorkerFunctionOptions,
-  type AnyWorkerOptions,
   type HostConfig,
   noConnectionMessage,
   noSecretMessage,
@@ -31,11 +28,10 @@ import { answerRequest } from "./_http.ts";
 import { claimAndRequestSuccessor } from "./_respawn.ts";
 import type {
   WorkerFunctionHandler,
+  WorkerFunctionOptions,
   WorkerFunctionState,
   WorkerFunctionStatus,
 } from "./edge_options.ts";
-
-const launchWorker = eitherMode<AnyWorkerOptions, Promise<WorkerHandle>>(startWorker);
 
 /** Why an isolate ends. */
 type EndReason = "beforeunload" | "wall_clock_budget" | "requested" | "closed";
@@ -74,13 +70,13 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
   #ended: Promise<void> | null = null;
   #endComplete = false;
 
-  constructor(flow: DeployableFlow, options: AnyWorkerFunctionOptions) {
+  constructor(flow: DeployableFlow, options: WorkerFunctionOptions) {
     const config = resolveHostConfig(flow, options);
     this.#flow = flow;
     this.#config = config;
     this.functionName = config.functionName;
     this.onEdge = config.edgeRuntime !== null;
-    this.#logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
+    this.#logger = new Logger(config.worker.settings.logLevel, config.worker.settings.logger, {
       function_name: config.functionName,
       isolate_id: this.isolateId,
     });
@@ -174,7 +170,10 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
         }));
       }
       if (this.#ending !== null) return { worker: null, status: this.status };
-      const worker = await launchWorker(this.#flow, { ...this.#config.workerOptions, sql });
+      const worker = await launchWorker(this.#flow, {
+        ...this.#config.worker,
+        connection: { kind: "given", sql },
+      });
       this.#seenInvokedAt = state?.lastInvokedAt ?? null;
       this.#worker = worker;
       this.#lastOutcome = null;

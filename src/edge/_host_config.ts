@@ -1,37 +1,20 @@
 /**
  * The configuration of a worker function host, resolved once at creation from its options and
- * the environment: the worker target, the Edge runtime hooks, the lifecycle durations, the secret,
- * the function's own URL and the connection (through the worker's `resolveWorkerConfig`).
+ * the environment: the worker's own options through the worker's resolver (`resolveWorkerConfig`:
+ * target, settings, connection, with the Edge's URL variables and `SLUICE_ENVIRONMENT` /
+ * `SLUICE_ACTIVATE_ALIAS` fallbacks), then the Edge runtime hooks, the lifecycle durations, the
+ * secret and the function's own URL.
  *
  * @module
  */
 
-import type { CompileEnvironment } from "../client/compile_flow.ts";
-import { isDeployedFlow } from "../dsl/deployed_flow.ts";
-import { eitherMode } from "../dsl/either_mode.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
-import { type ConnectionSource, resolveWorkerConfig } from "../worker/worker_config.ts";
-import type {
-  AliasActivationOptions,
-  StepWorkerOptions,
-  WorkerOptions,
-} from "../worker/worker_options.ts";
-import { resolveWorkerTarget, type WorkerTarget } from "../worker/worker_target.ts";
-import type {
-  EdgeRuntimeLike,
-  StepWorkerFunctionOptions,
-  WorkerFunctionOptions,
-} from "./edge_options.ts";
-
-/**
- * Either mode's worker options (`activate` for a deployed flow); the public overloads tie each to
- * its kind of flow.
- */
-export type AnyWorkerOptions = (WorkerOptions | StepWorkerOptions) & AliasActivationOptions;
-/** Either mode's worker function options. */
-export type AnyWorkerFunctionOptions =
-  & (WorkerFunctionOptions | StepWorkerFunctionOptions)
-  & AliasActivationOptions;
+import {
+  type ConnectionSource,
+  resolveWorkerConfig,
+  type WorkerConfig,
+} from "../worker/worker_config.ts";
+import type { EdgeRuntimeLike, WorkerFunctionOptions } from "./edge_options.ts";
 
 const DEFAULT_WALL_CLOCK_BUDGET_MS = 140_000;
 const DEFAULT_DRAIN_TIMEOUT_MS = 8_000;
@@ -65,8 +48,11 @@ export interface HostConfig {
   /** The function's own URL, or `null` when unknown (no successor can be requested). */
   readonly selfUrl: URL | null;
   readonly connection: ConnectionSource;
-  /** The options meant for `startWorker`, without a connection (the host supplies its pool). */
-  readonly workerOptions: AnyWorkerOptions;
+  /**
+   * The worker's resolved options (`launchWorker` runs them with the host's pool as the
+   * connection).
+   */
+  readonly worker: WorkerConfig;
 }
 
 /**
@@ -79,24 +65,20 @@ export interface HostConfig {
  */
 export function resolveHostConfig(
   flow: DeployableFlow,
-  options: AnyWorkerFunctionOptions,
+  options: WorkerFunctionOptions,
 ): HostConfig {
-  if (typeof options !== "object" || options === null) {
-    throw new TypeError("Cannot create worker handler: options must be an object");
-  }
-  // The worker's own checks (stepSlug, functionName), at creation rather than at the first
-  // request; the function name is needed from here on.
-  const { functionName } = eitherMode<AnyWorkerOptions, WorkerTarget>(resolveWorkerTarget)(
-    flow,
-    options,
-  );
-  const context = `Cannot create worker handler for "${functionName}"`;
-  const { env, connection } = resolveWorkerConfig(options, {
-    context,
+  // The worker's own checks (stepSlug, functionName, every setting), at creation rather than at
+  // the first request; the function name is needed from here on.
+  const worker = resolveWorkerConfig(flow, options, {
+    action: "create worker handler",
+    context: (target) => `Cannot create worker handler for "${target.functionName}"`,
     urlVariables: DATABASE_URL_VARIABLES,
+    settingsFromEnv: true,
   });
+  const { functionName } = worker.target;
+  const context = `Cannot create worker handler for "${functionName}"`;
   const setting = (name: string) => {
-    const value = env[name];
+    const value = worker.env[name];
     return value === undefined || value === "" ? null : value;
   };
 
@@ -121,44 +103,9 @@ export function resolveHostConfig(
     respawn: options.respawn ?? true,
     secret: secret === "" ? null : secret,
     selfUrl: resolveSelfUrl(context, functionName, options.selfUrl, setting("SUPABASE_URL")),
-    connection,
-    workerOptions: {
-      ...workerOnly(options),
-      functionName,
-      env,
-      environment: options.environment ?? environmentSetting(setting("SLUICE_ENVIRONMENT")),
-      ...activationSetting(flow, options, setting("SLUICE_ACTIVATE_ALIAS")),
-    },
+    connection: worker.connection,
+    worker,
   };
-}
-
-/**
- * `SLUICE_ENVIRONMENT`, so that a generated function can run in development (the worker checks
- * the value and names it when it is neither `production` nor `development`).
- */
-function environmentSetting(value: string | null): CompileEnvironment | undefined {
-  return value === null ? undefined : value as CompileEnvironment;
-}
-
-/**
- * `SLUICE_ACTIVATE_ALIAS`, for a deployed flow whose options leave `activate` unset: one project
- * secret lets every generated function of a deployed flow activate its alias at startup. Other
- * flows have no alias to activate and ignore it. A value other than `on-startup` or `manual` is
- * refused here, naming the variable.
- */
-function activationSetting(
-  flow: DeployableFlow,
-  options: AnyWorkerFunctionOptions,
-  value: string | null,
-): AliasActivationOptions {
-  if (options.activate !== undefined || value === null || !isDeployedFlow(flow)) return {};
-  if (value !== "on-startup" && value !== "manual") {
-    throw new TypeError(
-      `Cannot create worker handler for deployed flow ${JSON.stringify(flow.alias)}: ` +
-        `SLUICE_ACTIVATE_ALIAS must be "on-startup" or "manual", got ${JSON.stringify(value)}`,
-    );
-  }
-  return { activate: value };
 }
 
 /** The error of a host without a secret: names the variables to set. */
@@ -173,29 +120,11 @@ export function noConnectionMessage(functionName: string): string {
     "SLUICE_DATABASE_URL (or SUPABASE_DB_URL, or DATABASE_URL), or pass connectionString or sql";
 }
 
-/** The options meant for `startWorker`; the connection is replaced by the host's pool. */
-function workerOnly(options: AnyWorkerFunctionOptions): AnyWorkerOptions {
-  const {
-    secret: _secret,
-    selfUrl: _selfUrl,
-    wallClockBudgetMs: _wallClockBudgetMs,
-    drainTimeoutMs: _drainTimeoutMs,
-    respawn: _respawn,
-    edgeRuntime: _edgeRuntime,
-    lifecycleEvents: _lifecycleEvents,
-    connectionString: _connectionString,
-    poolSize: _poolSize,
-    sql: _sql,
-    ...worker
-  } = options;
-  return worker;
-}
-
 /** A duration option; only the wall-clock budget may be infinite. */
 function duration(
   context: string,
   name: "wallClockBudgetMs" | "drainTimeoutMs",
-  options: AnyWorkerFunctionOptions,
+  options: WorkerFunctionOptions,
   fallback: number,
 ): number {
   const infiniteAllowed = name === "wallClockBudgetMs";

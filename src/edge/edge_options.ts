@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { StepWorkerOptions, WorkerOptions } from "../worker/worker_options.ts";
+import type { DeployableFlow } from "../dsl/types.ts";
+import type { WorkerOptions } from "../worker/worker_options.ts";
 
 /**
  * The part of Supabase's `EdgeRuntime` global the adapter uses: `waitUntil` keeps the isolate
@@ -173,41 +174,31 @@ export interface EdgeHostOptions {
 }
 
 /**
- * Options of `createWorkerHandler()` and `serveWorker()` for a plain flow: the
- * worker's own options plus the Edge lifecycle.
+ * Options of `createWorkerHandler()` for a worker function of flow `F`: the worker's own options
+ * for that flow (`WorkerOptions<F>`: `stepSlug` required exactly for a step-queued flow, typed as
+ * its step-slug union; `activate` only for a deployed flow) plus the Edge lifecycle.
+ *
+ * @typeParam F The flow the function serves; the default (any deployable flow) accepts every
+ * kind's options.
  *
  * @example Usage
  * ```ts
+ * import { Flow, withStepQueues } from "@sluice/sluice";
  * import type { WorkerFunctionOptions } from "@sluice/sluice/edge";
  *
- * const options: WorkerFunctionOptions = {
+ * const orders = new Flow({ slug: "orders" }).step({ slug: "charge" }, () => 1);
+ * const plain: WorkerFunctionOptions<typeof orders> = {
  *   functionName: "orders-worker",
  *   maxConcurrent: 5,
  *   wallClockBudgetMs: 390_000, // a paid plan: 400 s
  * };
+ * const queued = withStepQueues(orders);
+ * const step: WorkerFunctionOptions<typeof queued> = { stepSlug: "charge", maxConcurrent: 4 };
  * ```
  */
-export interface WorkerFunctionOptions extends WorkerOptions, EdgeHostOptions {}
-
-/**
- * Options of `createWorkerHandler()` and `serveWorker()` for one step of a
- * step-queued flow: the required `stepSlug`, typed as the flow's step-slug union, the worker's
- * own options and the Edge lifecycle.
- *
- * @typeParam Slug The step slugs of the flow.
- *
- * @example Usage
- * ```ts
- * import type { StepWorkerFunctionOptions } from "@sluice/sluice/edge";
- *
- * const options: StepWorkerFunctionOptions<"fetch_posts" | "classify"> = {
- *   stepSlug: "classify",
- *   maxConcurrent: 4,
- * };
- * ```
- */
-export interface StepWorkerFunctionOptions<Slug extends string = string>
-  extends StepWorkerOptions<Slug>, EdgeHostOptions {}
+export type WorkerFunctionOptions<F extends DeployableFlow = DeployableFlow> =
+  & WorkerOptions<F>
+  & EdgeHostOptions;
 
 /**
  * The request handler of one worker function in one isolate. At most one worker runs at a time;

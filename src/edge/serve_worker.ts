@@ -4,20 +4,12 @@
  * @module
  */
 
-import { eitherMode } from "../dsl/either_mode.ts";
-import type { DeployedFlow } from "../dsl/deployed_flow.ts";
-import type { AnyFlow } from "../dsl/flow.ts";
-import type { StepQueuedFlow } from "../dsl/step_queues.ts";
-import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
+import type { DeployableFlow } from "../dsl/types.ts";
 import { jsonLineSink, Logger } from "../worker/logger.ts";
 import { processEnv } from "../worker/worker_config.ts";
-import type { AliasActivationOptions } from "../worker/worker_options.ts";
-import { createWorkerHandler } from "./create_worker_handler.ts";
-import type {
-  StepWorkerFunctionOptions,
-  WorkerFunctionHandler,
-  WorkerFunctionOptions,
-} from "./edge_options.ts";
+import type { FlowOptionsArgument } from "../worker/worker_options.ts";
+import { WorkerFunctionHost } from "./_host.ts";
+import type { WorkerFunctionHandler, WorkerFunctionOptions } from "./edge_options.ts";
 
 /**
  * Where and how {@linkcode serveWorker} listens, on top of the handler's options.
@@ -63,35 +55,33 @@ export interface ServeListenOptions {
 }
 
 /**
- * Options of {@linkcode serveWorker} for a plain flow: the handler's options plus where to listen.
+ * Options of {@linkcode serveWorker} for a worker function of flow `F`: the handler's options for
+ * that flow (`WorkerFunctionOptions<F>`: `stepSlug` required exactly for a step-queued flow,
+ * `activate` only for a deployed one) plus where to listen.
+ *
+ * @typeParam F The flow the function serves; the default (any deployable flow) accepts every
+ * kind's options.
  *
  * @example Usage
  * ```ts
+ * import { Flow, withStepQueues } from "@sluice/sluice";
  * import type { ServeWorkerOptions } from "@sluice/sluice/edge";
  *
- * const options: ServeWorkerOptions = { port: 8787, startImmediately: true };
- * ```
- */
-export interface ServeWorkerOptions extends WorkerFunctionOptions, ServeListenOptions {}
-
-/**
- * Options of {@linkcode serveWorker} for one step of a step-queued flow: the required `stepSlug`,
- * the handler's options and where to listen.
- *
- * @typeParam Slug The step slugs of the flow.
- *
- * @example Usage
- * ```ts
- * import type { StepServeWorkerOptions } from "@sluice/sluice/edge";
- *
- * const options: StepServeWorkerOptions<"classify" | "deliver"> = {
+ * const digest = withStepQueues(
+ *   new Flow({ slug: "thread_digest" })
+ *     .step({ slug: "classify" }, () => "question")
+ *     .step({ slug: "deliver", dependsOn: ["classify"] }, (deps) => deps.classify),
+ * );
+ * const options: ServeWorkerOptions<typeof digest> = {
  *   stepSlug: "classify",
- *   functionName: "thread-digest--classify",
+ *   port: 8787,
+ *   startImmediately: true,
  * };
  * ```
  */
-export interface StepServeWorkerOptions<Slug extends string = string>
-  extends StepWorkerFunctionOptions<Slug>, ServeListenOptions {}
+export type ServeWorkerOptions<F extends DeployableFlow = DeployableFlow> =
+  & WorkerFunctionOptions<F>
+  & ServeListenOptions;
 
 /**
  * A served worker function.
@@ -119,7 +109,8 @@ export interface WorkerServer extends AsyncDisposable {
 }
 
 /**
- * Serves a worker function over HTTP: the whole body of an Edge Function entrypoint.
+ * Serves the worker function of `flow` over HTTP: the whole body of an Edge Function entrypoint,
+ * as `deno task gen:functions` writes it.
  *
  * On Supabase Edge (`EdgeRuntime` present) the first request carrying
  * `Authorization: Bearer <secret>` starts the worker inside `EdgeRuntime.waitUntil`, unless the
@@ -132,14 +123,25 @@ export interface WorkerServer extends AsyncDisposable {
  * As a plain Deno process it runs until SIGINT or SIGTERM, starting the worker on the first
  * request or at once (`startImmediately`).
  *
- * @param flow The flow whose steps the worker runs.
- * @param options Listening, worker, connection, authorization and lifecycle options.
- * @returns The served function.
- * @throws {StepSlugError} When a `stepSlug` is given: a plain flow's worker runs every step.
- * @throws {TypeError} When options are inconsistent.
- * @throws {RangeError} When a duration option or `poolSize` is out of range.
+ * The options are keyed on the flow ({@linkcode ServeWorkerOptions}), as for
+ * `createWorkerHandler`: a step-queued flow has one function per step, named by the required
+ * `stepSlug` (typed as the flow's step-slug union; `functionName` defaults to
+ * `workerFunctionName(flowSlug, stepSlug)`, the generated function's name); a deployed flow's
+ * worker may activate the alias at startup (`activate: "on-startup"`, see `startWorker`).
  *
- * @example Usage
+ * @typeParam F The flow: plain, step-queued or deployed.
+ * @param flow The flow whose steps the worker runs.
+ * @param options Listening, worker, connection, authorization and lifecycle options; required
+ * for a step-queued flow (its `stepSlug`).
+ * @returns The served function.
+ * @throws {StepSlugError} When `stepSlug` is missing or not a step of a step-queued flow, or given
+ * for a plain flow; the error lists the valid slugs.
+ * @throws {TypeError} When options are inconsistent, or `activate` is given for a concrete flow or
+ * is neither `"on-startup"` nor `"manual"`.
+ * @throws {RangeError} When a duration option, `poolSize` or another numeric option is out of
+ * range.
+ *
+ * @example A plain flow
  * ```ts ignore
  * // supabase/functions/orders-worker/index.ts
  * import { serveWorker } from "@sluice/sluice/edge";
@@ -147,26 +149,8 @@ export interface WorkerServer extends AsyncDisposable {
  *
  * serveWorker(orders, { functionName: "orders-worker" });
  * ```
- */
-export function serveWorker<F extends AnyFlow>(
-  flow: F,
-  options?: ServeWorkerOptions,
-): WorkerServer;
-/**
- * Serves the worker function of one step of a step-queued flow: the whole body of its Edge
- * Function entrypoint, as `deno task gen:functions` writes it. The worker polls that step's
- * private queue; everything else is as for a plain flow.
  *
- * @param flow A flow returned by `withStepQueues()`.
- * @param options `stepSlug` (required, typed as the flow's step-slug union) plus listening,
- * worker, connection, authorization and lifecycle options. `functionName` defaults to
- * `workerFunctionName(flowSlug, stepSlug)`, the generated function's name.
- * @returns The served function.
- * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
- * @throws {TypeError} When options are inconsistent.
- * @throws {RangeError} When a duration option or `poolSize` is out of range.
- *
- * @example Usage
+ * @example One step of a step-queued flow
  * ```ts ignore
  * // supabase/functions/thread-digest--classify/index.ts
  * import { serveWorker } from "@sluice/sluice/edge";
@@ -177,23 +161,8 @@ export function serveWorker<F extends AnyFlow>(
  *   stepSlug: "classify",
  * });
  * ```
- */
-export function serveWorker<Q extends StepQueuedFlow>(
-  flow: Q,
-  options: StepServeWorkerOptions<StepSlug<Q>>,
-): WorkerServer;
-/**
- * Serves the worker function of a deployed plain flow: the wrapped flow's, whose worker also
- * activates the alias at startup with `activate: "on-startup"` (see `startWorker`).
  *
- * @param flow A flow returned by `defineDeployedFlow()` around a plain flow.
- * @param options `activate` plus the options of a plain flow's `serveWorker`.
- * @returns The served function.
- * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`, or options are
- * inconsistent.
- * @throws {RangeError} When a duration option or `poolSize` is out of range.
- *
- * @example Usage
+ * @example A deployed flow that activates its alias
  * ```ts ignore
  * import { defineDeployedFlow, Flow } from "@sluice/sluice";
  * import { serveWorker } from "@sluice/sluice/edge";
@@ -202,44 +171,16 @@ export function serveWorker<Q extends StepQueuedFlow>(
  * serveWorker(defineDeployedFlow(v2, { alias: "greet" }), { activate: "on-startup" });
  * ```
  */
-export function serveWorker<F extends AnyFlow>(
-  flow: DeployedFlow<F>,
-  options?: ServeWorkerOptions & AliasActivationOptions,
-): WorkerServer;
-/**
- * Serves one step's worker function of a deployed step-queued flow: the wrapped flow's
- * (`stepSlug` required), whose worker also activates the alias at startup with
- * `activate: "on-startup"` once every step has a live worker.
- *
- * @param flow A flow returned by `defineDeployedFlow()` around a `withStepQueues()` flow.
- * @param options `stepSlug`, `activate` plus the options of a step's `serveWorker`.
- * @returns The served function.
- * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
- * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`, or options are
- * inconsistent.
- * @throws {RangeError} When a duration option or `poolSize` is out of range.
- *
- * @example Usage
- * ```ts ignore
- * import { defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";
- * import { serveWorker } from "@sluice/sluice/edge";
- *
- * const v2 = withStepQueues(new Flow({ slug: "digest_v2" }).step({ slug: "classify" }, () => 1));
- * serveWorker(defineDeployedFlow(v2, { alias: "digest" }), { stepSlug: "classify" });
- * ```
- */
-export function serveWorker<D extends DeployedFlow<StepQueuedFlow>>(
-  flow: D,
-  options: StepServeWorkerOptions<StepSlug<D>> & AliasActivationOptions,
-): WorkerServer;
-export function serveWorker(
-  flow: DeployableFlow,
-  options: (ServeWorkerOptions | StepServeWorkerOptions) & AliasActivationOptions = {},
+export function serveWorker<F extends DeployableFlow>(
+  flow: F,
+  ...[options]: FlowOptionsArgument<F, ServeWorkerOptions<F>>
 ): WorkerServer {
-  const handler = eitherMode<
-    (ServeWorkerOptions | StepServeWorkerOptions) & AliasActivationOptions,
-    WorkerFunctionHandler
-  >(createWorkerHandler)(flow, options);
+  return serve(flow, (options ?? {}) as ServeWorkerOptions);
+}
+
+/** {@linkcode serveWorker} of a flow of any kind, its options checked at run time. */
+function serve(flow: DeployableFlow, options: ServeWorkerOptions): WorkerServer {
+  const handler: WorkerFunctionHandler = new WorkerFunctionHost(flow, options);
   const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
     function_name: handler.functionName,
     isolate_id: handler.isolateId,

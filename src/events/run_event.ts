@@ -100,6 +100,50 @@ export interface RunFailedEvent<Slug extends string = string> extends RunEventBa
 }
 
 /**
+ * The run was cancelled (`cancelRun`): the last event of the run, after `step:cancelled` of each
+ * step that had not finished.
+ *
+ * @example Usage
+ * ```ts
+ * import type { RunCancelledEvent } from "@sluice/sluice";
+ *
+ * const why = (event: RunCancelledEvent) => event.reason ?? "no reason given";
+ * ```
+ */
+export interface RunCancelledEvent extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "run:cancelled";
+  /** The concrete flow of the run. */
+  readonly flowSlug: string;
+  /** The reason given to the cancel. */
+  readonly reason: string | null;
+  /** The database role that cancelled it. */
+  readonly cancelledBy: string;
+}
+
+/**
+ * A failed or cancelled run was retried (`retryRun`) and goes on: `step:started` follows for each
+ * step that starts again, and the run ends with another terminal event.
+ *
+ * @example Usage
+ * ```ts
+ * import type { RunRetriedEvent } from "@sluice/sluice";
+ *
+ * const round = (event: RunRetriedEvent) => event.retryCount;
+ * ```
+ */
+export interface RunRetriedEvent extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "run:retried";
+  /** The concrete flow of the run. */
+  readonly flowSlug: string;
+  /** How often the run has been retried, this retry included. */
+  readonly retryCount: number;
+  /** The database role that retried it. */
+  readonly retriedBy: string;
+}
+
+/**
  * A step started: its tasks are queued.
  *
  * @typeParam Slug The flow's step slugs.
@@ -212,7 +256,7 @@ export interface StepSkippedEvent<Slug extends string = string> extends RunEvent
 }
 
 /**
- * A step was cancelled because another step failed the run.
+ * A step was cancelled: another step failed the run, or the run was cancelled.
  *
  * @typeParam Slug The flow's step slugs.
  *
@@ -282,6 +326,8 @@ export type RunEvent<F extends DeployableFlow = never> =
   | RunStartedEvent
   | RunCompletedEvent<[F] extends [never] ? Json : FlowOutput<F>>
   | RunFailedEvent<EventStepSlug<F>>
+  | RunCancelledEvent
+  | RunRetriedEvent
   | StepStartedEvent<EventStepSlug<F>>
   | StepProgressEvent<EventStepSlug<F>>
   | StepCompletedEventOf<F>
@@ -334,7 +380,8 @@ export interface RunHandle<F extends DeployableFlow> {
 }
 
 /**
- * Whether an event is a run's last (`run:completed` or `run:failed`).
+ * Whether an event is a run's last (`run:completed`, `run:failed` or `run:cancelled`). A failed
+ * or cancelled run that is retried later goes on with `run:retried`.
  *
  * @param event An event.
  * @returns `true` for a terminal event.
@@ -347,7 +394,8 @@ export interface RunHandle<F extends DeployableFlow> {
  * ```
  */
 export function isTerminalRunEvent(event: { readonly type: string }): boolean {
-  return event.type === "run:completed" || event.type === "run:failed";
+  return event.type === "run:completed" || event.type === "run:failed" ||
+    event.type === "run:cancelled";
 }
 
 /**

@@ -34,6 +34,8 @@ export class RunEventFeed {
   #wake: (() => void) | undefined;
   #started = false;
   #finished = false;
+  /** The retry count of the last `run:retried` passed on. */
+  #retries = 0;
   readonly #steps = new Map<string, StepProgress>();
 
   /**
@@ -141,6 +143,12 @@ export class RunEventFeed {
     if (event.type === "run:started") {
       if (this.#started) return false;
       this.#started = true;
+      return true;
+    }
+    if (event.type === "run:retried") {
+      const count = Number(event.retryCount);
+      if (count <= this.#retries) return false;
+      this.#retries = count;
       return true;
     }
     if (isTerminalRunEvent(event)) {

@@ -29,5 +29,6 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261130001600_sluice_rollout.sql",
   "20261130001700_sluice_run_events.sql",
   "20261130001800_sluice_aliases.sql",
-  "20261130001900_sluice_claim_max_attempts.sql",
+  "20261202000100_sluice_run_control.sql",
+  "20261202000200_sluice_schedules.sql",
 ];

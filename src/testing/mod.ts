@@ -28,6 +28,7 @@
 
 import type { Sql } from "../db/postgres.ts";
 import { connect } from "../db/connect.ts";
+import { skipRetryDelays } from "../db/testing_queries.ts";
 import { migrate } from "../ops/migrate.ts";
 import { routingOf } from "../dsl/routing.ts";
 import { startFlow } from "../client/start_flow.ts";
@@ -161,7 +162,7 @@ export interface RunFlowOptions {
 export interface FlowResult {
   /** The run id. */
   readonly runId: string;
-  /** `completed` or `failed`. */
+  /** `completed` or `failed` (or `cancelled`, when the run was cancelled meanwhile). */
   readonly status: RunState["status"];
   /** The run output (`null` unless completed). */
   readonly output: unknown;
@@ -276,15 +277,4 @@ export async function runFlow(
   } finally {
     for (const worker of workers) await worker.stop();
   }
-}
-
-/**
- * The test clock: makes the run's delayed messages (queued tasks waiting out a retry delay)
- * visible now, through `pgmq.set_vt`, instead of moving time.
- */
-async function skipRetryDelays(sql: Sql, runId: string): Promise<void> {
-  await sql`
-    select pgmq.set_vt(t.queue_name, t.message_id, 0)
-    from sluice.step_tasks t
-    where t.run_id = ${runId} and t.status = 'queued' and t.message_id is not null`;
 }

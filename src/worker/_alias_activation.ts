@@ -12,8 +12,9 @@
  * @module
  */
 
-import { activateAlias, getAlias } from "../client/aliases.ts";
-import { AliasConflictError, AliasWorkersMissingError } from "../client/errors.ts";
+import { activateAlias, getAlias } from "../deploy/aliases.ts";
+import { AliasConflictError, AliasWorkersMissingError } from "../deploy/errors.ts";
+import { readReplacedGeneration } from "../db/alias_queries.ts";
 import type { Queryable } from "../db/postgres.ts";
 import { describeError } from "./describe_error.ts";
 import type { Logger } from "./logger.ts";
@@ -43,17 +44,14 @@ export async function activateOnStartup(
     expected = current?.generation ?? 0;
     // Read after the alias: a replacement recorded later moved the generation on, and the
     // compare-and-swap below then loses.
-    const [replaced] = await sql<{ generation: string }[]>`
-      select max(h.generation)::text as generation from sluice.alias_history h
-      where h.alias = ${alias} and h.previous_flow_slug = ${flowSlug}
-      having max(h.generation) is not null`;
-    if (replaced) {
+    const replaced = await readReplacedGeneration(sql, alias, flowSlug);
+    if (replaced !== null) {
       logger.warn("alias not activated: this flow was replaced on the alias before (superseded)", {
         alias,
         flow_slug: flowSlug,
         current_flow_slug: current?.flowSlug ?? null,
         generation: expected,
-        replaced_at_generation: Number(replaced.generation),
+        replaced_at_generation: replaced,
       });
       return { alias, outcome: "superseded", generation: expected };
     }

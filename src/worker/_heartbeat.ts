@@ -1,16 +1,22 @@
 /**
- * The worker's heartbeat: every interval it refreshes the worker row (learning whether the worker
- * was deprecated) and, at most once per stalled-check interval, runs stalled-task recovery. A
- * failed call is logged (transient ones once per outage) and simply tried again next time.
+ * The worker's heartbeat: every interval it refreshes the worker row, learning whether the worker
+ * was deprecated and which of its running attempts are no longer live (their run was cancelled,
+ * or the task was requeued or retried): it aborts those handlers' signals. At most once per
+ * stalled-check interval it also runs stalled-task recovery. A failed call is logged (transient
+ * ones once per outage) and simply tried again next time. Each beat also fires due schedule ticks
+ * (docs/schedules.md).
  *
  * @module
  */
 
 import type { Sql } from "../db/postgres.ts";
-import { isTransientDatabaseError } from "./_errors.ts";
+import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { describeError } from "./describe_error.ts";
 import { heartbeatWorker, requeueStalledTasks } from "../db/worker_queries.ts";
+import { type AwaitingScheduleRow, type NextDue, sweepSchedules } from "../db/schedule_queries.ts";
+import { scheduleDueTimes } from "../dsl/schedule_times.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";
+import type { RunningAttempts } from "./_running_attempts.ts";
 import type { Logger } from "./logger.ts";
 
 /** Settings of a {@linkcode Heartbeat}. */
@@ -20,6 +26,8 @@ export interface HeartbeatSettings {
   readonly stalledCheckIntervalMs: number;
   /** Called once, when the database says the worker is deprecated. */
   readonly onDeprecated: () => void;
+  /** The attempts the worker's handlers are running: sent with each beat. */
+  readonly running: RunningAttempts;
 }
 
 /** Runs the heartbeat loop until stopped. */
@@ -58,6 +66,8 @@ export class Heartbeat {
       if (signal.aborted) break;
       await this.#beat();
       if (signal.aborted) break;
+      await this.#fireSchedules();
+      if (signal.aborted) break;
       if (Date.now() - this.#lastStalledCheck >= this.#settings.stalledCheckIntervalMs) {
         this.#lastStalledCheck = Date.now();
         await this.#requeueStalled();
@@ -67,8 +77,24 @@ export class Heartbeat {
 
   async #beat(): Promise<void> {
     try {
-      const { deprecated } = await heartbeatWorker(this.#sql, this.#settings.workerId);
+      const { running } = this.#settings;
+      const { deprecated, aborted } = await heartbeatWorker(
+        this.#sql,
+        this.#settings.workerId,
+        running.list(),
+      );
       this.#outage.answered();
+      for (const attempt of aborted) {
+        this.#logger.info("aborting a handler: its attempt is no longer live", {
+          run_id: attempt.runId,
+          step_slug: attempt.stepSlug,
+          task_index: attempt.taskIndex,
+          attempt: attempt.attempt,
+          run_status: attempt.runStatus,
+          task_status: attempt.taskStatus,
+        });
+      }
+      running.abort(aborted);
       if (deprecated && !this.#deprecated) {
         this.#deprecated = true;
         this.#logger.info("worker deprecated: draining and stopping");
@@ -86,6 +112,32 @@ export class Heartbeat {
       if (handled > 0) this.#logger.info("stalled tasks recovered", { tasks: handled });
     } catch (error) {
       this.#failed("requeue_stalled_tasks", error);
+    }
+  }
+
+  // Every beat, not every stalled check: the beat interval (5 s by default) bounds how late a tick
+  // fires while any worker runs. With nothing due it is one indexed lookup.
+  async #fireSchedules(): Promise<void> {
+    try {
+      const { fired } = await sweepSchedules(this.#sql, undefined, (row) => this.#nextDue(row));
+      this.#outage.answered();
+      if (fired > 0) this.#logger.info("schedule ticks fired", { ticks: fired });
+    } catch (error) {
+      this.#failed("fire_due_schedules", error);
+    }
+  }
+
+  // A stored expression croner no longer reads must not stop every other schedule's sweep: the
+  // schedule keeps awaiting its next due time, and the log says why.
+  #nextDue(row: AwaitingScheduleRow): NextDue {
+    try {
+      return scheduleDueTimes(row.cron, row.timezone, row.advanced_from);
+    } catch (error) {
+      this.#logger.error("cannot compute a schedule's next due time", {
+        schedule: row.schedule_name,
+        error: describeError(error),
+      });
+      return null;
     }
   }
 

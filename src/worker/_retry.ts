@@ -6,7 +6,7 @@
  * @module
  */
 
-import { isTransientDatabaseError } from "./_errors.ts";
+import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { describeError } from "./describe_error.ts";
 import type { Logger } from "./logger.ts";
 

@@ -15,6 +15,7 @@ import { PollLoop, type PollLoopEnd } from "./_poll_loop.ts";
 import { stopWorker, type SupportedRoute } from "../db/worker_queries.ts";
 import type { QueueListener } from "./_queue_listener.ts";
 import { ResultReporter } from "./_result_reporter.ts";
+import { RunningAttempts } from "./_running_attempts.ts";
 import { OutageTracker, retryTransient } from "./_retry.ts";
 import { shutdownReason } from "./_task_executor.ts";
 import type { Logger } from "./logger.ts";
@@ -80,6 +81,7 @@ export class WorkerRuntime {
     this.#listener = listener;
     this.#settings = settings;
     this.#outage = new OutageTracker(logger);
+    const running = new RunningAttempts();
     this.#reporter = new ResultReporter(
       sql,
       logger,
@@ -102,12 +104,14 @@ export class WorkerRuntime {
       env: settings.env,
       shutdownSignal: this.#taskAbort.signal,
       maxOutputBytes: settings.maxOutputBytes,
+      running,
     });
     this.#heartbeat = new Heartbeat(sql, logger, this.#outage, {
       workerId: settings.workerId,
       intervalMs: settings.heartbeatIntervalMs,
       stalledCheckIntervalMs: settings.stalledCheckIntervalMs,
       onDeprecated: () => void this.#stop("deprecated"),
+      running,
     });
     this.done = new Promise((resolve) => this.#resolveDone = resolve);
     this.pollingStopped = new Promise((resolve) => this.#resolvePollingStopped = resolve);

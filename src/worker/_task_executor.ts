@@ -13,6 +13,7 @@ import type { StepHandler } from "../dsl/step_definition.ts";
 import { formatTaskError, MAX_TASK_ERROR_LENGTH } from "./_errors.ts";
 import { truncate } from "./describe_error.ts";
 import type { ClaimedTask } from "../db/worker_queries.ts";
+import type { RunningAttempts } from "./_running_attempts.ts";
 import { MAX_RETRY_DELAY_SECONDS, RetryAfterError } from "./retry_after_error.ts";
 
 /** What became of one execution. */
@@ -35,6 +36,7 @@ export type FailureReason =
   | "invalid_retry_delay"
   | "timeout"
   | "shutdown"
+  | "cancelled"
   | "invalid_output";
 
 /** What every execution of a worker shares. */
@@ -45,6 +47,11 @@ export interface ExecutionEnvironment {
   readonly shutdownSignal: AbortSignal;
   /** The largest output stored, in bytes of JSON text; a larger one fails the attempt. */
   readonly maxOutputBytes: number;
+  /**
+   * Where a running attempt is recorded, so that the heartbeat can abort its handler once the
+   * attempt is no longer live (its run was cancelled).
+   */
+  readonly running: RunningAttempts;
 }
 
 /** The `signal.reason` of a task that timed out. */
@@ -83,6 +90,13 @@ export async function executeTask(
   const onShutdown = () => abort(environment.shutdownSignal.reason);
   if (environment.shutdownSignal.aborted) onShutdown();
   else environment.shutdownSignal.addEventListener("abort", onShutdown, { once: true });
+  // The heartbeat aborts an attempt that is no longer live: its report would be stale anyway.
+  let cancelled = false;
+  const forget = environment.running.add(task, (reason) => {
+    if (controller.signal.aborted) return;
+    cancelled = true;
+    abort(reason);
+  });
 
   const context: StepContext = {
     sql: environment.sql,
@@ -107,20 +121,23 @@ export async function executeTask(
         ),
       abortedPromise,
     ]);
-    if (settled.aborted) return abortedOutcome(settled.reason, task);
+    if (settled.aborted) return abortedOutcome(settled.reason, task, cancelled);
     if (!settled.ok) {
       // A handler that rethrows the abort reason after a timeout reports the timeout.
-      if (controller.signal.aborted) return abortedOutcome(controller.signal.reason, task);
+      if (controller.signal.aborted) {
+        return abortedOutcome(controller.signal.reason, task, cancelled);
+      }
       return errorOutcome(settled.error);
     }
     return serializeOutput(settled.output, task, environment.maxOutputBytes);
   } finally {
+    forget();
     clearTimeout(timer);
     environment.shutdownSignal.removeEventListener("abort", onShutdown);
   }
 }
 
-function abortedOutcome(reason: unknown, task: ClaimedTask): TaskOutcome {
+function abortedOutcome(reason: unknown, task: ClaimedTask, cancelled: boolean): TaskOutcome {
   const timedOut = reason instanceof DOMException && reason.name === "TimeoutError";
   const message = reason instanceof Error || reason instanceof DOMException
     ? `${reason.name}: ${reason.message}`
@@ -131,7 +148,7 @@ function abortedOutcome(reason: unknown, task: ClaimedTask): TaskOutcome {
       ? `${message} (step "${task.stepSlug}", attempt ${task.attempt}); its signal was aborted`
       : message,
     retryDelaySeconds: null,
-    reason: timedOut ? "timeout" : "shutdown",
+    reason: timedOut ? "timeout" : cancelled ? "cancelled" : "shutdown",
   };
 }
 

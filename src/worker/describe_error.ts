@@ -6,12 +6,7 @@
  * @module
  */
 
-/** The SQLSTATE or connection code of an error, when it has one. */
-export function errorCode(error: unknown): string | undefined {
-  if (typeof error !== "object" || error === null) return undefined;
-  const code = (error as { code?: unknown }).code;
-  return typeof code === "string" ? code : undefined;
-}
+import { errorCode } from "../db/transient_error.ts";
 
 /** A one-line description of an error for logs: name, code and message, truncated. */
 export function describeError(error: unknown, maxLength = 500): string {

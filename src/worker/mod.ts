@@ -27,7 +27,7 @@ export {
   type LogSink,
 } from "./logger.ts";
 export * from "./retry_after_error.ts";
-export * from "./start_worker.ts";
+export { startWorker } from "./start_worker.ts";
 export * from "./step_slug_error.ts";
 export * from "./worker_options.ts";
-export * from "./worker_target.ts";
+export { resolveWorkerTarget, type WorkerTarget } from "./worker_target.ts";

@@ -6,37 +6,44 @@
  * @module
  */
 
-import type { CompileEnvironment } from "../client/compile_flow.ts";
-import { compileFlowGeneration } from "../client/_compile_generation.ts";
+import { compileFlowGeneration } from "../deploy/compile.ts";
 import { connect } from "../db/connect.ts";
 import type { Sql } from "../db/postgres.ts";
 import { stopRefetchingTypes } from "../db/fetch_types.ts";
 import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
-import { eitherMode } from "../dsl/either_mode.ts";
-import type { DeployedFlow } from "../dsl/deployed_flow.ts";
-import type { AnyFlow } from "../dsl/flow.ts";
-import { DEFAULT_MAX_JSON_BYTES } from "../dsl/json_text.ts";
 import { routingOf } from "../dsl/routing.ts";
-import type { StepQueuedFlow } from "../dsl/step_queues.ts";
-import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
+import type { DeployableFlow } from "../dsl/types.ts";
 import { activateOnStartup } from "./_alias_activation.ts";
 import { QueueListener } from "./_queue_listener.ts";
 import { type RuntimeSettings, WorkerRuntime } from "./_runtime.ts";
-import { jsonLineSink, Logger } from "./logger.ts";
+import { Logger } from "./logger.ts";
 import type {
-  AliasActivationOptions,
   AliasActivationResult,
-  BaseWorkerOptions,
-  StepWorkerOptions,
   StopOptions,
   WorkerHandle,
   WorkerOptions,
 } from "./worker_options.ts";
-import { resolveWorkerConfig } from "./worker_config.ts";
-import { resolveWorkerTarget, type WorkerTarget } from "./worker_target.ts";
+import { resolveWorkerConfig, type WorkerConfig } from "./worker_config.ts";
+import type { WorkerTarget } from "./worker_target.ts";
 
 /**
- * Starts a worker for a plain flow: it polls queue `lower(flow.slug)` and runs every step.
+ * Starts a worker for `flow`: it compiles the flow, registers itself and polls one queue.
+ *
+ * - A plain flow's worker polls queue `lower(flow.slug)` and runs every step; it takes no
+ *   `stepSlug`.
+ * - A step-queued flow's worker (`withStepQueues()`) serves one step: `options.stepSlug`, required
+ *   and typed as the flow's step-slug union. It polls exactly that step's private queue and claims
+ *   only that `(flow, step)` pair's tasks; every other step needs workers of its own.
+ * - A deployed flow's worker (`defineDeployedFlow()`) is exactly the wrapped flow's worker
+ *   (`stepSlug` as for the wrapped flow). With `activate: "on-startup"` it also points the alias
+ *   at its concrete flow once it runs, by compare-and-swap on the generation it read; that
+ *   succeeds only when every step has a live worker. A lost race or a missing worker is logged
+ *   and not retried; `handle.aliasActivation` and the "worker started" log record say what
+ *   happened, and the worker keeps serving either way.
+ *
+ * The options are keyed on the flow ({@linkcode WorkerOptions}): a missing or unknown `stepSlug`,
+ * one for a plain flow, or `activate` for a concrete flow is a type error, and at run time a
+ * {@linkcode StepSlugError} (or `TypeError`) naming the bad value, before any database access.
  *
  * Startup compiles the flow first (`compileFlow`; a failed compile leaves no trace), then tracks
  * the worker function and registers the worker. The returned promise rejects when any of that
@@ -44,15 +51,19 @@ import { resolveWorkerTarget, type WorkerTarget } from "./worker_target.ts";
  * recovers stalled tasks, and stops when `stop()` is called, when it is deprecated (after draining
  * its in-flight tasks) or when it meets work it must not touch (status `fatal`).
  *
+ * @typeParam F The flow: plain, step-queued or deployed.
  * @param flow The flow whose steps the worker runs.
- * @param options Connection, concurrency, timing and logging options.
+ * @param options Connection, concurrency, timing and logging options, plus `stepSlug` (a
+ * step-queued flow) and `activate` (a deployed flow).
  * @returns A handle to the running worker.
- * @throws {StepSlugError} When a `stepSlug` is given: a plain flow's worker runs every step.
- * @throws {TypeError} When the options are inconsistent (no or two connection options).
+ * @throws {StepSlugError} When `stepSlug` is missing or not a step of a step-queued flow, or given
+ * for a plain flow; the error lists the valid slugs.
+ * @throws {TypeError} When the options are inconsistent (no or two connection options), or
+ * `activate` is given for a concrete flow or is neither `"on-startup"` nor `"manual"`.
  * @throws {RangeError} When a numeric option is out of range.
  * @throws {FlowShapeMismatchError} In production, when the flow is compiled with another shape.
  *
- * @example Usage
+ * @example A plain flow
  * ```ts ignore
  * import { Flow } from "@sluice/sluice";
  * import { startWorker } from "@sluice/sluice/worker";
@@ -66,29 +77,8 @@ import { resolveWorkerTarget, type WorkerTarget } from "./worker_target.ts";
  * Deno.addSignalListener("SIGINT", () => worker.stop());
  * await worker.done;
  * ```
- */
-export function startWorker<F extends AnyFlow>(
-  flow: F,
-  options: WorkerOptions,
-): Promise<WorkerHandle>;
-/**
- * Starts a step worker for a flow returned by `withStepQueues()`: it polls exactly the private
- * queue of `options.stepSlug` and claims only that `(flow, step)` pair's tasks. Every other step
- * needs workers of its own; until one runs, its tasks wait in its queue.
  *
- * `stepSlug` is required and typed as the flow's step-slug union; a missing or unknown one is a
- * type error, and a {@linkcode StepSlugError} listing the valid slugs before any database access.
- * Startup, running and stopping are those of a plain flow's worker.
- *
- * @param flow The step-queued flow.
- * @param options `stepSlug` plus connection, concurrency, timing and logging options.
- * @returns A handle to the running worker.
- * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
- * @throws {TypeError} When the options are inconsistent (no or two connection options).
- * @throws {RangeError} When a numeric option is out of range.
- * @throws {FlowShapeMismatchError} In production, when the flow is compiled with another shape.
- *
- * @example Usage
+ * @example One step of a step-queued flow
  * ```ts ignore
  * import { Flow, withStepQueues } from "@sluice/sluice";
  * import { startWorker } from "@sluice/sluice/worker";
@@ -104,33 +94,8 @@ export function startWorker<F extends AnyFlow>(
  * });
  * await worker.done;
  * ```
- */
-export function startWorker<Q extends StepQueuedFlow>(
-  flow: Q,
-  options: StepWorkerOptions<StepSlug<Q>>,
-): Promise<WorkerHandle>;
-/**
- * Starts a worker for a deployed plain flow (`defineDeployedFlow(flow, { alias })`): exactly the
- * worker of the wrapped flow, which also activates the alias once it runs when
- * `activate: "on-startup"` is set.
  *
- * With `"on-startup"`, after compiling, registering and starting to poll, the worker reads the
- * alias: if it already points at this concrete flow nothing changes; else it activates it by
- * compare-and-swap from the generation it read (recorded as `worker <id> (<function name>)`). A
- * lost race or a step without a live worker is logged and not retried; any other failure is
- * logged as an error. The worker keeps serving in every case; `handle.aliasActivation` and the
- * "worker started" log record say what happened.
- *
- * @param flow A deployed plain flow.
- * @param options `activate` plus the options of a plain flow's worker.
- * @returns A handle to the running worker.
- * @throws {StepSlugError} When a `stepSlug` is given.
- * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`, or the options
- * are inconsistent.
- * @throws {RangeError} When a numeric option is out of range.
- * @throws {FlowShapeMismatchError} In production, when the flow is compiled with another shape.
- *
- * @example Usage
+ * @example A deployed flow that activates its alias
  * ```ts ignore
  * import { defineDeployedFlow, Flow } from "@sluice/sluice";
  * import { startWorker } from "@sluice/sluice/worker";
@@ -145,72 +110,38 @@ export function startWorker<Q extends StepQueuedFlow>(
  * console.log(worker.aliasActivation); // { alias: "greetings", outcome: "activated", generation: 2 }
  * ```
  */
-export function startWorker<F extends AnyFlow>(
-  flow: DeployedFlow<F>,
-  options: WorkerOptions & AliasActivationOptions,
-): Promise<WorkerHandle>;
-/**
- * Starts one step's worker for a deployed step-queued flow: exactly the step worker of the
- * wrapped flow (`stepSlug` required), which also activates the alias once it runs when
- * `activate: "on-startup"` is set. The activation succeeds only when every step has a live
- * worker: with every step's worker set to `"on-startup"`, the last one to start activates, the
- * earlier ones report `workers_missing`.
- *
- * @param flow A deployed step-queued flow.
- * @param options `stepSlug`, `activate` plus the options of a step worker.
- * @returns A handle to the running worker.
- * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
- * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`, or the options
- * are inconsistent.
- * @throws {RangeError} When a numeric option is out of range.
- * @throws {FlowShapeMismatchError} In production, when the flow is compiled with another shape.
- *
- * @example Usage
- * ```ts ignore
- * import { defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";
- * import { startWorker } from "@sluice/sluice/worker";
- *
- * const digestV2 = withStepQueues(
- *   new Flow<{ text: string }>({ slug: "digest_v2" })
- *     .step({ slug: "classify" }, (input) => input.text.length)
- *     .step({ slug: "deliver", dependsOn: ["classify"] }, (deps) => deps.classify),
- * );
- * const digest = defineDeployedFlow(digestV2, { alias: "digest" });
- * const worker = await startWorker(digest, {
- *   stepSlug: "deliver",
- *   connectionString: Deno.env.get("DATABASE_URL")!,
- *   activate: "on-startup",
- * });
- * ```
- */
-export function startWorker<D extends DeployedFlow<StepQueuedFlow>>(
-  flow: D,
-  options: StepWorkerOptions<StepSlug<D>> & AliasActivationOptions,
-): Promise<WorkerHandle>;
-export async function startWorker(
-  flow: DeployableFlow,
-  options: (WorkerOptions | StepWorkerOptions) & AliasActivationOptions,
+export async function startWorker<F extends DeployableFlow>(
+  flow: F,
+  options: WorkerOptions<F>,
 ): Promise<WorkerHandle> {
-  if (typeof options !== "object" || options === null) {
-    throw new TypeError("Cannot start worker: options are required");
-  }
-  const target = eitherMode<WorkerOptions | StepWorkerOptions, WorkerTarget>(
-    resolveWorkerTarget,
-  )(flow, options);
-  const context = `Cannot start worker for flow ${JSON.stringify(target.flowSlug)}`;
-  const { env, connection } = resolveWorkerConfig(options, { context });
+  const config = resolveWorkerConfig(flow, options as WorkerOptions, {
+    action: "start worker",
+    context: (target) => `Cannot start worker for flow ${JSON.stringify(target.flowSlug)}`,
+  });
+  return await launchWorker(flow, config);
+}
+
+/**
+ * Starts a worker from options resolved by `resolveWorkerConfig()`: what `startWorker()` and the
+ * Edge host (with its own pool as the connection) both run. Not part of the public API.
+ *
+ * @param flow The flow the configuration was resolved for.
+ * @param config Its resolved options; a connection of kind `none` is refused.
+ * @returns A handle to the running worker.
+ */
+export async function launchWorker(
+  flow: DeployableFlow,
+  config: WorkerConfig,
+): Promise<WorkerHandle> {
+  const { target, env, connection, settings } = config;
   if (connection.kind === "none") {
     throw new TypeError(
-      `${context}: give sql (a postgres.js client) or connectionString (a connection URL)`,
+      `Cannot start worker for flow ${JSON.stringify(target.flowSlug)}: give sql ` +
+        "(a postgres.js client) or connectionString (a connection URL)",
     );
   }
-  const settings = resolveSettings(
-    context,
-    options,
-    routingOf(flow).flow.options.maxOutputBytes ?? DEFAULT_MAX_JSON_BYTES,
-  );
   const workerId = crypto.randomUUID();
-  const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
+  const logger = new Logger(settings.logLevel, settings.logger, {
     worker_id: workerId,
     queue: target.queueName,
   });
@@ -251,7 +182,7 @@ export async function startWorker(
         },
       );
     }
-    if (options.listen !== false) {
+    if (settings.listen) {
       listener = await QueueListener.start(
         sql,
         target.queueName,
@@ -329,59 +260,4 @@ async function aliasActivationOf(
       functionName: target.functionName,
     }),
   );
-}
-
-type Settings =
-  & Omit<
-    RuntimeSettings,
-    "workerId" | "functionName" | "queue" | "supported" | "handlers" | "ownsPool" | "env"
-  >
-  & { readonly environment: CompileEnvironment };
-
-/** The worker-only options, checked; `maxOutputBytes` defaults to the flow's limit. */
-function resolveSettings(
-  context: string,
-  options: BaseWorkerOptions,
-  flowMaxOutputBytes: number,
-): Settings {
-  const environment = options.environment ?? "production";
-  if (environment !== "production" && environment !== "development") {
-    throw new TypeError(
-      `${context}: environment must be "production" or "development", got ${
-        JSON.stringify(environment)
-      }`,
-    );
-  }
-  const range = (
-    name: keyof BaseWorkerOptions,
-    fallback: number,
-    min: number,
-    integer: boolean,
-  ) => {
-    const value = options[name] ?? fallback;
-    if (
-      typeof value !== "number" || !Number.isFinite(value) || value < min ||
-      (integer && !Number.isInteger(value))
-    ) {
-      throw new RangeError(
-        `${context}: ${name} must be ${integer ? "an integer" : "a number"} >= ${min}, got ${
-          String(value)
-        }`,
-      );
-    }
-    return value;
-  };
-  const maxConcurrent = range("maxConcurrent", 10, 1, true);
-  return {
-    environment,
-    maxConcurrent,
-    batchSize: range("batchSize", maxConcurrent, 1, true),
-    visibilityTimeout: range("visibilityTimeout", 30, 1, true),
-    pollIntervalMs: range("pollIntervalMs", 1000, 1, false),
-    maxPollSeconds: range("maxPollSeconds", 5, 1, true),
-    heartbeatIntervalMs: range("heartbeatIntervalMs", 5000, 1, false),
-    stalledCheckIntervalMs: range("stalledCheckIntervalMs", 15000, 0, false),
-    shutdownGraceMs: range("shutdownGraceMs", 10000, 0, false),
-    maxOutputBytes: range("maxOutputBytes", flowMaxOutputBytes, 1, true),
-  };
 }

@@ -6,7 +6,11 @@
  */
 
 import type { Sql } from "../db/postgres.ts";
-import type { CompileEnvironment } from "../client/compile_flow.ts";
+import type { CompileEnvironment } from "../deploy/compile_types.ts";
+import type { DeployedFlow } from "../dsl/deployed_flow.ts";
+import type { Flow } from "../dsl/flow.ts";
+import type { StepQueuedFlow } from "../dsl/step_queues.ts";
+import type { DeployableFlow } from "../dsl/types.ts";
 import type { LogLevel, LogSink } from "./logger.ts";
 
 /**
@@ -24,9 +28,9 @@ import type { LogLevel, LogSink } from "./logger.ts";
 export type WorkerStatus = "running" | "stopping" | "stopped" | "fatal";
 
 /**
- * The options every worker takes, whatever its flow's queue mode. Give either `sql` or
- * `connectionString`. {@linkcode WorkerOptions} (plain flows) and {@linkcode StepWorkerOptions}
- * (step-queued flows) add the `stepSlug` rule of each mode.
+ * The options every worker takes, whatever its flow. Give either `sql` or `connectionString`.
+ * {@linkcode WorkerOptions} adds the options that depend on the flow
+ * ({@linkcode WorkerTargetOptions}: `functionName`, `stepSlug`, `activate`).
  *
  * @example Usage
  * ```ts
@@ -56,14 +60,6 @@ export interface BaseWorkerOptions {
    * @default {4}
    */
   readonly poolSize?: number;
-  /**
-   * The worker function (deployable unit) this worker belongs to: its row carries the `enabled`
-   * and restart-pause flags.
-   *
-   * @default {`workerFunctionName(flowSlug, stepSlug)` (a `null` step for a plain flow, e.g.
-   * `greet-user`): the name `deno task gen:functions` gives its Edge Function}
-   */
-  readonly functionName?: string;
   /**
    * The compile environment: `production` never changes a compiled flow (a changed shape fails
    * startup with `FlowShapeMismatchError`); `development` recompiles it after its old workers
@@ -114,7 +110,9 @@ export interface BaseWorkerOptions {
    */
   readonly listen?: boolean;
   /**
-   * Interval between heartbeats. A heartbeat also tells the worker it was deprecated.
+   * Interval between heartbeats. A heartbeat also tells the worker it was deprecated, and which of
+   * its running attempts are no longer live (a cancelled run): their handlers' signals abort then,
+   * so this is the longest a handler runs on after its run was cancelled.
    *
    * @default {5000}
    */
@@ -161,51 +159,120 @@ export interface BaseWorkerOptions {
 }
 
 /**
- * Options of {@linkcode startWorker} for a plain flow. Give either `sql` or `connectionString`.
+ * The options of a worker that depend on its flow `F`, keyed on the kind of flow:
+ *
+ * - `stepSlug`: required for a step-queued flow (`withStepQueues()`, deployed or not), typed as
+ *   the union of its step slugs, so a typo is reported as
+ *   `Type '"chrage"' is not assignable to type '"charge" | "ship"'`; absent for a plain flow,
+ *   whose worker runs every step.
+ * - `activate`: only for a deployed flow (`defineDeployedFlow()`), see
+ *   {@linkcode AliasActivationOptions}.
+ * - `functionName`: any flow.
+ *
+ * With the default `F` (any deployable flow) it is the union of every kind's options.
+ *
+ * @typeParam F The flow the worker serves.
  *
  * @example Usage
  * ```ts
- * import type { WorkerOptions } from "@sluice/sluice/worker";
+ * import { Flow, withStepQueues } from "@sluice/sluice";
+ * import type { WorkerTargetOptions } from "@sluice/sluice/worker";
  *
- * const options: WorkerOptions = {
- *   connectionString: "postgres://postgres:postgres@127.0.0.1:54322/postgres",
- *   maxConcurrent: 20,
- *   logLevel: "warn",
- * };
+ * const digest = withStepQueues(
+ *   new Flow({ slug: "digest" }).step({ slug: "classify" }, () => "question"),
+ * );
+ * const options: WorkerTargetOptions<typeof digest> = { stepSlug: "classify" };
  * ```
  */
-export interface WorkerOptions extends BaseWorkerOptions {
-  /**
-   * Only for step-queued flows (`withStepQueues`), not supported by plain-flow workers: a plain
-   * flow's worker polls the flow's one queue and runs every step.
-   */
-  readonly stepSlug?: undefined;
-}
+export type WorkerTargetOptions<F extends DeployableFlow = DeployableFlow> =
+  & {
+    /**
+     * The worker function (deployable unit) this worker belongs to: its row carries the
+     * `enabled` and restart-pause flags.
+     *
+     * @default {`workerFunctionName(flowSlug, stepSlug)` (a `null` step for a plain flow, e.g.
+     * `greet-user`): the name `deno task gen:functions` gives its Edge Function}
+     */
+    readonly functionName?: string;
+  }
+  // Keyed on the concrete flow: a deployed flow's worker is the wrapped flow's.
+  & ((F extends DeployedFlow<infer Wrapped> ? Wrapped : F) extends infer C
+    ? C extends StepQueuedFlow<Flow<unknown, infer Steps>> ? {
+        /**
+         * The one step this worker serves: it polls that step's private queue and claims only
+         * that step's tasks.
+         */
+        // Spelled out rather than `StepSlug<C>`: the checker then names the slugs themselves in
+        // its errors ('"charge" | "ship"'), not the alias.
+        readonly stepSlug: keyof Steps & string;
+      }
+    : {
+      /**
+       * Only for step-queued flows (`withStepQueues`): a plain flow's worker polls the flow's one
+       * queue and runs every step.
+       */
+      readonly stepSlug?: undefined;
+    }
+    : never)
+  & (F extends DeployedFlow ? AliasActivationOptions : {
+    /**
+     * Only for a deployed flow's worker (`defineDeployedFlow(flow, { alias })`): a concrete flow
+     * has no alias to activate.
+     */
+    readonly activate?: undefined;
+  });
 
 /**
- * Options of {@linkcode startWorker} for a step-queued flow: every worker option plus the
- * required `stepSlug`, typed as the flow's step-slug union.
+ * Options of {@linkcode startWorker} for a worker of flow `F`: connection, concurrency, timing and
+ * logging ({@linkcode BaseWorkerOptions}) plus the options keyed on the flow
+ * ({@linkcode WorkerTargetOptions}: `stepSlug` required exactly for a step-queued flow, `activate`
+ * only for a deployed one). Give either `sql` or `connectionString`.
  *
- * @typeParam Slug The step slugs of the flow.
+ * @typeParam F The flow the worker serves; the default (any deployable flow) accepts every kind's
+ * options, for code that holds a flow of unknown kind (the options are then checked at run time).
  *
  * @example Usage
  * ```ts
- * import type { StepWorkerOptions } from "@sluice/sluice/worker";
+ * import { Flow, withStepQueues } from "@sluice/sluice";
+ * import type { WorkerOptions } from "@sluice/sluice/worker";
  *
- * const options: StepWorkerOptions<"fetch_posts" | "classify"> = {
+ * const flow = new Flow({ slug: "digest" }).step({ slug: "classify" }, () => "question");
+ * const plain: WorkerOptions<typeof flow> = {
  *   connectionString: "postgres://postgres:postgres@127.0.0.1:54322/postgres",
- *   stepSlug: "classify",
- *   maxConcurrent: 4,
+ *   maxConcurrent: 20,
  * };
+ * const queued = withStepQueues(flow);
+ * const step: WorkerOptions<typeof queued> = { ...plain, stepSlug: "classify" };
  * ```
  */
-export interface StepWorkerOptions<Slug extends string = string> extends BaseWorkerOptions {
-  /**
-   * The one step this worker serves: it polls that step's private queue and claims only that
-   * step's tasks.
-   */
-  readonly stepSlug: Slug;
-}
+export type WorkerOptions<F extends DeployableFlow = DeployableFlow> =
+  & BaseWorkerOptions
+  & WorkerTargetOptions<F>;
+
+/**
+ * The options argument of an entry point whose options may be omitted for flow `F`
+ * (`createWorkerHandler`, `serveWorker`, `resolveWorkerTarget`): required for a step-queued flow,
+ * whose `stepSlug` must be given, optional for any other.
+ *
+ * @typeParam F The flow.
+ * @typeParam O The entry point's options for `F`.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, withStepQueues } from "@sluice/sluice";
+ * import type { FlowOptionsArgument, WorkerTargetOptions } from "@sluice/sluice/worker";
+ *
+ * const flow = new Flow({ slug: "digest" }).step({ slug: "classify" }, () => "question");
+ * const queued = withStepQueues(flow);
+ * const none: FlowOptionsArgument<typeof flow, WorkerTargetOptions<typeof flow>> = [];
+ * const one: FlowOptionsArgument<typeof queued, WorkerTargetOptions<typeof queued>> = [
+ *   { stepSlug: "classify" },
+ * ];
+ * ```
+ */
+export type FlowOptionsArgument<F extends DeployableFlow, O> =
+  (F extends DeployedFlow<infer Wrapped> ? Wrapped : F) extends StepQueuedFlow ? [options: O]
+    : [options?: O];
 
 /**
  * Options of {@linkcode WorkerHandle.stop}.

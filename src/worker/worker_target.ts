@@ -1,22 +1,19 @@
 /**
  * `resolveWorkerTarget()`: what a worker of a flow serves — its one queue, the steps it runs and
- * its worker function — checked synchronously, before any database access.
+ * its worker function — checked synchronously, before any database access. `targetOf()`, its
+ * untyped core, is what the worker's option resolver (`worker_config.ts`) calls.
  *
  * @module
  */
 
 import { extractDefinition } from "../dsl/definition.ts";
-import type { DeployedFlow } from "../dsl/deployed_flow.ts";
-import type { AnyFlow } from "../dsl/flow.ts";
 import { workerFunctionName } from "../dsl/function_name.ts";
 import { routingOf } from "../dsl/routing.ts";
-import type { StepQueuedFlow } from "../dsl/step_queues.ts";
-import type { DeployableFlow, StepSlug } from "../dsl/types.ts";
+import type { DeployableFlow } from "../dsl/types.ts";
 import type {
   AliasActivationMode,
-  AliasActivationOptions,
-  StepWorkerOptions,
-  WorkerOptions,
+  FlowOptionsArgument,
+  WorkerTargetOptions,
 } from "./worker_options.ts";
 import { StepSlugError } from "./step_slug_error.ts";
 
@@ -58,54 +55,34 @@ export interface WorkerTarget {
   readonly activate: AliasActivationMode | null;
 }
 
-/** The options that decide a worker's target. */
-type TargetOptions = Pick<WorkerOptions, "functionName" | "stepSlug">;
-/** The options that decide a step worker's target. */
-type StepTargetOptions<Slug extends string> = Pick<
-  StepWorkerOptions<Slug>,
-  "functionName" | "stepSlug"
->;
-
 /**
- * The target of a plain flow's worker: queue `lower(flow.slug)`, every step.
+ * What a worker of `flow` serves: for a plain flow its one queue `lower(flow.slug)` and every
+ * step; for a step-queued flow (`withStepQueues()`) the private queue of `options.stepSlug` and
+ * that step only; for a deployed flow (`defineDeployedFlow()`) the wrapped flow's, plus its alias
+ * and whether the worker activates it at startup. The options are keyed on the flow
+ * ({@linkcode WorkerTargetOptions}): `stepSlug` (and so the options) is required exactly for a
+ * step-queued flow, `activate` is only for a deployed one.
  *
- * @param flow A plain flow.
- * @param options `functionName` (default: `workerFunctionName(flow slug, null)`, e.g.
- * `greet-user`); a `stepSlug` is rejected.
+ * @typeParam F The flow.
+ * @param flow A flow, a flow returned by `withStepQueues()`, or one returned by
+ * `defineDeployedFlow()`.
+ * @param options `functionName` (default: `workerFunctionName(flow slug, stepSlug)`, e.g.
+ * `greet-user` for a plain flow), `stepSlug` (a step-queued flow: required, one of its steps) and
+ * `activate` (a deployed flow: `"on-startup"` or `"manual"`, the default).
  * @returns What the worker serves.
- * @throws {StepSlugError} When a `stepSlug` is given (reason `not_step_queued`).
- * @throws {TypeError} When `flow` is not a `Flow`, or `functionName` is not a non-empty string.
+ * @throws {StepSlugError} When `stepSlug` is missing or not a step of a step-queued flow, or given
+ * for a plain flow; the error names the bad slug and lists the valid ones.
+ * @throws {TypeError} When `flow` is a look-alike rather than a flow, `functionName` is not a
+ * non-empty string, or `activate` is given for a concrete flow or is neither `"on-startup"` nor
+ * `"manual"`.
  *
  * @example Usage
  * ```ts
- * import { Flow } from "@sluice/sluice";
+ * import { defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";
  * import { resolveWorkerTarget } from "@sluice/sluice/worker";
  *
- * const flow = new Flow({ slug: "greet_user" }).step({ slug: "compose" }, () => "hi");
- * console.log(resolveWorkerTarget(flow).queueName); // "greet_user"
- * ```
- */
-export function resolveWorkerTarget<F extends AnyFlow>(
-  flow: F,
-  options?: TargetOptions,
-): WorkerTarget;
-/**
- * The target of one step's worker of a step-queued flow: that step's private queue, that step
- * only.
- *
- * @param flow A flow returned by `withStepQueues()`.
- * @param options `stepSlug` (required, one of the flow's steps) and `functionName` (default:
- * `workerFunctionName(flow slug, stepSlug)`).
- * @returns What the worker serves.
- * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow; the error lists
- * the valid slugs.
- * @throws {TypeError} When `flow` is a look-alike rather than a flow returned by
- * `withStepQueues()`, or `functionName` is not a non-empty string.
- *
- * @example Usage
- * ```ts
- * import { Flow, withStepQueues } from "@sluice/sluice";
- * import { resolveWorkerTarget } from "@sluice/sluice/worker";
+ * const greet = new Flow({ slug: "greet_user" }).step({ slug: "compose" }, () => "hi");
+ * console.log(resolveWorkerTarget(greet).queueName); // "greet_user"
  *
  * const digest = withStepQueues(
  *   new Flow({ slug: "thread_digest" }).step({ slug: "classify" }, () => "question"),
@@ -113,70 +90,25 @@ export function resolveWorkerTarget<F extends AnyFlow>(
  * const target = resolveWorkerTarget(digest, { stepSlug: "classify" });
  * console.log(target.queueName, target.functionName);
  * // "thread_digest__classify" "thread-digest--classify"
+ *
+ * const deployed = defineDeployedFlow(digest, { alias: "digest" });
+ * console.log(resolveWorkerTarget(deployed, { stepSlug: "classify", activate: "on-startup" }).alias);
+ * // "digest"
  * ```
  */
-export function resolveWorkerTarget<Q extends StepQueuedFlow>(
-  flow: Q,
-  options: StepTargetOptions<StepSlug<Q>>,
-): WorkerTarget;
-/**
- * The target of a deployed plain flow's worker: that of the wrapped flow, plus its alias and
- * whether the worker activates it at startup.
- *
- * @param flow A flow returned by `defineDeployedFlow()` around a plain flow.
- * @param options `functionName` and `activate`; a `stepSlug` is rejected.
- * @returns What the worker serves.
- * @throws {StepSlugError} When a `stepSlug` is given (reason `not_step_queued`).
- * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`.
- *
- * @example Usage
- * ```ts
- * import { defineDeployedFlow, Flow } from "@sluice/sluice";
- * import { resolveWorkerTarget } from "@sluice/sluice/worker";
- *
- * const v2 = new Flow({ slug: "greet_user_v2" }).step({ slug: "compose" }, () => "hi");
- * const greet = defineDeployedFlow(v2, { alias: "greet_user" });
- * const target = resolveWorkerTarget(greet, { activate: "on-startup" });
- * console.log(target.queueName, target.alias); // "greet_user_v2" "greet_user"
- * ```
- */
-export function resolveWorkerTarget<F extends AnyFlow>(
-  flow: DeployedFlow<F>,
-  options?: TargetOptions & AliasActivationOptions,
-): WorkerTarget;
-/**
- * The target of one step's worker of a deployed step-queued flow: that of the wrapped flow, plus
- * its alias and whether the worker activates it at startup.
- *
- * @param flow A flow returned by `defineDeployedFlow()` around a `withStepQueues()` flow.
- * @param options `stepSlug` (required), `functionName` and `activate`.
- * @returns What the worker serves.
- * @throws {StepSlugError} When `stepSlug` is missing or not a step of the flow.
- * @throws {TypeError} When `activate` is neither `"on-startup"` nor `"manual"`.
- *
- * @example Usage
- * ```ts
- * import { defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";
- * import { resolveWorkerTarget } from "@sluice/sluice/worker";
- *
- * const v2 = withStepQueues(new Flow({ slug: "digest_v2" }).step({ slug: "classify" }, () => 1));
- * const digest = defineDeployedFlow(v2, { alias: "digest" });
- * console.log(resolveWorkerTarget(digest, { stepSlug: "classify" }).queueName);
- * // "digest_v2__classify"
- * ```
- */
-export function resolveWorkerTarget<D extends DeployedFlow<StepQueuedFlow>>(
-  flow: D,
-  options: StepTargetOptions<StepSlug<D>> & AliasActivationOptions,
-): WorkerTarget;
-export function resolveWorkerTarget(
-  flow: DeployableFlow,
-  options: {
-    readonly functionName?: string;
-    readonly stepSlug?: string;
-    readonly activate?: AliasActivationMode;
-  } = {},
+export function resolveWorkerTarget<F extends DeployableFlow>(
+  flow: F,
+  ...[options]: FlowOptionsArgument<F, WorkerTargetOptions<F>>
 ): WorkerTarget {
+  return targetOf(flow, options ?? {});
+}
+
+/**
+ * {@linkcode resolveWorkerTarget} of a flow of any kind, its options checked at run time only
+ * (the resolver of `worker_config.ts`, for callers whose types were checked by their own
+ * signature). Not part of the public API.
+ */
+export function targetOf(flow: DeployableFlow, options: WorkerTargetOptions): WorkerTarget {
   // Rejects anything but a Flow or a genuine wrapper (a TypeError).
   const definition = extractDefinition(flow);
   const alias = routingOf(flow).alias ?? null;

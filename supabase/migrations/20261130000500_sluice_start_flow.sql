@@ -1,30 +1,39 @@
--- sluice.start_flow: the producer's entry point.
--- Resolves flow_ref as an alias first, then as a concrete slug; validates the input against the
--- flow before writing anything; creates the run, its step states, and the tasks and messages of
--- every step that is ready at once.
+-- Starting runs: sluice.start_flow, the producer's entry point, resolves a name and hands the run
+-- to sluice.create_run, which validates the input against the flow before writing anything and
+-- creates the run, its step states, and the tasks and messages of every step that is ready at
+-- once.
 
-create function sluice.start_flow(flow_ref text, input jsonb, run_id uuid default null)
+-- Creates a run of the concrete flow `flow_slug` that the caller named as `started_via`:
+-- validates the input before writing anything, then creates the run, its step states, and the
+-- tasks and messages of every step that is ready at once. The one writer of new runs. It holds
+-- the flow's start lock shared until its transaction ends: a drain check (readVersionDrain) takes
+-- it exclusively before counting, so a run from a producer transaction opened before an alias
+-- switch is counted once it commits instead of being missed. No other lock waits on it.
+create function sluice.create_run(flow_slug text, started_via text, input jsonb, run_id uuid)
 returns uuid
 language plpgsql
 as $$
 declare
-  v_flow text;
-  v_run_id uuid := coalesce(start_flow.run_id, gen_random_uuid());
+  v_flow text := create_run.flow_slug;
+  v_run_id uuid := coalesce(create_run.run_id, gen_random_uuid());
   v_root_map text;
+  v_max_bytes integer;
+  v_bytes bigint;
 begin
-  select a.flow_slug into v_flow from sluice.aliases a where a.alias = start_flow.flow_ref;
-  if v_flow is null then
-    select f.flow_slug into v_flow from sluice.flows f where f.flow_slug = start_flow.flow_ref;
-  end if;
-  if v_flow is null then
-    raise exception 'Cannot start flow "%": no flow or alias has that name', start_flow.flow_ref
-      using errcode = 'no_data_found',
-        hint = 'A flow exists once a worker for it has started and compiled it';
-  end if;
-
-  if start_flow.input is null then
+  perform pg_advisory_xact_lock_shared(hashtextextended('sluice.starts:' || lower(v_flow), 0));
+  if create_run.input is null then
     raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow
       using errcode = 'null_value_not_allowed';
+  end if;
+  -- Every start path (start_flow, start_flow_version, start_run) ends here: the size limit is
+  -- enforced once, before anything is written.
+  select f.opt_max_input_bytes into v_max_bytes from sluice.flows f where f.flow_slug = v_flow;
+  v_bytes := octet_length(create_run.input::text);
+  if v_bytes > v_max_bytes then
+    raise exception 'Cannot start flow "%": the input is % bytes as JSON, more than the limit of % bytes (max_input_bytes)',
+      v_flow, v_bytes, v_max_bytes
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_input_bytes',
+        'size', v_bytes, 'max', v_max_bytes)::text;
   end if;
 
   select s.step_slug into v_root_map
@@ -32,9 +41,9 @@ begin
   where s.flow_slug = v_flow and s.step_type = 'map' and s.deps_count = 0
   order by s.step_index
   limit 1;
-  if v_root_map is not null and jsonb_typeof(start_flow.input) <> 'array' then
+  if v_root_map is not null and jsonb_typeof(create_run.input) <> 'array' then
     raise exception 'Cannot start flow "%": root map step "%" maps over the run input, which must be an array, got %',
-      v_flow, v_root_map, jsonb_typeof(start_flow.input)
+      v_flow, v_root_map, jsonb_typeof(create_run.input)
       using errcode = 'invalid_parameter_value';
   end if;
 
@@ -44,7 +53,7 @@ begin
   end if;
 
   insert into sluice.runs (run_id, flow_slug, started_via, input, remaining_steps)
-  select v_run_id, v_flow, start_flow.flow_ref, start_flow.input, count(*)
+  select v_run_id, v_flow, create_run.started_via, create_run.input, count(*)
   from sluice.steps s
   where s.flow_slug = v_flow;
 
@@ -55,5 +64,27 @@ begin
 
   perform sluice.start_ready_steps(v_run_id);
   return v_run_id;
+end;
+$$;
+
+-- The producer's entry point by name: resolves flow_ref as an alias first (at start time), then
+-- as a concrete slug. The run records the concrete slug and flow_ref.
+create function sluice.start_flow(flow_ref text, input jsonb, run_id uuid default null)
+returns uuid
+language plpgsql
+as $$
+declare
+  v_flow text;
+begin
+  select a.flow_slug into v_flow from sluice.aliases a where a.alias = start_flow.flow_ref;
+  if v_flow is null then
+    select f.flow_slug into v_flow from sluice.flows f where f.flow_slug = start_flow.flow_ref;
+  end if;
+  if v_flow is null then
+    raise exception 'Cannot start flow "%": no flow or alias has that name', start_flow.flow_ref
+      using errcode = 'no_data_found',
+        hint = 'A flow exists once a worker for it has started and compiled it';
+  end if;
+  return sluice.create_run(v_flow, start_flow.flow_ref, start_flow.input, start_flow.run_id);
 end;
 $$;

@@ -1,11 +1,17 @@
 -- sluice.start_tasks: the claim. A worker passes the message ids it read from its one queue and
--- the (flow_slug, step_slug) pairs it can run. The whole batch is classified before anything
--- changes, each message looked up by its identity (queue_name, message_id)
--- (docs/architecture.md#message-classification):
+-- the (flow_slug, step_slug) pairs it can run. A fenced worker (sluice.worker_fenced: its flow was
+-- compiled again since it registered) claims nothing: its batch is made visible again for the new
+-- definition's workers, the answer is 'fenced' with the flow's slug, and no restart pause is set
+-- (the work is not unsupported, the worker is outdated); that answer takes no lock. Otherwise the
+-- whole batch is classified before anything changes, each message looked up by its identity
+-- (queue_name, message_id) (docs/architecture.md#message-classification):
 --
 --   queued task           -> claim: started, attempts + 1, visible again after timeout + 2 s;
 --                            the claim hands out the fencing token (attempt, worker_id) that
---                            every report of this attempt must carry
+--                            every report of this attempt must carry, and the task's effective
+--                            max_attempts (step, else flow) next to its attempt: a handler can
+--                            tell its last attempt from the same number fail_task and stalled
+--                            recovery decide by, instead of repeating the option as a constant
 --   started task          -> benign duplicate: no attempt used; hidden until stalled recovery
 --                            would requeue it, so it does not bounce between workers
 --   task another transaction holds locked (a completion, failure or recovery is changing it)
@@ -56,6 +62,7 @@ as $$
 declare
   v_queue text := lower(start_tasks.queue_name);
   v_function text;
+  v_flow text;
   v_bodies jsonb;
   v_fatal_ids bigint[];
   v_fatal_classes text[];
@@ -78,12 +85,23 @@ begin
       using errcode = 'invalid_parameter_value';
   end if;
 
-  select w.function_name into v_function
+  select w.function_name, w.flow_slug into v_function, v_flow
   from sluice.workers w where w.worker_id = start_tasks.worker_id;
   if not found then
     raise exception 'Cannot start tasks on queue "%": worker % is not registered',
       v_queue, start_tasks.worker_id
       using errcode = 'no_data_found';
+  end if;
+
+  if sluice.worker_fenced(start_tasks.worker_id) then
+    if coalesce(cardinality(start_tasks.message_ids), 0) > 0 then
+      execute format(
+        'update pgmq.%I q set vt = clock_timestamp() where q.msg_id = any ($1)',
+        pgmq.format_table_name(v_queue, 'q')
+      ) using start_tasks.message_ids;
+    end if;
+    return jsonb_build_object('outcome', 'fenced', 'flow_slug', v_flow, 'tasks', '[]'::jsonb,
+      'duplicates', '[]'::jsonb, 'archived', '[]'::jsonb, 'fatal', '[]'::jsonb);
   end if;
 
   if coalesce(cardinality(start_tasks.message_ids), 0) = 0 then
@@ -209,6 +227,7 @@ begin
       'attempt', c.attempts_count,
       'worker_id', c.last_worker_id,
       'timeout_seconds', coalesce(s.opt_timeout, f.opt_timeout),
+      'max_attempts', coalesce(s.opt_max_attempts, f.opt_max_attempts),
       'input', case
         when s.step_type = 'map' then c.input
         when s.deps_count = 0 then r.input

@@ -8,7 +8,7 @@
 --   different -> nothing changes                                              -> mismatch
 -- In 'development' only, a mismatch recompiles destructively once the flow's live workers have
 -- drained: the first call deprecates them and answers 'draining'; the caller waits and calls
--- again; when none is alive the flow and its data are replaced -> recompiled.
+-- again; when none is alive the flow and its data are replaced, its aliases kept -> recompiled.
 
 -- Raises when value (already a whole number or null) is a timeout longer than 2147483 seconds
 -- (about 24.8 days): a worker arms a timer of timeout * 1000 ms, and a longer timer fires at once.
@@ -429,8 +429,10 @@ begin
 end;
 $$;
 
--- Writes a validated definition: flow, queues and their registry rows, steps, deps, self-alias.
--- The caller holds the queue-name locks (sluice.lock_queue_names).
+-- Writes a validated definition: flow, queues (through sluice.create_queue) and their registry
+-- rows, steps, deps, self-alias. The self-alias continues its name's generations, and a flow may
+-- not differ only in case from an alias.
+-- The caller holds the flow lock and the queue-name locks (sluice.lock_queue_names).
 create function sluice.create_flow(definition jsonb, shape jsonb)
 returns void
 language plpgsql
@@ -438,7 +440,20 @@ as $$
 declare
   v_flow text := definition ->> 'flow_slug';
   v_queue text;
+  v_generation bigint;
+  v_alias text;
 begin
+  -- Names are one namespace, compared case-insensitively like flow slugs.
+  select a.alias into v_alias from sluice.aliases a
+  where lower(a.alias) = lower(v_flow) and a.alias <> v_flow
+  limit 1;
+  if v_alias is not null then
+    raise exception 'Cannot compile flow "%": it differs only in case from the alias "%"',
+      v_flow, v_alias
+      using errcode = 'duplicate_object',
+        hint = 'Deploy the flow under a slug no alias uses';
+  end if;
+
   insert into sluice.flows (flow_slug, queue_mode)
   values (v_flow, definition ->> 'queue_mode');
 
@@ -446,7 +461,7 @@ begin
     select distinct s ->> 'queue_name' from jsonb_array_elements(shape -> 'steps') s
   loop
     continue when exists (select 1 from sluice.queues q where q.queue_name = v_queue);
-    perform pgmq.create(v_queue);
+    perform sluice.create_queue(v_flow, v_queue);
     insert into sluice.queues (queue_name, ownership, owner_flow_slug)
     values (
       v_queue,
@@ -471,32 +486,67 @@ begin
   from jsonb_array_elements(shape -> 'steps') as sh(value)
   cross join lateral jsonb_array_elements_text(sh.value -> 'deps') as d(dep);
 
-  insert into sluice.aliases (alias, flow_slug) values (v_flow, v_flow)
-  on conflict (alias) do nothing;
+  -- validate_routes refused a name an alias of another flow holds, so the self-alias is new; its
+  -- generation continues the name's history (a reset flow's earlier activations stay counted).
+  insert into sluice.aliases as a (alias, flow_slug, generation)
+  select v_flow, v_flow, coalesce(max(h.generation), 0) + 1
+  from sluice.alias_history h
+  where h.alias = v_flow
+  returning a.generation into v_generation;
   insert into sluice.alias_history (alias, flow_slug, generation)
-  values (v_flow, v_flow, 1)
-  on conflict do nothing;
+  values (v_flow, v_flow, v_generation);
 
   perform sluice.refresh_runtime_options(definition);
 end;
 $$;
 
 -- Runtime options are not shape: compilation writes them, and a verified startup applies the
--- definition's values. A flow-level null means the default.
+-- definition's values. A flow-level null means the default. Event options (their columns come
+-- with 20261130001700_sluice_run_events.sql) are checked here, before the first write of the
+-- definition's options.
 create function sluice.refresh_runtime_options(definition jsonb)
 returns void
-language sql
+language plpgsql
 as $$
+declare
+  v_flow text := definition ->> 'flow_slug';
+begin
+  if coalesce(jsonb_typeof(definition #> '{options,events}'), 'null') not in ('null', 'boolean')
+  then
+    raise exception 'Invalid flow definition: options.events of flow "%" must be true, false or null, got %',
+      v_flow, definition #> '{options,events}'
+      using errcode = 'invalid_parameter_value';
+  end if;
+  perform sluice.check_whole_number(definition #> '{options,progress_interval}', 0,
+    format('options.progress_interval of flow "%s"', v_flow));
+  perform sluice.check_whole_number(definition #> array['options', o], 1,
+    format('options.%s of flow "%s"', o, v_flow))
+  from unnest(array['max_input_bytes', 'max_output_bytes', 'max_map_tasks']) as o;
+
   update sluice.flows f
-  set (opt_max_attempts, opt_base_delay, opt_timeout) = (o.max_attempts, o.base_delay, o.timeout)
+  set (opt_max_attempts, opt_base_delay, opt_timeout, opt_events, opt_progress_interval,
+      opt_max_input_bytes, opt_max_output_bytes, opt_max_map_tasks)
+    = (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval,
+      o.max_input_bytes, o.max_output_bytes, o.max_map_tasks)
   from (
     select coalesce((definition #>> '{options,max_attempts}')::integer, 3) as max_attempts,
       coalesce((definition #>> '{options,base_delay}')::integer, 1) as base_delay,
-      coalesce((definition #>> '{options,timeout}')::integer, 60) as timeout
+      coalesce((definition #>> '{options,timeout}')::integer, 60) as timeout,
+      coalesce((definition #>> '{options,events}')::boolean, true) as events,
+      coalesce((definition #>> '{options,progress_interval}')::integer, 1) as progress_interval,
+      coalesce((definition #>> '{options,max_input_bytes}')::integer,
+        sluice.default_max_json_bytes()) as max_input_bytes,
+      coalesce((definition #>> '{options,max_output_bytes}')::integer,
+        sluice.default_max_json_bytes()) as max_output_bytes,
+      coalesce((definition #>> '{options,max_map_tasks}')::integer,
+        sluice.default_max_map_tasks()) as max_map_tasks
   ) o
-  where f.flow_slug = definition ->> 'flow_slug'
-    and (f.opt_max_attempts, f.opt_base_delay, f.opt_timeout)
-      is distinct from (o.max_attempts, o.base_delay, o.timeout);
+  where f.flow_slug = v_flow
+    and (f.opt_max_attempts, f.opt_base_delay, f.opt_timeout, f.opt_events,
+      f.opt_progress_interval, f.opt_max_input_bytes, f.opt_max_output_bytes,
+      f.opt_max_map_tasks)
+      is distinct from (o.max_attempts, o.base_delay, o.timeout, o.events, o.progress_interval,
+        o.max_input_bytes, o.max_output_bytes, o.max_map_tasks);
 
   update sluice.steps s
   set opt_max_attempts = (e.step #>> '{options,max_attempts}')::integer,
@@ -504,7 +554,7 @@ as $$
     opt_timeout = (e.step #>> '{options,timeout}')::integer,
     opt_start_delay = (e.step #>> '{options,start_delay}')::integer
   from jsonb_array_elements(definition -> 'steps') as e(step)
-  where s.flow_slug = definition ->> 'flow_slug'
+  where s.flow_slug = v_flow
     and s.step_slug = e.step ->> 'step_slug'
     and (s.opt_max_attempts, s.opt_base_delay, s.opt_timeout, s.opt_start_delay)
       is distinct from (
@@ -512,11 +562,53 @@ as $$
         (e.step #>> '{options,base_delay}')::integer,
         (e.step #>> '{options,timeout}')::integer,
         (e.step #>> '{options,start_delay}')::integer);
+end;
 $$;
 
+-- A development recompile replaces the flow `old_slug` (the stored spelling of the definition's
+-- slug). The aliases that point at it from other names are set aside and put back on the new
+-- flow, generation and all, so its callers keep their name; the caller holds the flow lock.
+create function sluice.recreate_flow(old_slug text, definition jsonb, shape jsonb)
+returns void
+language plpgsql
+as $$
+declare
+  v_kept sluice.aliases[];
+begin
+  with kept as (
+    delete from sluice.aliases a
+    where a.flow_slug = recreate_flow.old_slug and a.alias <> recreate_flow.old_slug
+    returning a.*
+  )
+  select array_agg(k) into v_kept from kept k;
+  perform sluice.delete_flow_and_data(old_slug, force => true);
+  perform sluice.lock_queue_names(shape);
+  perform sluice.validate_routes(definition, shape);
+  perform sluice.create_flow(definition, shape);
+  insert into sluice.aliases (alias, flow_slug, generation, activated_at)
+  select k.alias, definition ->> 'flow_slug', k.generation, k.activated_at
+  from unnest(v_kept) k;
+end;
+$$;
+
+-- The flow's current compile_generation (see sluice.flows), which ensure_flow_compiled answers.
+create function sluice.compile_generation(flow_slug text)
+returns bigint
+language sql
+stable
+as $$
+  select f.compile_generation from sluice.flows f where f.flow_slug = compile_generation.flow_slug
+$$;
+
+-- Every outcome but 'draining' and 'mismatch' answers the flow's compile_generation, which the
+-- worker registers with. A development recompile goes through sluice.recreate_flow and so keeps
+-- the flow's aliases. Security definer: it creates queues (sluice.create_queue; see
+-- 20261130001500_sluice_privileges.sql).
 create function sluice.ensure_flow_compiled(definition jsonb, environment text)
 returns jsonb
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_flow text;
@@ -543,7 +635,8 @@ begin
     perform sluice.lock_queue_names(v_shape);
     perform sluice.validate_routes(definition, v_shape);
     perform sluice.create_flow(definition, v_shape);
-    return jsonb_build_object('outcome', 'compiled', 'differences', '[]'::jsonb);
+    return jsonb_build_object('outcome', 'compiled', 'differences', '[]'::jsonb,
+      'generation', sluice.compile_generation(v_flow));
   end if;
 
   if v_flow <> definition ->> 'flow_slug' then
@@ -556,7 +649,8 @@ begin
 
   if cardinality(v_differences) = 0 then
     perform sluice.refresh_runtime_options(definition);
-    return jsonb_build_object('outcome', 'verified', 'differences', '[]'::jsonb);
+    return jsonb_build_object('outcome', 'verified', 'differences', '[]'::jsonb,
+      'generation', sluice.compile_generation(v_flow));
   end if;
 
   if environment = 'production' then
@@ -577,11 +671,11 @@ begin
       'differences', to_jsonb(v_differences));
   end if;
 
-  perform sluice.delete_flow_and_data(v_flow);
+  -- The recreated flow takes a new compile_generation: every worker registered for the old one,
+  -- live or paused past the heartbeat TTL, is fenced from here on (sluice.worker_fenced).
+  perform sluice.recreate_flow(v_flow, definition, v_shape);
   v_flow := definition ->> 'flow_slug';
-  perform sluice.lock_queue_names(v_shape);
-  perform sluice.validate_routes(definition, v_shape);
-  perform sluice.create_flow(definition, v_shape);
-  return jsonb_build_object('outcome', 'recompiled', 'differences', to_jsonb(v_differences));
+  return jsonb_build_object('outcome', 'recompiled', 'differences', to_jsonb(v_differences),
+    'generation', sluice.compile_generation(v_flow));
 end;
 $$;

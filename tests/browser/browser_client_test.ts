@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import { startRun, subscribeToRun } from "../../src/browser/mod.ts";
-import { activateAlias } from "../../src/client/aliases.ts";
+import { activateAlias } from "../../src/deploy/aliases.ts";
 import { defineDeployedFlow } from "../../src/dsl/deployed_flow.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";

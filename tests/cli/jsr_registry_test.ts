@@ -82,7 +82,7 @@ Deno.test("jsr:@sluice/sluice@0.1.0 from a JSR-shaped registry: install, generat
             : specifier.split(":")[0]
         ),
       );
-      assert.deepEqual([...sources].sort(), ["npm", "project", "registry"]);
+      assert.deepEqual([...sources].sort(), ["node", "npm", "project", "registry"]);
     }
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -1,7 +1,7 @@
 // startFlow() with a concrete flow, a deployed flow and a name once an alias was re-pointed, and
 // startFlow() inside the caller's transaction.
 import assert from "node:assert/strict";
-import { activateAlias } from "../../src/client/aliases.ts";
+import { activateAlias } from "../../src/deploy/aliases.ts";
 import { compileFlow } from "../../src/client/compile_flow.ts";
 import { getRun } from "../../src/client/get_run.ts";
 import { getRunTasks } from "../../src/client/get_run_tasks.ts";

@@ -1,7 +1,7 @@
 import { relative } from "node:path";
 import assert from "node:assert/strict";
 import { CodegenError, generateFunctions } from "../../src/codegen/mod.ts";
-import { main } from "../../src/codegen/cli.ts";
+import { main } from "../../src/cli/main.ts";
 import {
   LIBRARY_EXPORTS,
   PACKAGE_NAME,
@@ -48,7 +48,9 @@ async function project(flows = FLOWS, extra: Record<string, unknown> = {}) {
 async function cli(...args: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(args, { out: (line) => out.push(line), err: (line) => err.push(line) });
+  const code = await main(["functions", "generate", ...args], {
+    io: { out: (line) => out.push(line), err: (line) => err.push(line) },
+  });
   return { code, out, err };
 }
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { main } from "../../src/ops/cli.ts";
+import { main } from "../../src/cli/main.ts";
 import { DashboardOptionsError, startDashboard } from "../../src/dashboard/mod.ts";
 import { compileFlow, registerWorker, startFlow } from "../sql/_fixtures.ts";
 import { freshDatabase } from "../_db.ts";
@@ -183,7 +183,7 @@ Deno.test("dashboard runs page filters by flow and status, pages by 50, and reje
   assert.equal(badStatus.status, 400);
   assert.match(
     badStatus.text,
-    /status must be one of started, completed, failed, got &quot;done&quot;/,
+    /status must be one of started, completed, failed, cancelled, got &quot;done&quot;/,
   );
   const badSince = await get(`${server.root}/runs?since=yesterday-ish`, server.token);
   assert.equal(badSince.status, 400);
@@ -219,6 +219,31 @@ Deno.test("dashboard flow page shows the steps, their queues and the stored shap
   assert.equal(noRun.status, 404);
 });
 
+Deno.test("dashboard routes: a method no route takes is 405, a path no route matches is 404", async () => {
+  await using db = await freshDatabase();
+  await using server = dashboard(db);
+  const put = await get(`${server.root}/`, server.token, { method: "PUT" });
+  assert.equal(put.status, 405);
+  assert.equal(put.headers.get("allow"), "GET, POST");
+  const cases: [string, string, RegExp][] = [
+    ["GET", "/nowhere", /Nothing at \/nowhere/],
+    ["GET", "/actions/zap", /Nothing at \/actions\/zap/],
+    ["GET", "/runs/not-a-uuid", /Cannot show run &quot;not-a-uuid&quot;: not a run id/],
+    ["GET", "/runs/not-a-uuid/events", /not a run id/],
+    ["POST", "/runs", /No action at \/runs/],
+    ["POST", "/actions/zap", /No action at \/actions\/zap/],
+  ];
+  for (const [method, path, text] of cases) {
+    const response = await get(`${server.root}${path}`, server.token, {
+      method,
+      ...(method === "POST" ? { headers: { origin: server.origin }, body: "" } : {}),
+    });
+    assert.equal(response.status, 404, `${method} ${path}`);
+    assert.match(response.text, text, `${method} ${path}`);
+    assert.match(response.headers.get("content-security-policy") ?? "", /frame-ancestors 'none'/);
+  }
+});
+
 Deno.test("deno task dashboard serves the database of --database-url until SIGINT", async () => {
   await using db = await freshDatabase();
   await compileFlow(db.sql, { slug: "dash_cli", steps: [{ slug: "only" }] });
@@ -227,7 +252,8 @@ Deno.test("deno task dashboard serves the database of --database-url until SIGIN
     args: [
       "run",
       "-A",
-      new URL("../../src/ops/cli.ts", import.meta.url).pathname,
+      new URL("../../cli.ts", import.meta.url).pathname,
+      "ops",
       "dashboard",
       "--port",
       "0",

@@ -1,7 +1,7 @@
 // onlyRow: a statement's one row, or a transient EmptyResultError when the result holds none.
 import assert from "node:assert/strict";
 import { EmptyResultError, onlyRow } from "../../src/db/only_row.ts";
-import { isTransientDatabaseError } from "../../src/worker/_errors.ts";
+import { isTransientDatabaseError } from "../../src/db/transient_error.ts";
 
 Deno.test("onlyRow returns the first row", () => {
   assert.deepEqual(onlyRow("requeue_stalled_tasks", [{ handled: 2 }]), { handled: 2 });

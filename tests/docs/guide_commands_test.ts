@@ -9,11 +9,13 @@ import { guideCommands, guideFiles } from "./_guides.ts";
 const RUN_IN_A_USER_PROJECT: Record<string, string> = {
   "docs/getting_started.md": "tests/cli/user_project_test.ts",
   "docs/ops.md": "tests/ops/docs_commands_test.ts",
+  "docs/run_control.md": "tests/ops/docs_commands_test.ts",
   "docs/dashboard.md": "tests/ops/docs_commands_test.ts",
   "docs/edge.md": "tests/ops/docs_commands_test.ts",
   "docs/rollout.md": "tests/ops/docs_commands_test.ts",
   "docs/monitoring.md": "tests/ops/docs_commands_test.ts",
   "docs/versions.md": "tests/ops/docs_commands_test.ts",
+  "docs/schedules.md": "tests/ops/docs_commands_test.ts",
 };
 
 /** The commands of this repository's checkout (README.md, docs/embedded.md), and what runs each. */

@@ -2,12 +2,10 @@
 import type { DeployableFlow } from "../../src/dsl/types.ts";
 import {
   createWorkerHandler,
-  type StepWorkerFunctionOptions,
   type WorkerFunctionHandler,
   type WorkerFunctionOptions,
   type WorkerFunctionStatus,
 } from "../../src/edge/mod.ts";
-import type { AliasActivationOptions } from "../../src/worker/mod.ts";
 import type { TestDatabase } from "../_db.ts";
 
 import type { LogCapture } from "../_support.ts";
@@ -90,13 +88,9 @@ export function testHandler(
   flow: DeployableFlow,
   db: TestDatabase,
   logs: LogCapture,
-  options: Partial<WorkerFunctionOptions | StepWorkerFunctionOptions> & AliasActivationOptions = {},
+  options: Partial<WorkerFunctionOptions> = {},
 ): WorkerFunctionHandler {
-  const create = createWorkerHandler as (
-    flow: DeployableFlow,
-    options: WorkerFunctionOptions | StepWorkerFunctionOptions,
-  ) => WorkerFunctionHandler;
-  return create(
+  return createWorkerHandler(
     flow,
     {
       connectionString: db.url,
@@ -109,7 +103,7 @@ export function testHandler(
       logLevel: "debug",
       logger: logs.sink,
       ...options,
-    } as WorkerFunctionOptions | StepWorkerFunctionOptions,
+    } as WorkerFunctionOptions,
   );
 }
 

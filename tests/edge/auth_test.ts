@@ -162,53 +162,53 @@ Deno.test("option errors are thrown at creation", () => {
       error instanceof TypeError &&
       /connectionString must be a non-empty string/.test(error.message),
   );
+  // The worker's own settings go through the same resolver at creation, not at the first request.
+  assert.throws(
+    () => createWorkerHandler(flow, { maxConcurrent: 0, env, logger: () => {} }),
+    (error: unknown) =>
+      error instanceof RangeError &&
+      error.message === 'Cannot create worker handler for "opts": maxConcurrent must be an ' +
+          "integer >= 1, got 0",
+  );
+  assert.throws(
+    () => createWorkerHandler(flow, { env: { ...env, SLUICE_ENVIRONMENT: "staging" } }),
+    (error: unknown) =>
+      error instanceof TypeError &&
+      error.message === 'Cannot create worker handler for "opts": SLUICE_ENVIRONMENT must be ' +
+          '"production" or "development", got "staging"',
+  );
 });
 
-Deno.test("a crafted Authorization header is refused in linear time, not after a regex backtracks", async () => {
+Deno.test("an Authorization header over 4096 characters is refused unparsed, even carrying the secret", async () => {
   await using db = await freshDatabase();
   const logs = new LogCapture();
   const flow = new Flow({ slug: "hostile_header" }).step({ slug: "a" }, () => 1);
   await using handler = testHandler(flow, db, logs, { edgeRuntime: null });
   await using server = serve(handler.fetch);
-  // Deno.serve itself refuses headers above about 400 KB; 384 KB reach the handler over HTTP,
-  // 512 KB go to the handler directly (other runtimes accept larger headers).
-  const viaHttp = 384 * 1024;
-  const direct = 512 * 1024;
+  // The blanks after the scheme are skipped, so padding them shows where parsing stops: at 4096
+  // characters the header is parsed and accepted, one blank more and it is refused before any
+  // parse, which bounds the work a crafted header can cause whatever the parser does (the time a
+  // crafted header costs next to a normal one is measured by `deno task bench:auth`). Inner
+  // blanks, because HTTP strips a header value's trailing ones.
+  const padded = (length: number) => `Bearer${" ".repeat(length - 6 - SECRET.length)}${SECRET}`;
+  const atCap = await call(server.url, padded(4096));
+  assert.equal(atCap.status, 200, "a 4096-character header with the secret is accepted");
+  assert.equal(atCap.body.status, "running");
+  assert.equal(
+    (await call(server.url, padded(4097))).status,
+    401,
+    "a 4097-character header is refused even with the secret",
+  );
+
+  // Headers far larger than any secret, in the shape that makes a backtracking regex quadratic:
+  // refused, over HTTP (Deno.serve itself refuses headers above about 400 KB) and in process.
   const hostile = (length: number) => `Bearer x${" ".repeat(length)}y`;
-  const benign = (length: number) => `Bearer x${"x".repeat(length)}y`;
-  const overHttp = (authorization: string) => () => call(server.url, authorization);
-  const inProcess = (authorization: string) => () =>
-    handler.fetch(
+  assert.equal((await call(server.url, hostile(384 * 1024))).status, 401);
+  for (const authorization of [padded(512 * 1024), hostile(512 * 1024)]) {
+    const response = await handler.fetch(
       new Request(server.url, { method: "POST", headers: { authorization } }),
-    ).then((response) => ({ status: response.status }));
-
-  for (
-    const [label, normal, crafted] of [
-      ["HTTP", overHttp(benign(viaHttp)), overHttp(hostile(viaHttp))],
-      ["direct", inProcess(benign(direct)), inProcess(hostile(direct))],
-    ] as const
-  ) {
-    const normalMs = await medianMs(normal);
-    const craftedMs = await medianMs(crafted);
-    // A quadratic parse takes minutes at this size; a linear one costs what a normal request of
-    // the same size costs.
-    assert.ok(
-      craftedMs <= 10 * normalMs + 5,
-      `${label}: crafted header took ${craftedMs} ms, a normal one ${normalMs} ms`,
     );
+    await response.body?.cancel();
+    assert.equal(response.status, 401, `${authorization.length} characters`);
   }
-  assert.equal((await call(server.url, hostile(viaHttp))).status, 401);
-  assert.equal(handler.status.status, "idle");
 });
-
-/** Median wall-clock time of five calls, each of which must be refused with 401. */
-async function medianMs(request: () => Promise<{ status: number }>): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    const started = performance.now();
-    const { status } = await request();
-    times.push(performance.now() - started);
-    assert.equal(status, 401);
-  }
-  return times.sort((a, b) => a - b)[2];
-}

@@ -1,13 +1,13 @@
 // Worker functions of a step-queued flow: one per step, each starting a step worker on its step's
 // queue, named as `deno task gen:functions` names it, and respawning under that name.
 import assert from "node:assert/strict";
-import { getAlias } from "../../src/client/aliases.ts";
+import { getAlias } from "../../src/deploy/aliases.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { defineDeployedFlow } from "../../src/dsl/deployed_flow.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { withStepQueues } from "../../src/dsl/step_queues.ts";
-import { createWorkerHandler } from "../../src/edge/mod.ts";
+import { createWorkerHandler, serveWorker } from "../../src/edge/mod.ts";
 import { StepSlugError } from "../../src/worker/mod.ts";
 import { freshDatabase } from "../_db.ts";
 import {
@@ -87,12 +87,30 @@ Deno.test("createWorkerHandler checks a step-queued flow's stepSlug at creation,
     () => createWorkerHandler(digest, { ...options, stepSlug: "publish" }),
     (error: unknown) =>
       error instanceof StepSlugError && error.reason === "unknown" &&
-      error.stepSlug === "publish",
+      error.stepSlug === "publish" &&
+      /stepSlug "publish" is not a step of the flow; give one of "classify", "deliver"/.test(
+        error.message,
+      ),
   );
   assert.throws(
     // @ts-expect-error a plain flow's function takes no stepSlug
     () => createWorkerHandler(digest.flow, { ...options, stepSlug: "classify" }),
-    (error: unknown) => error instanceof StepSlugError && error.reason === "not_step_queued",
+    (error: unknown) =>
+      error instanceof StepSlugError && error.reason === "not_step_queued" &&
+      /stepSlug "classify" is only for step-queued flows/.test(error.message),
+  );
+  // A JavaScript caller (or a slug known only at run time) passes the type checker: the same
+  // checks hold for a deployed step-queued flow and serveWorker.
+  const deployed = defineDeployedFlow(digest, { alias: "digest_js" });
+  const untyped = { ...options, stepSlug: "clasify" } as unknown as { stepSlug: "classify" };
+  assert.throws(
+    () => serveWorker(deployed, { ...untyped, port: 0 }),
+    (error: unknown) =>
+      error instanceof StepSlugError && error.reason === "unknown" &&
+      error.stepSlug === "clasify" && error.stepSlugs.join() === "classify,deliver" &&
+      /stepSlug "clasify" is not a step of the flow; give one of "classify", "deliver"/.test(
+        error.message,
+      ),
   );
 });
 

@@ -30,3 +30,26 @@ Deno.test("RunEventFeed: after interrupt(), a live event waits for the resync's 
     ["step:started:a", "step:completed:a", "step:started:b", "step:completed:b", "run:completed:"],
   );
 });
+
+Deno.test("RunEventFeed: a retried run's run:retried passes once per retry, and run:cancelled ends the feed", async () => {
+  const retried = (retryCount: number) =>
+    ({ type: "run:retried", runId, retryCount }) as unknown as RunEventPayload;
+  const cancelled = { type: "run:cancelled", runId, reason: "x" } as unknown as RunEventPayload;
+  let state: RunEventPayload[] = [started, retried(1), step("step:started", "a")];
+  const feed = new RunEventFeed(runId, () => Promise.resolve(state));
+  const events = feed.events();
+  const seen: string[] = [];
+  for (let i = 0; i < 3; i++) seen.push(String((await events.next()).value!.type));
+  // A repeat of the same retry (a replay) is dropped; the cancel is the run's last event.
+  state = [started, retried(1), step("step:started", "a"), step("step:cancelled", "a"), cancelled];
+  feed.push(retried(1));
+  feed.resync();
+  for await (const event of events) seen.push(`${event.type}:${event.stepSlug ?? ""}`);
+  assert.deepEqual(seen, [
+    "run:started",
+    "run:retried",
+    "step:started",
+    "step:cancelled:a",
+    "run:cancelled:",
+  ]);
+});

@@ -1,5 +1,5 @@
 // Running `deno task ops` in-process in the ops tests, with the output collected while it runs.
-import { main } from "../../src/ops/cli.ts";
+import { main } from "../../src/cli/main.ts";
 import type { TestDatabase } from "../_db.ts";
 
 /** Output of an ops command, collected line by line while it runs. */

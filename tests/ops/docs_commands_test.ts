@@ -1,8 +1,9 @@
-// Runs every command of docs/ops.md, docs/dashboard.md, docs/edge.md, docs/rollout.md,
-// docs/monitoring.md and docs/versions.md, in document order, in a temporary user project that has
-// no sluice checkout (tests/docs/_guides.ts: sluice installed from a JSR-shaped loopback registry
-// of the published files, with the `sluice` task install writes), against real workers of the
-// example flows and their next versions: each `sh` command as written through bash, each `sql` block as written. The few
+// Runs every command of docs/ops.md, docs/run_control.md, docs/dashboard.md, docs/edge.md,
+// docs/rollout.md, docs/monitoring.md, docs/versions.md and docs/schedules.md, in document order, in a temporary
+// user project that has no sluice checkout (tests/docs/_guides.ts: sluice installed from a
+// JSR-shaped loopback registry of the published files, with the `sluice` task install writes),
+// against real workers of the example flows and their next versions: each `sh` command as written
+// through bash, each `sql` block as written. The few
 // commands that need git or Supabase's hosted platform have a stand-in, listed below; the local
 // Supabase database the guides name is the test's database. A command the docs add without a way
 // to run it here fails this test, so docs and test stay in sync.
@@ -261,7 +262,51 @@ class Scenario implements AsyncDisposable {
   }
 }
 
-Deno.test("every command of docs/ops.md, dashboard.md, edge.md, rollout.md and monitoring.md runs in a user project against real workers", async () => {
+/**
+ * docs/run_control.md on the flow `orders` it names: a run whose handler waits for its signal is
+ * cancelled (the signal aborts), listed, shown, retried (the handler runs again), and cancelled
+ * again with the flow's other started runs.
+ */
+async function runControlDoc(scenario: Scenario): Promise<void> {
+  const { db } = scenario;
+  const executions: string[] = [];
+  const orders = new Flow<{ id: number }>({ slug: "orders", timeout: 60 })
+    .step({ slug: "charge" }, async (_input, ctx) => {
+      executions.push(`attempt ${ctx.attempt}`);
+      await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+      executions.push(`aborted: ${(ctx.signal.reason as Error).message}`);
+      throw ctx.signal.reason;
+    });
+  const worker = await testWorker(orders, db);
+  const runId = await startFlow(db.sql, orders, { id: 1 });
+  await waitUntil(() => executions.length === 1, "the order's handler to start");
+  const completedRun = scenario.project.env.RUN_ID;
+  scenario.project.env.RUN_ID = runId;
+  try {
+    assert.equal(await scenario.runDoc("docs/run_control.md"), 5);
+  } finally {
+    scenario.project.env.RUN_ID = completedRun;
+  }
+  await waitUntil(() => executions.length === 4, "the retried attempt's abort");
+  assert.equal(executions[0], "attempt 1");
+  assert.match(executions[1], /was cancelled: duplicate order/);
+  assert.equal(executions[2], "attempt 2");
+  assert.match(executions[3], /was cancelled: superseded by orders_v2/);
+  const [run] = await db.sql`
+    select status, cancel_reason, retry_count from sluice.runs where run_id = ${runId}`;
+  assert.deepEqual({ ...run }, {
+    status: "cancelled",
+    cancel_reason: "superseded by orders_v2",
+    retry_count: 1,
+  });
+  // The guides after this one see the example flows only.
+  await worker.stop();
+  await db.sql`select sluice.delete_flow_and_data('orders', force => true)`;
+  await db.sql`delete from sluice.workers where function_name = ${worker.functionName}`;
+  await db.sql`delete from sluice.worker_functions where function_name = ${worker.functionName}`;
+}
+
+Deno.test("every command of docs/ops.md, run_control.md, dashboard.md, edge.md, rollout.md and monitoring.md runs in a user project against real workers", async () => {
   await using scenario = await Scenario.create([V2_SOURCE.greetUser], true);
   const { db } = scenario;
   await scenario.deployAll();
@@ -275,6 +320,7 @@ Deno.test("every command of docs/ops.md, dashboard.md, edge.md, rollout.md and m
 
   // Every route is served here, which ops.md's jq check of coverage requires.
   assert.ok(await scenario.runDoc("docs/ops.md") >= 4);
+  await runControlDoc(scenario);
   assert.ok(await scenario.runDoc("docs/dashboard.md") >= 2);
   // edge.md schedules a keepalive with pg_cron and pg_net, which Supabase offers: stand-ins
   // with their signatures let the statement run as written.
@@ -371,4 +417,44 @@ Deno.test("every command of docs/versions.md runs against real workers: both ver
     select count(*)::int as workers from sluice.live_workers where flow_slug = 'thread_digest'`;
   assert.equal(workers, 0, "the old thread_digest workers were drained");
   console.log(`documented commands run in a user project: ${JSON.stringify(scenario.counts)}`);
+});
+
+Deno.test("every command of docs/schedules.md runs in a user project: the schedule it creates fires through the alias", async () => {
+  await using scenario = await Scenario.create([], false);
+  const { db } = scenario;
+  await scenario.deployAll();
+  // The pg_cron statement runs as written against a stand-in with pg_cron's signature (edge.md's
+  // test does the same); tests/sql/schedules_pg_cron_test.ts runs it on the real pg_cron.
+  await db.sql.unsafe(`
+    create schema cron;
+    create function cron.schedule(job_name text, schedule text, command text) returns bigint
+      language sql as 'select 1::bigint';
+  `);
+  // Stop before the last command (delete): the schedule the guide created must fire.
+  const doc = "docs/schedules.md";
+  const lines = guideCommands(doc);
+  assert.equal(lines.at(-1), "deno task sluice schedules delete nightly_greeting");
+  for (const block of codeBlocks(await Deno.readTextFile(new URL(doc, REPO)))) {
+    if (block.lang === "sql") await db.sql.unsafe(block.body);
+  }
+  for (const line of lines.slice(0, -1)) await scenario.command(line);
+  const [row] = await db.sql`
+    select target_kind, target, cron, timezone, input, paused_at, next_due_at
+    from sluice.schedules where schedule_name = 'nightly_greeting'`;
+  assert.deepEqual(
+    [row.target_kind, row.target, row.cron, row.timezone, row.input, row.paused_at],
+    ["alias", "greet_user", "0 3 * * *", "Europe/Berlin", { name: "Ada" }, null],
+  );
+  // Its next tick, fired with that time as now (a heartbeat may fire it first, if the test runs
+  // at that very time), starts a run on real workers.
+  await db.sql`select * from sluice.fire_due_schedules(${row.next_due_at}::timestamptz)`;
+  const [{ run_id }] = await db.sql`
+    select run_id from sluice.schedule_ticks
+    where schedule_name = 'nightly_greeting' and due_at = ${row.next_due_at}`;
+  assert.deepEqual(await waitForRun(db.sql, run_id, { timeoutMs: 15_000, flow: greetUser }), {
+    record: { greeting: "Hello, Ada!", length: 11 },
+  });
+  await scenario.command(lines.at(-1)!);
+  const [{ count }] = await db.sql`select count(*)::int as count from sluice.schedules`;
+  assert.equal(count, 0);
 });

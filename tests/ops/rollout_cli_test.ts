@@ -2,7 +2,7 @@
 // trip, runs and run with a retried map task, one-off switches, and a database without sluice.
 import assert from "node:assert/strict";
 import { Flow } from "../../mod.ts";
-import { main } from "../../src/ops/cli.ts";
+import { main } from "../../src/cli/main.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { ops, opsDone, Output } from "./_ops.ts";
 import { latch, testWorker, waitUntil } from "../worker/_helpers.ts";
@@ -246,7 +246,10 @@ Deno.test("runs and run show a retried map task's error; --json parses back; --w
   assert.equal((await opsDone(db, "runs", "--since", "2000-01-01")).out.split("\n").length, 3);
   const badStatus = await opsDone(db, "runs", "--status", "done");
   assert.equal(badStatus.code, 2);
-  assert.match(badStatus.err, /--status must be one of started, completed, failed, got "done"/);
+  assert.match(
+    badStatus.err,
+    /--status must be one of started, completed, failed, cancelled, got "done"/,
+  );
   const none = await opsDone(db, "run", crypto.randomUUID());
   assert.equal(none.code, 1);
   assert.match(none.err, /no run has that id/);
@@ -366,18 +369,18 @@ Deno.test("ops --help lists the two-word commands, and each one's --help its opt
   assert.equal(await main(["fence", "drain", "--help"], { io: drain.io }), 0);
   assert.match(
     drain.text,
-    /^Usage: deno task sluice fence drain \[--state FILE\] \[--functions NAME,\.\.\.\] \[--timeout DURATION\]$/m,
+    /^Usage: sluice fence drain \[--state FILE\] \[--functions NAME,\.\.\.\] \[--timeout DURATION\]$/m,
   );
   assert.match(drain.text, /^ {2}--timeout DURATION +give up after this long/m);
   const archive = new Output();
   assert.equal(await main(["queues", "archive", "--help"], { io: archive.io }), 0);
   assert.match(
     archive.text,
-    /^Usage: deno task sluice queues archive <queue> <message_id>\.\.\.$/m,
+    /^Usage: sluice queues archive <queue> <message_id>\.\.\.$/m,
   );
   const group = new Output();
-  assert.equal(await main(["fence", "drian"], { databaseUrl: "x", io: group.io }), 2);
-  assert.match(group.errors, /^Cannot run ops "fence": give one of fence diff, fence record, /);
+  assert.equal(await main(["fence"], { databaseUrl: "x", io: group.io }), 2);
+  assert.match(group.errors, /^Cannot run sluice "fence": give one of fence diff, fence record, /);
   const usage = new Output();
   assert.equal(await main(["queues", "archive", "q"], { databaseUrl: "x", io: usage.io }), 2);
   assert.match(usage.errors, /^Cannot run ops queues archive: expected <queue> <message_id>/);

@@ -159,6 +159,8 @@ export interface ClaimedTask {
   attempt: number;
   worker_id: string;
   timeout_seconds: number;
+  /** The number of the last attempt of the current retry round. */
+  max_attempts: number;
   input: unknown;
   flow_input: unknown;
 }

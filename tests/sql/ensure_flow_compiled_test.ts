@@ -133,6 +133,9 @@ Deno.test("two concurrent startups of a new flow converge: one compiled, one ver
   const [{ pid }] = await second`select pg_backend_pid() as pid`;
 
   // Force the overlap: the second startup runs while the first has compiled but not committed.
+  // What serializes them is the flow lock (then the queue-name lock) of ensure_flow_compiled in
+  // migration 20261130001100: without both, the second does not see the uncommitted flow and
+  // fails on flows_pkey once the first commits.
   await first`begin`;
   assert.equal((await compile(first, definition(BASE))).outcome, "compiled");
   const later = compile(second, definition(BASE));

@@ -7,11 +7,12 @@ const ROOT = new URL("../../", import.meta.url);
 const SRC = new URL("src/", ROOT).href;
 const ENTRY_POINTS = [
   "mod.ts",
+  "src/client/mod.ts",
+  "src/worker/mod.ts",
   "src/edge/mod.ts",
   "src/browser/mod.ts",
   "src/testing/mod.ts",
   "src/codegen/mod.ts",
-  "src/codegen/cli.ts",
   "src/ops/cli.ts",
   "cli.ts",
 ];
@@ -42,7 +43,9 @@ async function importGraph(): Promise<Map<string, Edges>> {
     assert.ok(output.success, `deno info ${entry} failed`);
     const info = JSON.parse(new TextDecoder().decode(output.stdout)) as { modules: Module[] };
     for (const module of info.modules) {
-      if (!module.specifier.startsWith(SRC) && !module.specifier.endsWith("/mod.ts")) continue;
+      const top = module.specifier.startsWith(ROOT.href) &&
+        !module.specifier.slice(ROOT.href.length).includes("/");
+      if (!module.specifier.startsWith(SRC) && !top) continue;
       const dependencies = module.dependencies ?? [];
       graph.set(module.specifier, {
         code: dependencies.flatMap((d) => d.code ? [d.code.specifier] : []),
@@ -111,13 +114,6 @@ function loadedBy(file: string): Set<string> {
   return reached;
 }
 
-Deno.test("the worker's runtime never loads src/client/", () => {
-  const reached = loadedBy(`${SRC}worker/_runtime.ts`);
-  assert.ok(graph.has(`${SRC}worker/_runtime.ts`));
-  const client = [...reached].filter((file) => file.startsWith(`${SRC}client/`)).map(relative);
-  assert.deepEqual(client, []);
-});
-
 Deno.test("the browser client never loads the postgres driver or the database seam", () => {
   const reached = loadedBy(`${SRC}browser/mod.ts`);
   assert.ok(graph.has(`${SRC}browser/mod.ts`));
@@ -130,4 +126,101 @@ Deno.test("the browser client never loads the postgres driver or the database se
       reached.has(file) && edges.code.some((specifier) => specifier.startsWith("npm:postgres"))
     ),
   );
+});
+
+/**
+ * The layer picture (docs/architecture.md#layers): which folder under src/ (or top-level entry
+ * file) may import which, type-only imports included. A folder imports its own files freely; an
+ * import not in its row fails. `db` imports nothing of src/: the seam is below every layer that
+ * runs SQL. `deploy` (compile a flow, switch an alias) sits below both `client` and `worker`,
+ * which do not import each other: the worker's startup compiles through it, never through the
+ * producer API.
+ */
+const LAYERS: Readonly<Record<string, readonly string[]>> = {
+  "dsl": [],
+  "events": ["dsl"],
+  "db": [],
+  "deploy": ["db", "dsl"],
+  "client": ["db", "deploy", "dsl", "events"],
+  "browser": ["dsl", "events"],
+  "worker": ["db", "deploy", "dsl"],
+  "edge": ["db", "deploy", "dsl", "worker"],
+  "codegen": ["dsl"],
+  "dashboard": ["client", "db", "deploy", "dsl", "events"],
+  "ops": ["client", "dashboard", "db", "deploy", "dsl", "events"],
+  "testing": ["client", "db", "dsl", "ops", "worker"],
+  "cli": ["codegen", "dashboard", "db", "dsl", "ops", "testing", "worker"],
+  "mod.ts": ["client", "dsl", "worker"],
+  "cli.ts": ["cli"],
+};
+
+/**
+ * Single imports across the table, each with its reason; the integrator empties this list.
+ * `ctx.sql` is typed as the driver's client (tests/types/flow_inference.ts holds that), and the
+ * DSL has no other way to name it yet.
+ */
+const EXCEPTIONS: ReadonlySet<string> = new Set([
+  "src/dsl/context.ts -> src/db/postgres.ts",
+]);
+
+/** The layer of a file: its folder under src/, or the name of a top-level entry file. */
+function layerOf(specifier: string): string | undefined {
+  if (!specifier.startsWith(ROOT.href)) return undefined;
+  const path = relative(specifier);
+  if (path.startsWith("src/")) return path.split("/")[1];
+  return path.includes("/") ? undefined : path;
+}
+
+/** Every import of `graph` that its file's row of `layers` does not allow. */
+export function importsAgainst(
+  edges: ReadonlyMap<string, Edges>,
+  layers: Readonly<Record<string, readonly string[]>>,
+): string[] {
+  const offenders: string[] = [];
+  for (const [file, { code, type }] of edges) {
+    const from = layerOf(file);
+    if (from === undefined) continue;
+    for (const target of [...code, ...type]) {
+      const to = layerOf(target);
+      if (to === undefined || to === from) continue;
+      const edge = `${relative(file)} -> ${relative(target)}`;
+      if (!(layers[from] ?? []).includes(to) && !EXCEPTIONS.has(edge)) offenders.push(edge);
+    }
+  }
+  return [...new Set(offenders)].sort();
+}
+
+Deno.test("the layer table names every folder under src/ and every top-level entry file", async () => {
+  const folders: string[] = [];
+  for await (const entry of Deno.readDir(new URL(SRC))) {
+    if (entry.isDirectory) folders.push(entry.name);
+  }
+  const layers = new Set([...graph.keys()].map(layerOf).filter((layer) => layer !== undefined));
+  const missing = [...new Set([...folders, ...layers])].filter((name) => !(name in LAYERS));
+  assert.deepEqual(missing.sort(), [], "add these to LAYERS (and to docs/architecture.md)");
+});
+
+Deno.test("every import follows the layer table", () => {
+  assert.deepEqual(importsAgainst(graph, LAYERS), []);
+});
+
+Deno.test("every exception is still an import (a fixed one is removed)", () => {
+  const all = new Set(
+    [...graph].flatMap(([file, { code, type }]) =>
+      [...code, ...type].map((target) => `${relative(file)} -> ${relative(target)}`)
+    ),
+  );
+  assert.deepEqual([...EXCEPTIONS].filter((edge) => !all.has(edge)), []);
+});
+
+Deno.test("the layer check fails on an import against the table", () => {
+  const probe = new Map<string, Edges>([
+    [`${SRC}worker/start_worker.ts`, { code: [`${SRC}client/compile_flow.ts`], type: [] }],
+    [`${SRC}db/event_queries.ts`, { code: [], type: [`${SRC}events/run_event.ts`] }],
+    [`${SRC}client/get_run.ts`, { code: [`${SRC}db/client_queries.ts`], type: [] }],
+  ]);
+  assert.deepEqual(importsAgainst(probe, LAYERS), [
+    "src/db/event_queries.ts -> src/events/run_event.ts",
+    "src/worker/start_worker.ts -> src/client/compile_flow.ts",
+  ]);
 });

@@ -3,8 +3,14 @@
 // `activate` is only for a deployed flow's worker; startFlow types a deployed flow's input and
 // runs on a transaction. Checked by `deno check tests/types/`, never run.
 
-import { createWorkerHandler, serveWorker } from "../../src/edge/mod.ts";
 import {
+  createWorkerHandler,
+  serveWorker,
+  type ServeWorkerOptions,
+  type WorkerFunctionOptions,
+} from "../../src/edge/mod.ts";
+import {
+  type AliasActivationMode,
   type AliasActivationResult,
   defineDeployedFlow,
   type DeployableFlow,
@@ -24,6 +30,7 @@ import {
   type StepOutput,
   type StepSlug,
   withStepQueues,
+  type WorkerOptions,
 } from "../../mod.ts";
 import type { Sql, TransactionSql } from "../../src/db/postgres.ts";
 import type { Equals } from "./_equals.ts";
@@ -111,6 +118,24 @@ serveWorker(ordersV2, { activate: "manual" });
 resolveWorkerTarget(queuedOrders, { stepSlug: "fetch", activate: "on-startup" });
 // @ts-expect-error a deployed step-queued flow's target needs a stepSlug
 resolveWorkerTarget(queuedOrders);
+
+// The options types are keyed on the deployed flow as on the flow it wraps.
+{
+  const _slug: Equals<
+    WorkerOptions<typeof queuedOrders>["stepSlug"],
+    "fetch" | "charge" | "notify"
+  > = true;
+  const _serveSlug: Equals<
+    ServeWorkerOptions<typeof queuedOrders>["stepSlug"],
+    "fetch" | "charge" | "notify"
+  > = true;
+  const _noSlug: Equals<WorkerFunctionOptions<typeof orders>["stepSlug"], undefined> = true;
+  const _activate: Equals<
+    WorkerOptions<typeof orders>["activate"],
+    AliasActivationMode | undefined
+  > = true;
+  const _noActivate: Equals<WorkerOptions<typeof queued>["activate"], undefined> = true;
+}
 
 // The handle reports the activation.
 export async function activation(): Promise<AliasActivationResult | null> {

@@ -31,6 +31,8 @@ const _types: Equals<
   | "run:started"
   | "run:completed"
   | "run:failed"
+  | "run:cancelled"
+  | "run:retried"
   | "step:started"
   | "step:progress"
   | "step:completed"
@@ -38,6 +40,13 @@ const _types: Equals<
   | "step:skipped"
   | "step:cancelled"
 > = true;
+
+// A cancelled run carries its reason, a retried one its retry count.
+const _cancelled: Equals<
+  Extract<Event, { type: "run:cancelled" }>["reason"],
+  string | null
+> = true;
+const _retried: Equals<Extract<Event, { type: "run:retried" }>["retryCount"], number> = true;
 
 // A completed step's output is that step's output type, narrowed by its slug.
 function _completed(event: Extract<Event, { type: "step:completed" }>) {

@@ -1,25 +1,29 @@
 // Typed step workers: `stepSlug` is required for a step-queued flow and typed as its step-slug
 // union, and rejected for a plain flow — by startWorker, createWorkerHandler, serveWorker and
-// resolveWorkerTarget alike. Checked by `deno check tests/types/`, never run.
+// resolveWorkerTarget alike, each through one signature whose options type is keyed on the flow.
+// Checked by `deno check tests/types/`, never run.
 
 import {
   createWorkerHandler,
   serveWorker,
-  type StepServeWorkerOptions,
-  type StepWorkerFunctionOptions,
+  type ServeWorkerOptions,
   type WorkerFunctionHandler,
+  type WorkerFunctionOptions,
   type WorkerServer,
 } from "../../src/edge/mod.ts";
 import {
+  type DeployableFlow,
   Flow,
+  type FlowOptionsArgument,
   resolveWorkerTarget,
   startWorker,
   type StepQueuedFlow,
   type StepSlug,
-  type StepWorkerOptions,
   withStepQueues,
   type WorkerHandle,
+  type WorkerOptions,
   type WorkerTarget,
+  type WorkerTargetOptions,
 } from "../../mod.ts";
 import type { Equals } from "./_equals.ts";
 
@@ -55,7 +59,7 @@ startWorker(queued, { connectionString: url, stepSlug: someString });
 startWorker(queued, { connectionString: url, stepSlug: someStep });
 
 // The options type carries the exact union.
-type StepSlugOption<Q extends StepQueuedFlow> = StepWorkerOptions<StepSlug<Q>>["stepSlug"];
+type StepSlugOption<Q extends StepQueuedFlow> = WorkerOptions<Q>["stepSlug"];
 const _union: Equals<StepSlugOption<typeof queued>, "fetch" | "charge" | "notify"> = true;
 
 // Handler inference is exact for a flow built inline, inside the wrapper and the worker call.
@@ -111,13 +115,51 @@ serveWorker(queued, { stepSlug: "ship" });
 serveWorker(plain, { stepSlug: "fetch" });
 
 const _handlerOptions: Equals<
-  StepWorkerFunctionOptions<StepSlug<typeof queued>>["stepSlug"],
+  WorkerFunctionOptions<typeof queued>["stepSlug"],
   "fetch" | "charge" | "notify"
 > = true;
 const _serveOptions: Equals<
-  StepServeWorkerOptions<StepSlug<typeof queued>>["stepSlug"],
+  ServeWorkerOptions<typeof queued>["stepSlug"],
   "fetch" | "charge" | "notify"
 > = true;
+// A plain flow's options have no stepSlug to give.
+const _plainSlug: Equals<WorkerOptions<typeof plain>["stepSlug"], undefined> = true;
+const _plainHandlerSlug: Equals<WorkerFunctionOptions<typeof plain>["stepSlug"], undefined> = true;
+const _plainServeSlug: Equals<ServeWorkerOptions<typeof plain>["stepSlug"], undefined> = true;
+const _targetSlug: Equals<WorkerTargetOptions<typeof queued>["stepSlug"], StepSlug<typeof queued>> =
+  true;
+
+// One signature per entry point: no overloads left to pick from.
+type Signatures<T> = T extends {
+  (...args: infer A1): unknown;
+  (...args: infer A2): unknown;
+} ? [A1, A2] extends [A2, A1] ? 1 : 2
+  : 0;
+const _oneStart: Signatures<typeof startWorker> = 1;
+const _oneHandler: Signatures<typeof createWorkerHandler> = 1;
+const _oneServe: Signatures<typeof serveWorker> = 1;
+const _oneTarget: Signatures<typeof resolveWorkerTarget> = 1;
+
+// The options argument is optional exactly when no stepSlug is needed.
+const _optional: Equals<
+  FlowOptionsArgument<typeof plain, WorkerTargetOptions<typeof plain>>,
+  [options?: WorkerTargetOptions<typeof plain>]
+> = true;
+const _required: Equals<
+  FlowOptionsArgument<typeof queued, WorkerTargetOptions<typeof queued>>,
+  [options: WorkerTargetOptions<typeof queued>]
+> = true;
+
+// The default flow type is every kind at once: code holding a flow of unknown kind (a CLI, a
+// registry of flows) passes its options without casting, and the values are checked at run time.
+declare const someFlow: DeployableFlow;
+declare const someOptions: WorkerOptions;
+declare const someFunctionOptions: WorkerFunctionOptions;
+startWorker(someFlow, someOptions);
+createWorkerHandler(someFlow, someFunctionOptions);
+resolveWorkerTarget(someFlow, someOptions);
+startWorker(someFlow, { connectionString: url, stepSlug: someString });
+startWorker(someFlow, { connectionString: url });
 
 // A look-alike of a step-queued flow is no flow to any of them.
 const lookAlike = { flow: plain, queueMode: "step" as const, routes: queued.routes };

@@ -34,10 +34,14 @@ export function upgradeFlows(hang: Hang = () => false) {
       { slug: "total", dependsOn: ["premium", "base"] },
       (deps) => hang("upgrade_branch", "total", deps) ? forever() : (deps.premium ?? 0) + deps.base,
     );
-  /** A run that fails for good before the upgrade (one attempt). */
+  /**
+   * A run that fails before the upgrade (one attempt, and the first always fails) and completes
+   * when retried after it (its second attempt succeeds).
+   */
   const failed = new Flow<{ n: number }>({ slug: "upgrade_failed", maxAttempts: 1 })
-    .step({ slug: "boom" }, (input): number => {
-      throw new Error(`boom ${input.n}`);
+    .step({ slug: "boom" }, (input, ctx): number => {
+      if (ctx.attempt === 1) throw new Error(`boom ${input.n}`);
+      return input.n;
     });
   /** Two versions behind the alias `upgrade_alias`, told apart by their output. */
   const aliasV1 = new Flow<{ n: number }>({ slug: "upgrade_alias_v1" })

@@ -1,11 +1,14 @@
 import assert from "node:assert/strict";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
-import { testWorker } from "../worker/_helpers.ts";
-import { RunFailedError } from "../../src/client/errors.ts";
+import { testWorker, waitUntil } from "../worker/_helpers.ts";
+import { cancelRun } from "../../src/client/cancel_run.ts";
+import { RunCancelledError, RunFailedError } from "../../src/client/errors.ts";
+import { retryRun } from "../../src/client/retry_run.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
-import { getAlias } from "../../src/client/aliases.ts";
+import { getAlias } from "../../src/deploy/aliases.ts";
+import { deleteSchedule, getScheduleTicks, schedule } from "../../src/client/schedules.ts";
 import { upgradeFlows } from "./_flows.ts";
 import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 
@@ -22,10 +25,13 @@ import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 //   - failing: a task that fails every attempt, one attempt already spent (the run ends failed);
 //   - a map fan-out half done (two elements completed, two started by the killed worker);
 //   - a branch skipped by its condition, its join started by the killed worker;
-//   - a run failed for good (stays failed, untouched);
+//   - a failed run (stays failed through the upgrade; retried after it, it completes, its attempt
+//     numbers continuing);
+//   - a queued and a started run cancelled after the upgrade, before any current worker runs;
 //   - an alias pointing at V2, a run queued through it (starts after the upgrade land on V2 too);
 //   - a worker function restart-paused by a fatal stop (the pause survives; current ops clears it);
 //   - a fence record by the old ops CLI, then fence disable (current fence restore reads it back).
+// After the upgrade, a schedule created on the upgraded database fires through current workers.
 // Then the old/new matrix: an old worker process and current workers serve the same queues (a
 // plain flow's, and each step queue of a withStepQueues flow) while producers of both versions
 // start runs.
@@ -87,11 +93,10 @@ function upgradeFlow() {
     });
 }
 
+// The old side imports the release's public entry point only (what a release promises); the
+// upgrade harness's own flows come from the copied _flows.ts.
 const PRELUDE = `import postgres from "postgres";
-import { Flow } from "./src/dsl/flow.ts";
-import { compileFlow } from "./src/client/compile_flow.ts";
-import { startFlow } from "./src/client/start_flow.ts";
-import { startWorker } from "./src/worker/mod.ts";
+import { activateAlias, compileFlow, Flow, startFlow, startWorker } from "./mod.ts";
 const upgradeFlow = ${FLOW_SOURCE};
 const handler = ${HANDLER_SOURCE};
 const url = Deno.env.get("DATABASE_URL");
@@ -105,7 +110,6 @@ const sql = postgres(url, { onnotice: () => {} });
  * the run ids once every state is in place; the test then SIGKILLs it.
  */
 const OLD_WORKER = `${PRELUDE}
-import { activateAlias } from "./src/client/aliases.ts";
 import { upgradeFlows } from "./tests/upgrade/_flows.ts";
 const flows = upgradeFlows((flow, _step, value) =>
   flow === "upgrade_branch" || (flow === "upgrade_map" && value >= 3));
@@ -492,6 +496,29 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         const viaAliasAfter = await startFlow(db.sql, "upgrade_alias", { n: 2 });
         assert.equal((await runRow(viaAliasAfter)).flow_slug, "upgrade_alias_v2");
 
+        // Run control on work the old version left in flight: a queued and a started run are
+        // cancelled (their messages archived, the started attempt fenced) before any current
+        // worker runs.
+        const cancelledRuns = [queued[2], killed];
+        for (const id of cancelledRuns) {
+          const result = await cancelRun(db.sql, id, { reason: "cancelled after the upgrade" });
+          assert.deepEqual([result.outcome, result.status, result.tasks], [
+            "cancelled",
+            "cancelled",
+            1,
+          ]);
+        }
+        assert.deepEqual(
+          (await db.sql`select status from sluice.step_tasks
+            where run_id = any(${cancelledRuns}) order by status`).map((r) => r.status),
+          ["cancelled", "cancelled"],
+        );
+        const [{ live }] = await db.sql`
+          select count(*)::int as live from pgmq.q_upgrade_plain q
+          join sluice.step_tasks t on t.message_id = q.msg_id
+          where t.run_id = any(${cancelledRuns})`;
+        assert.equal(live, 0);
+
         // The killed tasks count as stalled after timeout (5 s) + 30 s: pretend that time passed.
         await db.sql`update sluice.step_tasks set started_at = now() - interval '1 minute'
         where status = 'started'`;
@@ -503,10 +530,7 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         await using _failed = await testWorker(flows.failed, db);
         await using _alias = await testWorker(flows.aliasV2, db);
         for (
-          const [id, n] of [[queued[0], 1], [queued[1], 2], [queued[2], 3], [killed, 10], [
-            flaky,
-            7,
-          ]] as const
+          const [id, n] of [[queued[0], 1], [queued[1], 2], [flaky, 7]] as const
         ) {
           assert.deepEqual(await waitForRun(db.sql, id, { timeoutMs: 30_000, flow }), {
             double: n * 2,
@@ -516,6 +540,12 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
           waitForRun(db.sql, failing, { timeoutMs: 30_000, flow }),
           RunFailedError,
         );
+        for (const id of cancelledRuns) {
+          await assert.rejects(
+            waitForRun(db.sql, id, { timeoutMs: 30_000, flow }),
+            RunCancelledError,
+          );
+        }
         const wait = (id: string) => waitForRun(db.sql, id, { timeoutMs: 30_000 });
         assert.deepEqual(await wait(ids.map), { sum: 30 });
         assert.deepEqual(await wait(ids.branch), { total: 5 });
@@ -525,7 +555,7 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         const attempts = (id: string) => after.find((r) => r.run_id === id)!.attempts_count;
         assert.deepEqual(
           [...queued.map(attempts), attempts(killed), attempts(flaky), attempts(failing)],
-          [1, 1, 1, 2, 2, MAX_ATTEMPTS],
+          [1, 1, 0, 1, 2, MAX_ATTEMPTS],
         );
         assert.equal(
           await tasks(ids.map),
@@ -536,11 +566,37 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
           await steps(ids.branch),
           "base:completed premium:skipped:condition_unmet total:completed",
         );
-        // The failed run stays failed, untouched by the current worker of its flow.
+        // The failed run stays failed, untouched by the current worker of its flow, until it is
+        // retried: then it completes with its second attempt (attempt numbers continue).
         assert.deepEqual(await runRow(ids.failed), failedBefore);
         assert.equal(await tasks(ids.failed), "boom[0]:failed/1");
+        const retried = await retryRun(db.sql, ids.failed);
+        assert.deepEqual([retried.outcome, retried.status, retried.retryCount], [
+          "retried",
+          "started",
+          1,
+        ]);
+        assert.deepEqual(await wait(ids.failed), { boom: 1 });
+        assert.equal(await tasks(ids.failed), "boom[0]:completed/2");
         const [{ n }] = await db.sql`select count(*)::int as n from sluice.runs`;
         assert.equal(n, 11, "a run was lost or duplicated");
+
+        // A schedule created after the upgrade fires on the upgraded database, through the
+        // current workers' heartbeats (every second; deleted after its first tick).
+        await schedule(db.sql, flow, {
+          name: "upgrade_tick",
+          cron: "* * * * * *",
+          input: { n: 4 },
+        });
+        const [tick] = await waitUntil(async () => {
+          const fired = await getScheduleTicks(db.sql, "upgrade_tick");
+          return fired.length > 0 ? fired : null;
+        }, "the upgraded database's first schedule tick");
+        assert.equal(await deleteSchedule(db.sql, "upgrade_tick"), true);
+        assert.equal(tick.error, null);
+        assert.deepEqual(await waitForRun(db.sql, tick.runId!, { timeoutMs: 30_000, flow }), {
+          double: 8,
+        });
         await oldNewMatrix(tree, db, env);
       } finally {
         await git("worktree", "remove", "--force", tree);
@@ -553,7 +609,9 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
 // A from-commit whose migrations cannot upgrade (not a prefix) still has workers a team may have
 // deployed: the matrix runs them against a database built with the current migrations.
 Deno.test({
-  name: skip === undefined || from === undefined
+  name: from === undefined
+    ? `old/new worker matrix on a database at the current migrations (skipped: ${NO_RELEASE})`
+    : skip === undefined
     ? "old/new worker matrix on a database at the current migrations (skipped: runs after the " +
       "upgrade instead)"
     : `old/new worker matrix: workers of SLUICE_UPGRADE_FROM=${override} beside current ` +

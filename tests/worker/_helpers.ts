@@ -4,7 +4,6 @@ import {
   type AliasActivationOptions,
   type BaseWorkerOptions,
   startWorker,
-  type StepWorkerOptions,
   type WorkerHandle,
   type WorkerOptions,
 } from "../../src/worker/mod.ts";
@@ -27,14 +26,13 @@ export interface TestWorker extends WorkerHandle, AsyncDisposable {
 export async function testWorker(
   flow: DeployableFlow,
   db: TestDatabase,
-  options: Partial<BaseWorkerOptions> & AliasActivationOptions & { stepSlug?: string } = {},
+  options:
+    & Partial<BaseWorkerOptions>
+    & AliasActivationOptions
+    & { stepSlug?: string; functionName?: string } = {},
 ): Promise<TestWorker> {
   const logs = new LogCapture();
-  const start = startWorker as (
-    flow: DeployableFlow,
-    options: WorkerOptions | StepWorkerOptions,
-  ) => Promise<WorkerHandle>;
-  const handle = await start(
+  const handle = await startWorker(
     flow,
     {
       connectionString: db.url,
@@ -45,7 +43,7 @@ export async function testWorker(
       logger: logs.sink,
       env: {},
       ...options,
-    } as WorkerOptions | StepWorkerOptions,
+    } as WorkerOptions,
   );
   return {
     workerId: handle.workerId,

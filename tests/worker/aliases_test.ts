@@ -3,7 +3,7 @@
 // V2 (the last step worker activates), two deployed workers racing for one alias, startup
 // activation never moving an alias back, and a worker whose flow was reset under it stopping once.
 import assert from "node:assert/strict";
-import { activateAlias, getAlias, getAliasHistory } from "../../src/client/aliases.ts";
+import { activateAlias, getAlias, getAliasHistory } from "../../src/deploy/aliases.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { defineDeployedFlow } from "../../src/dsl/deployed_flow.ts";

@@ -91,20 +91,50 @@ Deno.test("a slow task does not hold up the tasks read after it (no per-batch ba
 
 Deno.test("a worker never runs more than maxConcurrent tasks at once", async () => {
   await using db = await freshDatabase();
+  const MAX = 3;
+  // Every task is held until the test releases it, so the tasks a worker runs overlap for certain:
+  // a worker that claimed more than its slots would be running all of them at once.
+  const held: (() => void)[] = [];
   let running = 0;
   let peak = 0;
   const flow = new Flow<number[]>({ slug: "bounded" })
     .map({ slug: "work" }, async (n) => {
       running++;
       peak = Math.max(peak, running);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise<void>((resolve) => held.push(resolve));
       running--;
       return n;
     });
-  await using _worker = await testWorker(flow, db, { maxConcurrent: 3 });
-
+  await using _worker = await testWorker(flow, db, { maxConcurrent: MAX });
+  // One transaction queues all 30 tasks: every read of the worker finds more than its free slots.
   const runId = await startFlow(db.sql, flow, Array.from({ length: 30 }, (_, i) => i));
+
+  const claimed = async () => {
+    const [{ n }] = await db.sql`
+      select count(*)::int as n from sluice.step_tasks where status = 'started'`;
+    return n;
+  };
+  for (let released = 0; released < 30; released++) {
+    // Settled: every task the database shows claimed is running here (a released task's
+    // completion has landed), and the free slots are filled as far as tasks remain. A claim
+    // beyond the slots commits in the same transaction as the rest of its batch.
+    const full = Math.min(MAX, 30 - released);
+    await waitUntil(
+      // `running` is read after the database answered: a release's decrement has run by then.
+      async () => {
+        const n = await claimed();
+        return n === running && running >= full;
+      },
+      `${full} tasks claimed and running after ${released} released`,
+    );
+    assert.equal(
+      running,
+      full,
+      `${running} tasks running after ${released} released, ${full} expected`,
+    );
+    held.shift()!();
+  }
   const output = await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
   assert.equal(output.work.length, 30);
-  assert.equal(peak, 3);
+  assert.equal(peak, MAX);
 });

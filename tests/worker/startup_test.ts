@@ -2,7 +2,7 @@
 // development recompilation.
 import assert from "node:assert/strict";
 import { Flow } from "../../src/dsl/flow.ts";
-import { FlowShapeMismatchError } from "../../src/client/errors.ts";
+import { FlowShapeMismatchError } from "../../src/deploy/errors.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import postgres from "../../src/db/postgres.ts";

@@ -1,14 +1,20 @@
-// What every `deno task ops` command provides, and the small helpers they share.
+// What every command of the `sluice` command line declares, and the helpers the ops commands share.
 
 import type { Sql } from "../../db/postgres.ts";
 
-/** Where a command prints: one line per call. */
-export interface OpsIo {
-  /** Normal output (stdout). */
+/**
+ * Where a command of the `sluice` command line prints, one line per call: replaceable in tests.
+ * Every command (project, development and ops) takes this one shape.
+ */
+export interface CliIo {
+  /** Receives normal output (stdout). */
   readonly out: (line: string) => void;
-  /** Errors and usage (stderr). */
+  /** Receives errors and usage (stderr). */
   readonly err: (line: string) => void;
 }
+
+/** The name the ops commands use for {@linkcode CliIo}. */
+export type OpsIo = CliIo;
 
 /** The parsed arguments of one command invocation. */
 export interface CommandArgs {
@@ -33,9 +39,9 @@ export interface OptionSpec {
   readonly summary: string;
 }
 
-/** One `deno task ops` command. */
-export interface OpsCommand {
-  /** The name typed after `deno task ops`: one word, or a group and a verb (`fence drain`). */
+/** What the command registry knows of a command: its name, its arguments and its help. */
+export interface CommandSpec {
+  /** The name typed after `sluice`: one word, or a group and a verb (`fence drain`). */
   readonly name: string;
   /** The names of its positional arguments, e.g. `["function_name"]`. */
   readonly positional: readonly string[];
@@ -47,6 +53,12 @@ export interface OpsCommand {
   readonly json: boolean;
   /** One line for the command list. */
   readonly summary: string;
+  /** What `<command> --help` prints below the usage line. */
+  readonly description: string;
+}
+
+/** One ops command: it runs on a connection to the sluice database the CLI opens for it. */
+export interface OpsCommand extends CommandSpec {
   /**
    * Connections its database client may open: a long-running command serving several requests
    * at once wants more than one.
@@ -54,8 +66,6 @@ export interface OpsCommand {
    * @default {1}
    */
   readonly connections?: number;
-  /** What `<command> --help` prints below the usage line. */
-  readonly description: string;
   /** Runs the command; returns the exit code. */
   run(sql: Sql, args: CommandArgs, io: OpsIo): Promise<number>;
 }

@@ -1,6 +1,5 @@
 // What the `fence` commands share: their options, the affected set, the drain view.
 
-import type { Sql } from "../../db/postgres.ts";
 import { DEFAULT_STATE_FILE, readFenceState } from "../_fence_state.ts";
 import { type CommandArgs, type OptionSpec, optionString } from "./_command.ts";
 
@@ -45,27 +44,4 @@ export async function fencedNames(args: CommandArgs): Promise<string[]> {
   if (names !== undefined) return names;
   const state = await readFenceState(optionString(args, "state", DEFAULT_STATE_FILE));
   return state.functions.map((entry) => entry.function_name);
-}
-
-/** One row of `sluice.worker_function_drain`. */
-export interface DrainRow extends Record<string, unknown> {
-  function_name: string;
-  enabled: boolean;
-  live_workers: number;
-  serving_workers: number;
-  last_heartbeat_at: Date | null;
-  started_tasks: number;
-  queued_tasks: number;
-  drained: boolean;
-}
-
-/** The drain state of the named functions (a name without a row is absent). */
-export async function readDrain(sql: Sql, names: readonly string[]): Promise<DrainRow[]> {
-  return await sql<DrainRow[]>`
-    select function_name, enabled, live_workers, serving_workers, last_heartbeat_at,
-      started_tasks, queued_tasks, drained
-    from sluice.worker_function_drain
-    where function_name = any (${names as string[]}::text[])
-    order by function_name collate "C"
-  `;
 }

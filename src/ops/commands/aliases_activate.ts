@@ -5,8 +5,8 @@
  * @module
  */
 
-import { activateAlias, getAliasHistory } from "../../client/aliases.ts";
-import { AliasConflictError, AliasWorkersMissingError } from "../../client/errors.ts";
+import { activateAlias, getAliasHistory } from "../../deploy/aliases.ts";
+import { AliasConflictError, AliasWorkersMissingError } from "../../deploy/errors.ts";
 import { type OpsCommand, optionString } from "./_command.ts";
 
 /**

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { getAliasHistory } from "../../client/aliases.ts";
+import { getAliasHistory } from "../../deploy/aliases.ts";
 import { formatTime, type OpsCommand, printListing } from "./_command.ts";
 
 /**

@@ -5,19 +5,10 @@
  * @module
  */
 
+import { readManifestCoverage } from "../../db/fence_queries.ts";
 import { readManifest } from "../_manifest.ts";
 import { type OpsCommand, optionString, printListing } from "./_command.ts";
 import { DEFAULT_MANIFEST, FUNCTIONS_OPTION, functionsOption, MANIFEST_OPTION } from "./_fence.ts";
-
-/** One route of a manifest function with its serving workers. */
-interface ConfirmRow extends Record<string, unknown> {
-  function_name: string;
-  flow_slug: string;
-  step_slug: string | null;
-  queue_name: string;
-  live_workers: number;
-  compiled: boolean;
-}
 
 /**
  * The `fence confirm` command. Exits 0 when every route has a worker, 1 otherwise (also when a
@@ -57,20 +48,8 @@ export const fenceConfirmCommand: OpsCommand = {
     const manifest = only === undefined
       ? listed
       : listed.filter((entry) => only.includes(entry.function_name));
-    const rows = await sql<ConfirmRow[]>`
-      select m.function_name, m.flow_slug, coalesce(s.step_slug, m.step_slug) as step_slug,
-        m.queue_name, s.flow_slug is not null as compiled,
-        (
-          select count(*)::integer from sluice.live_workers w
-          where w.deprecated_at is null and w.queue_name = s.queue_name
-            and w.flow_slug = s.flow_slug and (w.step_slug is null or w.step_slug = s.step_slug)
-        ) as live_workers
-      from jsonb_to_recordset(${sql.json(manifest as never)}::jsonb)
-        as m(function_name text, flow_slug text, step_slug text, queue_name text)
-      left join sluice.steps s on s.flow_slug = m.flow_slug
-        and (m.step_slug is null or s.step_slug = m.step_slug)
-      order by m.function_name collate "C", s.step_index
-    `;
+    const rows = await readManifestCoverage(sql, manifest);
+
     printListing(io, args, rows, {
       empty: "The manifest lists no worker functions.",
       headers: ["FUNCTION", "FLOW", "STEP", "QUEUE", "WORKERS", "STATUS"],

@@ -9,58 +9,22 @@
 
 import type { Sql } from "../../db/postgres.ts";
 import { formatTime, type OpsCommand, type OpsIo } from "./_command.ts";
-import { fencedNames, FUNCTIONS_OPTION, readDrain, STATE_OPTION } from "./_fence.ts";
+import {
+  deprecateFunctionWorkers,
+  readDrain,
+  readLiveWorkersOf,
+  readStartedTasksOf,
+} from "../../db/fence_queries.ts";
+import { requeueStalledTasks } from "../../db/worker_queries.ts";
+import { fencedNames, FUNCTIONS_OPTION, STATE_OPTION } from "./_fence.ts";
 import { timeoutMs, timeoutOption, waitWithProgress } from "./_wait.ts";
 
 const DEFAULT_TIMEOUT = "10m";
 
-async function deprecate(sql: Sql, names: readonly string[]): Promise<number> {
-  const [{ count }] = await sql<{ count: number }[]>`
-    select sluice.deprecate_function_workers(${names as string[]}::text[]) as count
-  `;
-  return count;
-}
-
-/**
- * Requeues (or exhausts) the stalled tasks, the recovery every worker's heartbeat runs: a task
- * started longer ago than its timeout plus `sluice.stall_margin_seconds()` belongs to a worker
- * that vanished.
- */
-async function recoverStalled(sql: Sql): Promise<number> {
-  const [{ count }] = await sql<{ count: number }[]>`
-    select sluice.requeue_stalled_tasks() as count
-  `;
-  return count;
-}
-
 /** Prints the live workers and the started tasks that kept the drain from finishing. */
 async function printStillRunning(sql: Sql, names: readonly string[], io: OpsIo): Promise<void> {
-  const workers = await sql<
-    { worker_id: string; function_name: string; queue_name: string; last_heartbeat_at: Date }[]
-  >`
-    select worker_id, function_name, queue_name, last_heartbeat_at from sluice.live_workers
-    where function_name = any (${names as string[]}::text[])
-    order by function_name collate "C", worker_id
-  `;
-  const tasks = await sql<
-    {
-      run_id: string;
-      step_slug: string;
-      task_index: number;
-      attempts_count: number;
-      function_name: string;
-      worker_id: string;
-      started_at: Date;
-    }[]
-  >`
-    select t.run_id, t.step_slug, t.task_index, t.attempts_count, w.function_name, w.worker_id,
-      t.started_at
-    from sluice.step_tasks t
-    join sluice.workers w on w.worker_id = t.last_worker_id
-    where t.status = 'started' and t.started_at is not null
-      and w.function_name = any (${names as string[]}::text[])
-    order by t.started_at, t.run_id, t.step_slug, t.task_index
-  `;
+  const workers = await readLiveWorkersOf(sql, names);
+  const tasks = await readStartedTasksOf(sql, names);
   for (const worker of workers) {
     io.err(
       `  worker ${worker.worker_id} of ${worker.function_name} (queue ${worker.queue_name}) ` +
@@ -118,16 +82,20 @@ export const fenceDrainCommand: OpsCommand = {
       );
       return 1;
     }
-    io.out(`Deprecated ${await deprecate(sql, names)} workers of ${names.join(", ")}.`);
+    io.out(
+      `Deprecated ${await deprecateFunctionWorkers(sql, names)} workers of ${names.join(", ")}.`,
+    );
     const drained = await waitWithProgress(io, limitMs, async () => {
-      const late = await deprecate(sql, names);
+      const late = await deprecateFunctionWorkers(sql, names);
       if (late > 0) {
         io.out(
           `Deprecated ${late} more workers that started during the drain (a direct invocation, ` +
             "or a respawn of a function still enabled).",
         );
       }
-      const recovered = await recoverStalled(sql);
+      // Stalled-task recovery, as every heartbeat runs it: a task started longer ago than its
+      // timeout plus sluice.stall_margin_seconds() belongs to a worker that vanished.
+      const recovered = await requeueStalledTasks(sql);
       if (recovered > 0) {
         io.out(
           `Recovered ${recovered} stalled tasks (their worker vanished): requeued, or failed ` +

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { readEnabledSwitches } from "../../db/fence_queries.ts";
 import { DEFAULT_STATE_FILE, type FencedFunction, writeFenceState } from "../_fence_state.ts";
 import { diffManifests, type ManifestEntry, readManifest } from "../_manifest.ts";
 import { type OpsCommand, optionString, printListing } from "./_command.ts";
@@ -66,10 +67,7 @@ export const fenceRecordCommand: OpsCommand = {
       only === undefined || only.includes(entry.function_name) || entry.change !== "unchanged"
     );
     const names = affected.map((entry) => entry.function_name);
-    const rows = await sql<{ function_name: string; enabled: boolean }[]>`
-      select function_name, enabled from sluice.worker_functions
-      where function_name = any (${names}::text[])
-    `;
+    const rows = await readEnabledSwitches(sql, names);
     const functions: FencedFunction[] = affected.map((entry) => {
       const row = rows.find((candidate) => candidate.function_name === entry.function_name);
       return {

@@ -9,7 +9,8 @@ import { DEFAULT_STATE_FILE, readFenceState } from "../_fence_state.ts";
 import { type OpsCommand, optionString } from "./_command.ts";
 import { setWorkerFunctionsEnabled } from "../../db/ops_queries.ts";
 import { printEnabledChanges } from "./_enabled.ts";
-import { readDrain, STATE_OPTION } from "./_fence.ts";
+import { readDrain } from "../../db/fence_queries.ts";
+import { STATE_OPTION } from "./_fence.ts";
 import { timeoutMs, timeoutOption, waitWithProgress } from "./_wait.ts";
 
 const DEFAULT_TIMEOUT = "5m";

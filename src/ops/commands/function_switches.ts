@@ -6,6 +6,7 @@
  */
 
 import type { OpsCommand } from "./_command.ts";
+import { deprecateFunctionWorkers } from "../../db/fence_queries.ts";
 import { setWorkerFunctionsEnabled, unknownWorkerFunctions } from "../../db/ops_queries.ts";
 import { printEnabledChanges } from "./_enabled.ts";
 
@@ -91,9 +92,7 @@ export const functionsDeprecateCommand: OpsCommand = {
   async run(sql, args, io) {
     const unknown = await unknownWorkerFunctions(sql, args.positional);
     if (unknown.length > 0) return rejectUnknown("deprecate the workers of", unknown, io.err);
-    const [{ count }] = await sql<{ count: number }[]>`
-      select sluice.deprecate_function_workers(${args.positional as string[]}::text[]) as count
-    `;
+    const count = await deprecateFunctionWorkers(sql, args.positional);
     io.out(
       `Deprecated ${count} workers of ${args.positional.join(", ")}; each finishes the tasks it ` +
         "claimed and stops.",

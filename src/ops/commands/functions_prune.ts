@@ -5,6 +5,7 @@
  * @module
  */
 
+import { pruneWorkerFunctions } from "../../db/ops_queries.ts";
 import type { OpsCommand } from "./_command.ts";
 
 /**
@@ -29,9 +30,7 @@ export const functionsPruneCommand: OpsCommand = {
     "deleting their row would enable them again.",
   async run(sql, args, io) {
     const [interval] = args.positional;
-    const [{ pruned }] = await sql<{ pruned: string[] }[]>`
-      select sluice.prune_worker_functions(${interval}::interval) as pruned
-    `;
+    const pruned = await pruneWorkerFunctions(sql, interval);
     io.out(
       pruned.length === 0
         ? `No worker function has been without a worker for ${interval}.`

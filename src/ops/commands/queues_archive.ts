@@ -5,6 +5,7 @@
  * @module
  */
 
+import { archiveMessages } from "../../db/ops_queries.ts";
 import type { OpsCommand } from "./_command.ts";
 
 /**
@@ -39,9 +40,7 @@ export const queuesArchiveCommand: OpsCommand = {
       );
       return 1;
     }
-    const [{ result }] = await sql<{ result: { archived: number[]; missing: number[] } }[]>`
-      select sluice.archive_messages(${queue}, ${ids}::bigint[]) as result
-    `;
+    const result = await archiveMessages(sql, queue, ids);
     if (result.archived.length > 0) {
       io.out(`Archived messages ${result.archived.join(", ")} of queue ${queue}.`);
     }

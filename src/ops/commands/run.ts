@@ -1,13 +1,15 @@
 /**
  * `deno task ops run <run_id> [--watch]`: one run's steps as a tree in dependency order with
  * their state, tasks done/total, attempts and timings, and the last error of every task that
- * failed an attempt; `--watch` follows the run's live events (docs/events.md) and prints the
- * tree again as they change it, until the run is completed or failed.
+ * failed an attempt (and who cancelled or retried it); `--watch` follows the run's live events
+ * (docs/events.md) and prints the tree again as they change it, until the run is completed,
+ * failed or cancelled.
  *
  * @module
  */
 
 import type { Sql } from "../../db/postgres.ts";
+import { readFlowDependencies } from "../../db/ops_queries.ts";
 import { getRun, type RunState, type StepState } from "../../client/get_run.ts";
 import { getRunTasks, type TaskState } from "../../client/get_run_tasks.ts";
 import { watchRun } from "../../client/watch_run.ts";
@@ -32,10 +34,7 @@ async function readRun(sql: Sql, runId: string): Promise<RunDetail | null> {
   const run = await getRun(sql, runId);
   if (run === null) return null;
   const tasks = await getRunTasks(sql, runId);
-  const deps = await sql<{ step_slug: string; dep_slug: string }[]>`
-    select step_slug, dep_slug from sluice.deps where flow_slug = ${run.flowSlug}
-    order by dep_slug collate "C"
-  `;
+  const deps = await readFlowDependencies(sql, run.flowSlug);
   return {
     run,
     steps: run.steps.map((step) => {
@@ -65,7 +64,22 @@ function applyEvent(detail: RunDetail, event: RunEvent): RunDetail {
   const at = new Date(event.at);
   switch (event.type) {
     case "run:started":
+    // A retry is in the state read at the start of the watch (the watch of a failed or cancelled
+    // run ends at once, before any retry could follow).
+    case "run:retried":
       return detail;
+    case "run:cancelled":
+      if (detail.run.status !== "started") return detail;
+      return {
+        ...detail,
+        run: {
+          ...detail.run,
+          status: "cancelled",
+          cancelledAt: at,
+          cancelReason: event.reason,
+          cancelledBy: event.cancelledBy,
+        },
+      };
     case "run:completed":
       if (detail.run.status !== "started") return detail;
       return { ...detail, run: { ...detail.run, status: "completed", completedAt: at } };
@@ -111,7 +125,7 @@ function applyEvent(detail: RunDetail, event: RunEvent): RunDetail {
 
 /** The human view: a header, the step tree, the failed attempts. */
 function render({ run, steps }: RunDetail): string[] {
-  const finished = run.completedAt ?? run.failedAt;
+  const finished = run.completedAt ?? run.failedAt ?? run.cancelledAt;
   const lines = [
     `Run ${run.runId} of flow ${run.flowSlug}: ${run.status}`,
     `started ${formatTime(run.startedAt)}, ${
@@ -119,6 +133,19 @@ function render({ run, steps }: RunDetail): string[] {
     } ${formatDuration(run.startedAt, finished)}`,
   ];
   if (run.errorMessage !== null) lines.push(`error: ${firstLine(run.errorMessage)}`);
+  if (run.status === "cancelled") {
+    lines.push(
+      `cancelled by ${run.cancelledBy}${
+        run.cancelReason === null ? "" : `: ${firstLine(run.cancelReason)}`
+      }`,
+    );
+  }
+  if (run.retryCount > 0) {
+    lines.push(
+      `retried ${run.retryCount} ${run.retryCount === 1 ? "time" : "times"}, last by ` +
+        `${run.retriedBy} at ${formatTime(run.retriedAt)}`,
+    );
+  }
   // Steps come in definition order, where every dependency precedes its dependents.
   const depth = new Map<string, number>();
   for (const step of steps) {
@@ -167,7 +194,7 @@ function toJson({ run, steps }: RunDetail): Record<string, unknown> {
 
 /**
  * The `run` command. Exits 1 when no run has the id. With `--watch` it exits when the run is
- * terminal: 0 completed, 1 failed.
+ * terminal: 0 completed, 1 failed or cancelled.
  *
  * @example Usage
  * ```ts ignore
@@ -179,7 +206,7 @@ function toJson({ run, steps }: RunDetail): Record<string, unknown> {
 export const runCommand: OpsCommand = {
   name: "run",
   positional: ["run_id"],
-  options: [{ name: "watch", summary: "follow the live events until the run completes or fails" }],
+  options: [{ name: "watch", summary: "follow the live events until the run ends" }],
   json: true,
   summary: "one run: steps in dependency order, tasks, attempts, errors, timings",
   description:
@@ -187,7 +214,7 @@ export const runCommand: OpsCommand = {
     "state, tasks done/total, attempts, when it started and how long it took, then the last\n" +
     "error of every task that failed an attempt. --watch follows the run's live events and\n" +
     "prints the view again whenever they change it, until the run is terminal (with --json:\n" +
-    "once, then), and exits 0 when it completed, 1 when it failed.",
+    "once, then), and exits 0 when it completed, 1 when it failed or was cancelled.",
   async run(sql, args, io) {
     const [runId] = args.positional;
     const watch = args.options.watch === true;

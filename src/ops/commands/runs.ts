@@ -15,7 +15,7 @@ import {
   printListing,
 } from "./_command.ts";
 
-const STATUSES = ["started", "completed", "failed"];
+const STATUSES = ["started", "completed", "failed", "cancelled"];
 
 /**
  * The `runs` command. Exits 2 for a bad `--status`, `--since` or `--limit` (nothing is read).
@@ -32,7 +32,11 @@ export const runsCommand: OpsCommand = {
   positional: [],
   options: [
     { name: "flow", value: "SLUG", summary: "only runs of this flow" },
-    { name: "status", value: "STATUS", summary: "only runs started, completed or failed" },
+    {
+      name: "status",
+      value: "STATUS",
+      summary: "only runs started, completed, failed or cancelled",
+    },
     {
       name: "since",
       value: "WHEN",
@@ -41,9 +45,10 @@ export const runsCommand: OpsCommand = {
     { name: "limit", value: "N", summary: "at most N runs, newest first (default 50)" },
   ],
   json: true,
-  summary: "the latest runs: status, steps done, duration, error",
+  summary: "the latest runs: status, steps done, retries, duration, error",
   description:
-    "Lists runs newest first from sluice.runs. `deno task sluice run <run_id>` shows one\n" +
+    "Lists runs newest first from sluice.runs: RETRIES counts `run retry`s, ERROR is a failed\n" +
+    "run's error or a cancelled run's reason. `deno task sluice run <run_id>` shows one\n" +
     "run's steps, tasks, attempts and errors.",
   async run(sql, args, io) {
     const flow = optionString(args, "flow") ?? null;
@@ -67,17 +72,22 @@ export const runsCommand: OpsCommand = {
     const rows = await listRuns(sql, { flow, status, since, limit: Number(limit), offset: 0 });
     printListing(io, args, rows, {
       empty: "No runs match.",
-      headers: ["RUN", "FLOW", "STATUS", "STEPS", "STARTED", "DURATION", "ERROR"],
+      headers: ["RUN", "FLOW", "STATUS", "STEPS", "RETRIES", "STARTED", "DURATION", "ERROR"],
       cells: (row) => [
         row.run_id,
         row.flow_slug,
         row.status,
         `${row.steps - row.remaining_steps}/${row.steps}`,
+        String(row.retry_count),
         formatTime(row.started_at),
         formatDuration(row.started_at, row.finished_at),
-        row.error_message === null ? "-" : firstLine(row.error_message),
+        row.error_message !== null
+          ? firstLine(row.error_message)
+          : row.status === "cancelled"
+          ? `cancelled${row.cancel_reason === null ? "" : `: ${firstLine(row.cancel_reason)}`}`
+          : "-",
       ],
-      align: ["left", "left", "left", "right", "left", "right", "left"],
+      align: ["left", "left", "left", "right", "right", "left", "right", "left"],
     });
     return 0;
   },

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { getVersionDrain, type VersionDrain } from "../../client/aliases.ts";
+import { getVersionDrain, type VersionDrain } from "../../deploy/aliases.ts";
 import { liveWorkerFunctionsOf } from "../../db/ops_queries.ts";
 import type { Sql } from "../../db/postgres.ts";
 import { type OpsCommand, type OpsIo, optionString, parseDuration } from "./_command.ts";

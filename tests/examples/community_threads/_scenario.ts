@@ -50,10 +50,15 @@ export async function withScenario(
 
 /**
  * Waits until the `post`-th post about `threadId` reached Slack (scripted to `hold`, so it is in
- * flight), SIGKILLs `doomed`, the delivery worker making it, and starts a new delivery worker.
+ * flight) and every other thread has settled, SIGKILLs `doomed`, the delivery worker making it,
+ * and starts a new delivery worker.
+ *
+ * Waiting for the other threads keeps the held post the only one the kill interrupts: a post
+ * Slack accepted for another thread but not yet recorded would be sent again by the new worker,
+ * a duplicate of the scenario's timing rather than of the version under test.
  */
 export async function crashDeliveryDuringPost(
-  { app, slack }: Scenario,
+  { app, slack, sql }: Scenario,
   doomed: WorkerProcess,
   threadId: number,
   post: number,
@@ -62,6 +67,18 @@ export async function crashDeliveryDuringPost(
     () => slack.requests.filter((r) => r.threadId === threadId).length >= post,
     `post ${post} of thread ${threadId} to reach Slack`,
   );
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const [{ open }] = await sql<{ open: number }[]>`
+      select count(*)::int as open from public.threads
+      where id <> ${threadId} and status not in ('alerted', 'ignored', 'failed')
+    `;
+    if (open === 0) break;
+    if (Date.now() > deadline) {
+      throw new Error(`${open} threads besides ${threadId} did not settle before the kill`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   const status = await doomed.kill("SIGKILL");
   assert.equal(status.signal, "SIGKILL");
   await app.startWorker("deliver_slack");

@@ -18,7 +18,9 @@ Deno.test("community threads: the committed step functions are what functions:ge
   const { code, output } = await run([
     "run",
     "-A",
-    "src/codegen/cli.ts",
+    "cli.ts",
+    "functions",
+    "generate",
     "--config",
     `${PROJECT}/deno.json`,
     "--check",

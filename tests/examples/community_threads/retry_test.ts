@@ -1,12 +1,19 @@
 import assert from "node:assert/strict";
 import { waitForRun } from "../../../mod.ts";
-import { assertDomainOutcomes, countStatuses, VERSIONS, withScenario } from "./_scenario.ts";
+import {
+  assertDomainOutcomes,
+  countStatuses,
+  type Scenario,
+  VERSIONS,
+  withScenario,
+} from "./_scenario.ts";
 
 const OUTAGE = { title: "Login outage", body: "Nobody can log in." };
 
 for (const version of VERSIONS) {
   Deno.test(`community threads (${version}): retry — 429 waits Retry-After, 500 retries, 4 × 500 fails the thread`, async () => {
     await withScenario(version, async ({ app, slack, sql }) => {
+      await logDeliveryWrites(sql);
       await app.startWorker("classify");
       await app.startWorker("deliver_slack");
       // Thread ids are 1, 2, 3 in a fresh database: script Slack before they arrive.
@@ -26,11 +33,21 @@ for (const version of VERSIONS) {
         "rate_limited",
         "ok",
       ]);
-      const waited = posts(limited)[1].receivedAt -
-        posts(limited)[0].receivedAt;
+      // On the database clock: from the write recording the 429 to the write counting the next
+      // attempt. The message is hidden for Retry-After from a set_vt that runs after the 429 was
+      // recorded, so the gap is at least 2 s by construction; 5 ms of tolerance absorbs an NTP
+      // slew of the server clock (at most 500 ppm, 1 ms over 2 s). The backoff, were Retry-After
+      // ignored, would be 1 s.
+      const [{ waited_ms: waited }] = await sql<{ waited_ms: number }[]>`
+        select extract(epoch from
+          (select min(at) from delivery_writes where thread_id = ${limited} and posts_tried = 2) -
+          (select min(at) from delivery_writes
+            where thread_id = ${limited} and last_error like 'rate limited%')
+        )::float8 * 1000 as waited_ms
+      `;
       assert.ok(
-        waited >= 1500,
-        `the retry after a 429 with Retry-After: 2 came after ${waited} ms`,
+        waited >= 2000 - 5,
+        `the retry after a 429 with Retry-After: 2 came ${waited} ms after it (database clock)`,
       );
       assert.deepEqual(posts(flaky).map((r) => r.behaviour), [
         "server_error",
@@ -75,4 +92,28 @@ for (const version of VERSIONS) {
       }
     });
   });
+}
+
+/**
+ * Records every write to `public.deliveries` with the server's clock_timestamp(), so that a test
+ * can measure the time between two attempts on the database clock.
+ */
+async function logDeliveryWrites(sql: Scenario["sql"]): Promise<void> {
+  await sql.unsafe(`
+    create table delivery_writes (
+      thread_id integer not null,
+      posts_tried integer not null,
+      last_error text,
+      at timestamptz not null default clock_timestamp()
+    );
+    create function log_delivery_write() returns trigger language plpgsql as $$
+    begin
+      insert into delivery_writes (thread_id, posts_tried, last_error)
+      values (new.thread_id, new.posts_tried, new.last_error);
+      return new;
+    end;
+    $$;
+    create trigger deliveries_log_write after insert or update on public.deliveries
+    for each row execute function log_delivery_write();
+  `);
 }

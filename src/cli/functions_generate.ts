@@ -9,22 +9,11 @@
  */
 
 import { QueueNameError } from "../dsl/errors.ts";
-import { CodegenError } from "./errors.ts";
-import { debugRequested } from "./_util.ts";
-import { type FileStatus, generateFunctions } from "./generate.ts";
-import { UnsafePathError } from "./project_files.ts";
-
-const USAGE = `Usage: sluice functions generate [--check] [--config <path>]
-
-Writes supabase/functions/<name>/{index.ts,deno.json} for every worker function of the flows
-module ("sluice.flows" in deno.json, default ./supabase/functions/_shared/flows.ts), plus
-sluice.manifest.json and sluice.config.toml (and the generated block of supabase/config.toml when
-that file exists). Refuses a flows module or local import outside the directory holding supabase/.
-
-Options:
-  --check           write nothing; exit 1 when a generated file is missing, stale or extra
-  --config <path>   the deno.json to read (default: ./deno.json)
-  -h, --help        show this help`;
+import { CodegenError } from "../codegen/errors.ts";
+import { debugRequested } from "../codegen/_util.ts";
+import { type FileStatus, generateFunctions } from "../codegen/generate.ts";
+import { UnsafePathError } from "../codegen/project_files.ts";
+import type { CliIo } from "../ops/commands/_command.ts";
 
 type Change = Exclude<FileStatus, "unchanged">;
 
@@ -35,53 +24,37 @@ const WRITE_LABEL: Record<Change, string> = {
   extra: "removed",
 };
 
-/** Output streams, replaceable in tests. */
-export interface CliIo {
-  /** Receives normal output, one line per call. */
-  readonly out: (line: string) => void;
-  /** Receives errors and usage, one line per call. */
-  readonly err: (line: string) => void;
+/** Options of {@linkcode functionsGenerate}. */
+export interface FunctionsGenerateOptions {
+  /** Write nothing; fail when a generated file is missing, stale or extra. */
+  readonly check: boolean;
+  /**
+   * The project's `deno.json`.
+   *
+   * @default {"./deno.json"}
+   */
+  readonly configPath?: string;
 }
 
 /**
- * Runs the generator with command-line arguments.
+ * Runs the generator and prints each file it changed (or, with `check`, would change).
  *
- * @param args The arguments after the task name.
+ * @param options Check mode and the project config.
  * @param io Where to print.
- * @returns The exit code: 0 done or up to date, 1 stale in check mode or failed, 2 bad usage.
+ * @returns The exit code: 0 done or up to date, 1 stale in check mode or failed.
  *
  * @example Usage
  * ```ts ignore
- * import { main } from "./cli.ts";
+ * import { functionsGenerate } from "./functions_generate.ts";
  *
- * Deno.exit(await main(["--check"]));
+ * Deno.exit(await functionsGenerate({ check: true }, { out: console.log, err: console.error }));
  * ```
  */
-export async function main(
-  args: readonly string[],
-  io: CliIo = { out: console.log, err: console.error },
+export async function functionsGenerate(
+  options: FunctionsGenerateOptions,
+  io: CliIo,
 ): Promise<number> {
-  let check = false;
-  let configPath: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "-h" || arg === "--help") {
-      io.out(USAGE);
-      return 0;
-    } else if (arg === "--check") {
-      check = true;
-    } else if (arg === "--config") {
-      configPath = args[++i];
-      if (configPath === undefined) {
-        io.err(`Cannot generate functions: --config needs a path\n\n${USAGE}`);
-        return 2;
-      }
-    } else {
-      io.err(`Cannot generate functions: unexpected argument ${JSON.stringify(arg)}\n\n${USAGE}`);
-      return 2;
-    }
-  }
-
+  const { check, configPath } = options;
   try {
     const result = await generateFunctions({ configPath, check });
     const changed = result.files.filter((file) => file.status !== "unchanged");
@@ -118,5 +91,3 @@ export async function main(
     throw error;
   }
 }
-
-if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,12 +1,13 @@
 /**
- * The loop behind `compileFlow()`, which also answers the flow's compile generation: internal, for
- * `startWorker()` to register with.
+ * The loop behind `compileFlow()` (src/client/) and every worker's startup (src/worker/), which
+ * also answers the flow's compile generation the worker registers with: in src/deploy/, which
+ * both may import, so that the worker never imports the producer API.
  *
  * @module
  */
 
 import type { Sql } from "../db/postgres.ts";
-import { ensureFlowCompiled } from "../db/client_queries.ts";
+import { ensureFlowCompiled } from "../db/compile_queries.ts";
 import { extractDefinition } from "../dsl/definition.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import type { CompileFlowOptions, CompileResult } from "./compile_types.ts";

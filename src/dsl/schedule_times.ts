@@ -1,0 +1,169 @@
+/**
+ * Cron expressions and time zones of schedules: validation with errors naming the bad value, and
+ * the due times the database stores (SQL never parses cron). Cron is parsed by croner, pinned by
+ * its full npm specifier (deno.json maps `croner` to the same): a package loaded from a remote URL
+ * gets no import map.
+ *
+ * @module
+ */
+
+// deno-lint-ignore no-import-prefix
+import { Cron } from "npm:croner@11.0.1";
+
+/**
+ * A cron expression that croner cannot parse (or that never fires).
+ *
+ * @example Usage
+ * ```ts
+ * import { InvalidCronError, validateSchedule } from "@sluice/sluice";
+ *
+ * try {
+ *   validateSchedule("61 * * * *", "UTC");
+ * } catch (error) {
+ *   if (error instanceof InvalidCronError) console.log(error.cron, error.reason);
+ * }
+ * ```
+ */
+export class InvalidCronError extends Error {
+  /** Always `"InvalidCronError"`. */
+  override name = "InvalidCronError";
+  /** The expression given. */
+  readonly cron: string;
+  /** What is wrong with it, in croner's words. */
+  readonly reason: string;
+
+  /**
+   * @param cron The expression given.
+   * @param reason What is wrong with it.
+   */
+  constructor(cron: string, reason: string) {
+    super(`Invalid cron expression ${JSON.stringify(cron)}: ${reason}`);
+    this.cron = cron;
+    this.reason = reason;
+  }
+}
+
+/**
+ * A time zone that is not an IANA time zone name the runtime knows.
+ *
+ * @example Usage
+ * ```ts
+ * import { InvalidTimezoneError, validateSchedule } from "@sluice/sluice";
+ *
+ * try {
+ *   validateSchedule("0 3 * * *", "Mars/Olympus_Mons");
+ * } catch (error) {
+ *   if (error instanceof InvalidTimezoneError) console.log(error.timezone);
+ * }
+ * ```
+ */
+export class InvalidTimezoneError extends Error {
+  /** Always `"InvalidTimezoneError"`. */
+  override name = "InvalidTimezoneError";
+  /** The time zone given. */
+  readonly timezone: string;
+
+  /** @param timezone The time zone given. */
+  constructor(timezone: string) {
+    super(
+      `Invalid time zone ${JSON.stringify(timezone)}: not an IANA time zone name ` +
+        `(such as "UTC", "Europe/Berlin" or "America/New_York")`,
+    );
+    this.timezone = timezone;
+  }
+}
+
+/**
+ * The two due times the database stores for a schedule: its next tick and the one after it (the
+ * database treats the next tick as missed once the following one is due too).
+ *
+ * @example Usage
+ * ```ts
+ * import { type DueTimes, scheduleDueTimes } from "@sluice/sluice";
+ *
+ * const due: DueTimes | null = scheduleDueTimes("*\/5 * * * *", "UTC", new Date());
+ * ```
+ */
+export interface DueTimes {
+  /** The first tick strictly after the time given. */
+  readonly nextDueAt: Date;
+  /** The tick after `nextDueAt`, or `null` when the expression fires only once more. */
+  readonly followingDueAt: Date | null;
+}
+
+function cronOf(cron: string, timezone: string): Cron {
+  if (typeof timezone !== "string" || !isTimezone(timezone)) {
+    throw new InvalidTimezoneError(String(timezone));
+  }
+  if (typeof cron !== "string" || cron.trim() === "") {
+    throw new InvalidCronError(String(cron), "the expression is empty");
+  }
+  try {
+    return new Cron(cron, { timezone, paused: true });
+  } catch (error) {
+    throw new InvalidCronError(cron, error instanceof Error ? error.message : String(error));
+  }
+}
+
+function isTimezone(timezone: string): boolean {
+  if (timezone === "") return false;
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: timezone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Checks a cron expression (5 fields, or 6 with seconds first, as croner reads them) and an IANA
+ * time zone, and that the expression fires at least once after `from`.
+ *
+ * @param cron The expression, e.g. `"0 3 * * *"` (03:00 every day).
+ * @param timezone The zone the expression's fields are read in, e.g. `"Europe/Berlin"`.
+ * @param from The time after which it must fire.
+ * @returns The first two due times after `from`.
+ * @throws {InvalidTimezoneError} When the time zone is unknown.
+ * @throws {InvalidCronError} When the expression does not parse or never fires after `from`.
+ *
+ * @example Usage
+ * ```ts
+ * import { validateSchedule } from "@sluice/sluice";
+ *
+ * const { nextDueAt } = validateSchedule("0 3 * * *", "Europe/Berlin");
+ * ```
+ */
+export function validateSchedule(
+  cron: string,
+  timezone: string,
+  from: Date = new Date(),
+): DueTimes {
+  const due = scheduleDueTimes(cron, timezone, from);
+  if (due === null) throw new InvalidCronError(cron, `it never fires after ${from.toISOString()}`);
+  return due;
+}
+
+/**
+ * The first two ticks of a cron expression strictly after `after`, in the given time zone.
+ *
+ * @param cron The expression (validated as by {@linkcode validateSchedule}).
+ * @param timezone An IANA time zone name.
+ * @param after The time after which to look.
+ * @returns The due times, or `null` when the expression never fires after `after`.
+ * @throws {InvalidTimezoneError} When the time zone is unknown.
+ * @throws {InvalidCronError} When the expression does not parse.
+ *
+ * @example Usage
+ * ```ts
+ * import { scheduleDueTimes } from "@sluice/sluice";
+ *
+ * const due = scheduleDueTimes("0 * * * *", "UTC", new Date("2026-01-01T10:30:00Z"));
+ * // due.nextDueAt is 11:00, due.followingDueAt 12:00
+ * ```
+ */
+export function scheduleDueTimes(cron: string, timezone: string, after: Date): DueTimes | null {
+  const pattern = cronOf(cron, timezone);
+  const next = pattern.nextRun(after);
+  if (next === null) return null;
+  return { nextDueAt: next, followingDueAt: pattern.nextRun(next) };
+}
