@@ -93,13 +93,15 @@ Deno.test("a local run falls back to the embedded database where no server binar
 
 /**
  * The payloads `sql.listen` delivers on `channel`; `arrived` resolves once `count` arrived, and
- * rejects after 15 s naming what did arrive (a bound against hanging, not a timing check).
+ * rejects after 15 s naming what did arrive (a bound against hanging, not a timing check);
+ * `forget()` stops that bound for a collector whose count is never meant to arrive.
  */
 function collect(sql: postgres.Sql, channel: string, count: number) {
   const payloads: string[] = [];
   let done!: () => void;
+  let timer!: number;
   const arrived = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
+    timer = setTimeout(
       () => reject(new Error(`${count} notifications on ${channel} expected, got ${payloads}`)),
       15_000,
     );
@@ -112,7 +114,7 @@ function collect(sql: postgres.Sql, channel: string, count: number) {
     payloads.push(payload);
     if (payloads.length === count) done();
   });
-  return { payloads, arrived, listening };
+  return { payloads, arrived, listening, forget: () => clearTimeout(timer) };
 }
 
 Deno.test("the embedded bridge delivers a NOTIFY to the connections that LISTEN on its channel", async () => {
@@ -151,6 +153,7 @@ Deno.test("the embedded bridge keeps delivering to a listener after another list
     const onA = collect(a, "jobs", 1);
     const onB = collect(b, "jobs", 1);
     await Promise.all([onA.listening, onB.listening]);
+    onB.forget();
     await b.end();
     await a`select pg_notify('jobs', 'after b left')`;
     await onA.arrived;
