@@ -9,10 +9,10 @@
  * connection's; `@electric-sql/pglite-socket` 0.2 does interleave them, which fails with
  * "unnamed prepared statement does not exist"), and an open transaction keeps the session until
  * it ends. So
- * statements never run in parallel, a notification does not reach the listening client (a worker
- * still LISTENs, finds nothing and reads again every `pollIntervalMs`; do not use `listen: false`,
- * whose `pgmq.read_with_poll` would hold the one session for seconds), and the database lives only
- * as long as this process. One process, development and tests only (docs/embedded.md).
+ * statements never run in parallel; notifications are routed by the bridge to the connections that
+ * LISTEN on their channel, so workers wake on new messages and `waitForRun` follows events (do not
+ * use a worker's `listen: false`, whose `pgmq.read_with_poll` would hold the one session for
+ * seconds); and the database lives only as long as this process. One process, development and tests only (docs/embedded.md).
  *
  * Development infrastructure, like `dev/temp_postgres.ts`: not part of the published package.
  *

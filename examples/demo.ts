@@ -97,13 +97,10 @@ async function main(interrupt: AbortSignal): Promise<void> {
   const demoStart = performance.now();
 
   let url = Deno.env.get("DATABASE_URL") ?? "";
-  // The embedded database does not deliver notifications: wait for the run by polling it.
-  let embedded = false;
   if (url === "") {
     const postgres = await startDevPostgres();
     cleanup.defer(() => postgres.stop());
     url = postgres.url;
-    embedded = postgres.embedded;
     say(
       postgres.embedded
         ? `Started an embedded PostgreSQL (PGlite, in this process) on port ${postgres.port}`
@@ -138,8 +135,8 @@ async function main(interrupt: AbortSignal): Promise<void> {
       connectionString: url,
       poolSize: 2,
       maxConcurrent: 4,
-      // A delayed retry becomes visible without a notification; look for it every 200 ms so the
-      // demo does not wait a full default poll interval (1 s) on top of the backoff.
+      // A delayed retry becomes visible without a notification (on any database); look for it
+      // every 200 ms so the demo does not wait a full default poll interval (1 s) on top of it.
       pollIntervalMs: 200,
       logger,
     });
@@ -159,7 +156,6 @@ async function main(interrupt: AbortSignal): Promise<void> {
       maxPollIntervalMs: 100,
       flow: orderFlow,
       signal: interrupt,
-      listen: !embedded,
     });
   } finally {
     await watching.stop();

@@ -50,11 +50,12 @@ if [[ -z "${DATABASE_URL:-}" ]] && ! have_pg; then
   if apt_install postgresql "no PostgreSQL server binaries found"; then
     log "installed PostgreSQL: $(ls -d /usr/lib/postgresql/*/bin | tr '\n' ' ')"
   else
-    # The demo and the testing kit run on the embedded database without them (docs/embedded.md);
-    # the test suite needs a real server.
-    log "no PostgreSQL server binaries found and none can be installed here: 'deno task demo' runs" \
-      "on the embedded database; 'deno task test' needs a server ('apt-get install postgresql' as" \
-      "root, or DATABASE_URL)"
+    # The demo, sluice dev and the testing kit run on the embedded database without them
+    # (docs/embedded.md); the test suite runs its embedded subset (scripts/_embedded_subset.ts).
+    log "skipped PostgreSQL server binaries: none found and none can be installed here (no root" \
+      "or no apt-get). 'deno task demo' and 'sluice dev' run on the embedded database;" \
+      "'deno task test' runs only its embedded subset; the full suite needs a server" \
+      "('apt-get install postgresql' as root, or DATABASE_URL)"
   fi
 fi
 

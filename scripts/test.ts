@@ -22,11 +22,22 @@
  * Each mode's own count goes to stderr as `test: <mode> mode: N passed, ...`; the last line on
  * stdout sums the modes.
  *
+ * Without PostgreSQL server binaries and without `DATABASE_URL` (a fresh machine with only Deno),
+ * or with `SLUICE_TEST_EMBEDDED=1`, it runs the embedded subset instead (scripts/_embedded_subset.ts
+ * names the rule) on the embedded database, says so and lists what it left out and why; the last
+ * line keeps its format. Paths among the arguments narrow the subset.
+ *
  * @module
  */
 import postgres from "postgres";
 import { migrate } from "../src/ops/migrate.ts";
-import { startTempPostgres, type TempPostgres } from "../dev/temp_postgres.ts";
+import {
+  findPostgresBinaries,
+  PostgresNotFoundError,
+  startTempPostgres,
+  type TempPostgres,
+} from "../dev/temp_postgres.ts";
+import { EMBEDDED_DEMO, embeddedSubset } from "./_embedded_subset.ts";
 import { databaseUrl } from "../tests/_db.ts";
 import { buildPgmqExtensionServer, type PgmqExtensionServer } from "./_pgmq_extension.ts";
 import {
@@ -86,6 +97,15 @@ async function main(args: string[]): Promise<number> {
   try {
     const modes = pgmqModes(Deno.env.get(MODE_VARIABLE));
     const databaseUrl = Deno.env.get("DATABASE_URL") ?? "";
+    const embeddedReason = await embeddedOnly(databaseUrl);
+    if (embeddedReason !== null) {
+      const summary = await runEmbeddedSubset(args, embeddedReason);
+      if (interrupted !== undefined) return interrupted;
+      log(`embedded subset: ${formatTestSummary(summary)}`);
+      addTestSummary(total, summary);
+      console.log(formatTestSummary(total));
+      return total.failed === 0 && total.passed > 0 ? 0 : 1;
+    }
     const copied = modes.find((mode) => mode !== "compat");
     if (databaseUrl !== "" && copied !== undefined) {
       throw new Error(
@@ -119,6 +139,73 @@ async function main(args: string[]): Promise<number> {
   if (total.passed + total.failed === 0) log("no tests ran");
   console.log(formatTestSummary(total));
   return total.failed === 0 && total.passed > 0 ? 0 : 1;
+}
+
+/** Forces the embedded subset where a server could run the full suite. */
+const EMBEDDED_VARIABLE = "SLUICE_TEST_EMBEDDED";
+
+/** Why only the embedded subset can run, or `null` when a server is at hand. */
+async function embeddedOnly(databaseUrl: string): Promise<string | null> {
+  if (["1", "true"].includes(Deno.env.get(EMBEDDED_VARIABLE) ?? "")) {
+    return `${EMBEDDED_VARIABLE} is set`;
+  }
+  if (databaseUrl !== "") return null;
+  try {
+    await findPostgresBinaries();
+    return null;
+  } catch (error) {
+    if (!(error instanceof PostgresNotFoundError)) throw error;
+    return "no DATABASE_URL and no PostgreSQL server binaries (initdb, pg_ctl on PATH or in " +
+      "/usr/lib/postgresql/*/bin)";
+  }
+}
+
+/**
+ * The embedded subset on the embedded database: the selected files in one `deno test`, the demo's
+ * embedded test in another, the type tests. Paths among `args` narrow the selection.
+ */
+async function runEmbeddedSubset(args: string[], reason: string): Promise<TestSummary> {
+  const subset = await embeddedSubset(ROOT);
+  const paths = (await pathArgs(args)).map((path) => path.replace(/^\.\//, ""));
+  const wanted = (file: string) =>
+    paths.length === 0 ||
+    paths.some((path) => file === path || file.startsWith(path.replace(/\/?$/, "/")));
+  const files = subset.files.filter(wanted);
+  const demo = wanted(EMBEDDED_DEMO.file);
+  const leftOut = subset.leftOut.filter(({ file }) => wanted(file));
+  log(
+    `${reason}: running the EMBEDDED SUBSET on the embedded database (PGlite) instead of the full ` +
+      `suite: ${files.length} test files${demo ? " and the demo's embedded test" : ""}`,
+  );
+  log(
+    `left out ${leftOut.length} test files that need a PostgreSQL server (they import ` +
+      "tests/_db.ts, tests/_support.ts or tests/_run_events.ts, or start one themselves):",
+  );
+  for (const { file, reason } of leftOut) log(`  ${file}: ${reason}`);
+  log(
+    "for the full suite, install server binaries (bash scripts/setup.sh) or set DATABASE_URL " +
+      "to a PostgreSQL superuser URL",
+  );
+  const env = { SLUICE_EMBEDDED: "1", DATABASE_URL: "" };
+  const options = args.filter((arg) => arg.startsWith("-"));
+  const total: TestSummary = { passed: 0, failed: 0, ignored: 0 };
+  if (await shouldCheckTypes(args)) total.failed += await checkTypes(env);
+  const runs: string[][] = [];
+  if (files.length > 0) runs.push([...options, ...files]);
+  if (demo) runs.push(["--filter", EMBEDDED_DEMO.filter, EMBEDDED_DEMO.file]);
+  for (const run of runs) {
+    const result = await denoTest(run, env);
+    if (interrupted !== undefined) return total;
+    if (result.summary === undefined) {
+      log("deno test printed no summary (see its output above)");
+      total.failed += 1;
+      continue;
+    }
+    if (result.code !== 0 && result.summary.failed === 0) total.failed += 1;
+    addTestSummary(total, result.summary);
+  }
+  // A filtered-out test is not a skipped one: the demo's other tests are listed as left out.
+  return total;
 }
 
 /** The modes `SLUICE_TEST_PGMQ` asks for, in the order they run. */

@@ -1,6 +1,7 @@
 /**
  * `sluice dev`: runs every worker function of the flows module in this one process against
- * `DATABASE_URL`, in development mode (a changed flow shape recompiles once the old workers have
+ * `DATABASE_URL` (without it, or with `SLUICE_EMBEDDED=1`, against an embedded PGlite database in
+ * this process, migrated, kept in `SLUICE_EMBEDDED_DIR` when set), in development mode (a changed flow shape recompiles once the old workers have
  * drained, instead of failing), printing each function's log records prefixed with its name.
  * Ctrl-C stops every worker gracefully; run it again after changing a flow.
  *
@@ -15,11 +16,20 @@ import type { LogRecord } from "../worker/logger.ts";
 import { startWorker } from "../worker/start_worker.ts";
 import type { WorkerHandle, WorkerOptions } from "../worker/worker_options.ts";
 import type { CliIo } from "../ops/commands/_command.ts";
+import { migrate } from "../ops/migrate.ts";
+import { connect } from "../db/connect.ts";
 
 /** Options of {@linkcode devCommand}. */
 export interface DevOptions {
-  /** The database (`DATABASE_URL`). */
+  /** The database (`DATABASE_URL`); without it the embedded database. */
   readonly databaseUrl: string | undefined;
+  /**
+   * The environment: `SLUICE_EMBEDDED=1` (or `true`) forces the embedded database,
+   * `SLUICE_EMBEDDED_DIR` keeps it in that directory.
+   *
+   * @default {Deno.env}
+   */
+  readonly env?: Pick<Deno.Env, "get">;
   /** The project's `deno.json`. */
   readonly configPath: string;
   /** Stops the workers when aborted (Ctrl-C otherwise). */
@@ -39,7 +49,7 @@ function logLine(functionName: string, record: LogRecord): string {
  * Starts one worker per worker function of the flows module and runs them until `signal` aborts.
  *
  * @param options The database, the project config, the stop signal and the output.
- * @returns The exit code: 0 stopped, 1 failed to start, 2 no database URL.
+ * @returns The exit code: 0 stopped, 1 failed to start.
  *
  * @example Usage
  * ```ts ignore
@@ -51,17 +61,54 @@ function logLine(functionName: string, record: LogRecord): string {
  */
 export async function devCommand(options: DevOptions): Promise<number> {
   const { io } = options;
-  if (options.databaseUrl === undefined || options.databaseUrl === "") {
-    io.err(
-      "Cannot start sluice dev: DATABASE_URL is not set; set it to your development database, " +
-        "e.g. the one `supabase start` runs: " +
-        "DATABASE_URL=postgres://postgres:postgres@127.0.0.1:54322/postgres",
-    );
-    return 2;
-  }
+  // The flows module first: a definition error needs no database.
   const config = await readCodegenConfig(options.configPath);
   const namespace = await importFlowsModule(config);
   const specs = planWorkerFunctions(namespace, projectPath(config.root, config.flowsModule));
+  const env = options.env ?? Deno.env;
+  const forced = ["1", "true"].includes(env.get("SLUICE_EMBEDDED") ?? "");
+  let databaseUrl = options.databaseUrl ?? "";
+  let embedded: { stop(): Promise<void> } | null = null;
+  if (databaseUrl === "" || forced) {
+    // Loaded only here: no other command needs PGlite.
+    const { startEmbeddedPostgres } = await import("../testing/embedded_postgres.ts");
+    const dataDir = env.get("SLUICE_EMBEDDED_DIR") || undefined;
+    const db = await startEmbeddedPostgres({ dataDir });
+    embedded = db;
+    databaseUrl = db.url;
+    try {
+      const sql = connect(databaseUrl, { max: 1, applicationName: "sluice-dev" });
+      try {
+        await migrate(sql);
+      } finally {
+        await sql.end();
+      }
+    } catch (error) {
+      await db.stop();
+      io.err(`Cannot start sluice dev: ${error instanceof Error ? error.message : error}`);
+      return 1;
+    }
+    io.out(
+      `sluice dev: ${forced ? "SLUICE_EMBEDDED is set" : "DATABASE_URL is not set"}, so the ` +
+        `workers run on an embedded database (PGlite, in this process, ` +
+        `${dataDir === undefined ? "in memory" : `kept in ${dataDir}`}) with sluice installed; ` +
+        `start runs from another shell with DATABASE_URL=${databaseUrl}`,
+    );
+  }
+  try {
+    return await runWorkers(options, databaseUrl, namespace, specs);
+  } finally {
+    await embedded?.stop();
+  }
+}
+
+async function runWorkers(
+  options: DevOptions,
+  databaseUrl: string,
+  namespace: Record<string, unknown>,
+  specs: ReturnType<typeof planWorkerFunctions>,
+): Promise<number> {
+  const { io } = options;
   const workers: WorkerHandle[] = [];
   try {
     for (const spec of specs) {
@@ -69,7 +116,7 @@ export async function devCommand(options: DevOptions): Promise<number> {
         await startWorker(
           namespace[spec.exportName] as DeployableFlow,
           {
-            connectionString: options.databaseUrl,
+            connectionString: databaseUrl,
             functionName: spec.functionName,
             ...(spec.stepSlug === null ? {} : { stepSlug: spec.stepSlug }),
             environment: "development",

@@ -83,11 +83,13 @@ export const devCliCommand: LocalCommand = {
     summary: "the deno.json naming the flows module (default ./deno.json)",
   }],
   json: false,
-  summary: "run every worker function here against DATABASE_URL",
+  summary: "run every worker function here against DATABASE_URL (else an embedded database)",
   description:
     "Runs every worker function of the flows module in this one process, in development mode\n" +
     "(a changed flow shape recompiles once the old workers have drained), printing each\n" +
-    "function's log lines prefixed with its name. Ctrl-C stops every worker gracefully.",
+    "function's log lines prefixed with its name. Ctrl-C stops every worker gracefully.\n" +
+    "Without DATABASE_URL (or with SLUICE_EMBEDDED=1) the workers run on an embedded PGlite\n" +
+    "database in this process, migrated, kept in SLUICE_EMBEDDED_DIR when that is set.",
   run: (args, { databaseUrl, signal, io }) =>
     devCommand({
       databaseUrl,

@@ -2,7 +2,14 @@
  * An embedded PostgreSQL for development and tests: PGlite (PostgreSQL compiled to WebAssembly)
  * inside this process, served over the wire protocol on a free loopback port by a small bridge,
  * so that postgres.js, the migrations and the workers run against it unchanged. Limits: one
- * session for every connection, no notifications, one process (docs/embedded.md).
+ * session for every connection, one process (docs/embedded.md).
+ *
+ * Notifications: PGlite's one session receives every NOTIFY committed by any connection (the
+ * NotificationResponse comes back in the reply of the exchange that committed it), so the bridge
+ * takes them out of that reply and writes each to the connections that LISTEN on its channel.
+ * The session LISTENs on the union of every connection's channels: it is told LISTEN as the
+ * clients send it, and a client's UNLISTEN that the session obeys for everyone is answered with a
+ * LISTEN again for the other connections still listening.
  *
  * @module
  */
@@ -55,11 +62,15 @@ export async function startEmbeddedPostgres(
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const session = new SessionLock();
   const connections = new Set<Deno.Conn>();
+  const channels = new Channels();
   const serving = (async () => {
     const served: Promise<void>[] = [];
     for await (const conn of listener) {
       connections.add(conn);
-      served.push(serveConnection(db, session, conn).finally(() => connections.delete(conn)));
+      const client = new Client(conn);
+      served.push(
+        serveConnection({ db, session, channels }, client).finally(() => connections.delete(conn)),
+      );
     }
     await Promise.allSettled(served);
   })();
@@ -122,8 +133,100 @@ const EXCHANGE_END = new Set(["S".charCodeAt(0), "Q".charCodeAt(0)]);
 const FLUSH = "H".charCodeAt(0);
 const TERMINATE = "X".charCodeAt(0);
 
+/** What every connection shares: the database, who holds its session, who listens where. */
+interface Shared {
+  db: PGlite;
+  session: SessionLock;
+  channels: Channels;
+}
+
+/** One client connection, whose writes (replies and notifications) go out one at a time. */
+class Client {
+  readonly conn: Deno.Conn;
+  #writing: Promise<void> = Promise.resolve();
+
+  /** LISTEN/UNLISTEN statements of the connection's prepared statements, by name. */
+  #prepared = new Map<string, ListenStatement[]>();
+  /** LISTEN/UNLISTEN statements sent since the last end of an exchange. */
+  #sent: ListenStatement[] = [];
+
+  constructor(conn: Deno.Conn) {
+    this.conn = conn;
+  }
+
+  /** Notes the LISTEN and UNLISTEN statements `message` runs or prepares. */
+  track(message: Uint8Array): void {
+    const body = message.subarray(5);
+    if (message[0] === QUERY) {
+      this.#sent.push(...listenStatements(cString(body, 0)));
+    } else if (message[0] === PARSE) {
+      const name = cString(body, 0);
+      const statements = listenStatements(cString(body, body.indexOf(0) + 1));
+      if (statements.length > 0) this.#prepared.set(name, statements);
+      else this.#prepared.delete(name);
+    } else if (message[0] === BIND) {
+      const statement = cString(body, body.indexOf(0) + 1);
+      this.#sent.push(...this.#prepared.get(statement) ?? []);
+    }
+  }
+
+  /** The statements sent since the last call. */
+  executed(): ListenStatement[] {
+    return this.#sent.splice(0);
+  }
+
+  /** Writes `data` after every earlier write; a closed connection swallows it. */
+  write(data: Uint8Array<ArrayBuffer>): Promise<void> {
+    this.#writing = this.#writing.then(() => writeAll(this.conn, data)).catch(() => {});
+    return this.#writing;
+  }
+}
+
+/** The channels each client LISTENs on. */
+class Channels {
+  #byClient = new Map<Client, Set<string>>();
+
+  /** Applies `client`'s LISTEN and UNLISTEN statements, in order. */
+  apply(client: Client, statements: ListenStatement[]): void {
+    let own = this.#byClient.get(client);
+    if (own === undefined) this.#byClient.set(client, own = new Set());
+    for (const statement of statements) {
+      if (statement.kind === "listen") own.add(statement.channel);
+      else if (statement.channel === null) own.clear();
+      else own.delete(statement.channel);
+    }
+  }
+
+  /** Forgets `client`; returns the channels no client listens on any more. */
+  remove(client: Client): string[] {
+    const own = [...this.#byClient.get(client) ?? []];
+    this.#byClient.delete(client);
+    return own.filter((channel) => !this.listened(channel));
+  }
+
+  /** Whether any client listens on `channel`. */
+  listened(channel: string): boolean {
+    for (const own of this.#byClient.values()) if (own.has(channel)) return true;
+    return false;
+  }
+
+  /** Every channel some client listens on. */
+  all(): Set<string> {
+    const all = new Set<string>();
+    for (const own of this.#byClient.values()) for (const channel of own) all.add(channel);
+    return all;
+  }
+
+  /** The clients listening on `channel`. */
+  listeners(channel: string): Client[] {
+    return [...this.#byClient].filter(([, own]) => own.has(channel)).map(([client]) => client);
+  }
+}
+
 /** Relays one client connection's messages to the session, an exchange at a time. */
-async function serveConnection(db: PGlite, session: SessionLock, conn: Deno.Conn): Promise<void> {
+async function serveConnection(shared: Shared, client: Client): Promise<void> {
+  const { db, session, channels } = shared;
+  const conn = client.conn;
   let buffer: Uint8Array = new Uint8Array(0);
   let started = false;
   const pending: Uint8Array[] = [];
@@ -143,12 +246,12 @@ async function serveConnection(db: PGlite, session: SessionLock, conn: Deno.Conn
           const message = buffer.slice(0, length);
           buffer = buffer.slice(length);
           if (code === SSL_REQUEST || code === GSS_REQUEST) {
-            await writeAll(conn, new TextEncoder().encode("N"));
+            await client.write(new TextEncoder().encode("N"));
             continue;
           }
           if (code === CANCEL_REQUEST) return;
           started = true;
-          await exchange(db, session, conn, [message], true);
+          await exchange(shared, client, [message], true);
           continue;
         }
         if (buffer.length < 5) break;
@@ -159,13 +262,24 @@ async function serveConnection(db: PGlite, session: SessionLock, conn: Deno.Conn
         if (message[0] === TERMINATE) return;
         pending.push(message);
         if (EXCHANGE_END.has(message[0]) || message[0] === FLUSH) {
-          await exchange(db, session, conn, pending.splice(0), message[0] !== FLUSH);
+          await exchange(shared, client, pending.splice(0), message[0] !== FLUSH);
         }
       }
     }
   } finally {
-    // A client gone mid-transaction must not keep the session.
+    const forgotten = channels.remove(client);
+    // A client gone mid-transaction must not keep the session; the session stops listening
+    // where it was the last listener.
     if (session.holds(conn) && db.isInTransaction()) await db.exec("rollback").catch(() => {});
+    if (forgotten.length > 0) {
+      await session.acquire(conn);
+      const unused = forgotten.filter((channel) => !channels.listened(channel));
+      if (unused.length > 0) {
+        // exec takes PGlite's query lock itself (runExclusive around it would deadlock).
+        await db.exec(unused.map((channel) => `unlisten ${quoteIdentifier(channel)};`).join(""))
+          .catch(() => {});
+      }
+    }
     session.release(conn);
     closeQuietly(conn);
   }
@@ -173,27 +287,145 @@ async function serveConnection(db: PGlite, session: SessionLock, conn: Deno.Conn
 
 /**
  * Runs messages on the session and relays the replies; the session is released when they `end`
- * an exchange outside a transaction.
+ * an exchange outside a transaction. Notifications in the replies go to their listeners.
  */
 async function exchange(
-  db: PGlite,
-  session: SessionLock,
-  conn: Deno.Conn,
+  shared: Shared,
+  client: Client,
   messages: Uint8Array[],
   end: boolean,
 ): Promise<void> {
+  const { db, session, channels } = shared;
+  const conn = client.conn;
   await session.acquire(conn);
-  const replies: Uint8Array[] = [];
+  const raw: Uint8Array[] = [];
+  for (const message of messages) client.track(message);
+  const notifications: Uint8Array[] = [];
   try {
     for (const message of messages) {
       await db.runExclusive(() =>
-        db.execProtocolRawStream(message, { onRawData: (data) => replies.push(data.slice()) })
+        db.execProtocolRawStream(message, { onRawData: (data) => raw.push(data.slice()) })
       );
+    }
+    // An extended-protocol statement runs at its Execute, which a Sync ends.
+    const statements = end ? client.executed() : [];
+    if (statements.length > 0) {
+      const before = channels.all();
+      channels.apply(client, statements);
+      // The session obeyed an UNLISTEN for every client: listen again where others still do.
+      const unlistened = new Set(
+        statements.flatMap((statement) =>
+          statement.kind === "listen"
+            ? []
+            : statement.channel === null
+            ? [...before]
+            : [statement.channel]
+        ),
+      );
+      const relisten = [...unlistened].filter((channel) => channels.listened(channel));
+      if (relisten.length > 0) {
+        await db.exec(relisten.map((channel) => `listen ${quoteIdentifier(channel)};`).join(""));
+      }
     }
   } finally {
     if (end && !db.isInTransaction()) session.release(conn);
   }
-  await writeAll(conn, concat(replies));
+  const replies: Uint8Array[] = [];
+  for (const message of splitMessages(concat(raw))) {
+    if (message[0] === NOTIFICATION_RESPONSE) notifications.push(message);
+    else replies.push(message);
+  }
+  await client.write(concat(replies));
+  for (const notification of notifications) {
+    const channel = notificationChannel(notification);
+    for (const listener of channels.listeners(channel)) void listener.write(notification.slice());
+  }
+}
+
+const NOTIFICATION_RESPONSE = "A".charCodeAt(0);
+const QUERY = "Q".charCodeAt(0);
+const PARSE = "P".charCodeAt(0);
+const BIND = "B".charCodeAt(0);
+
+/** A LISTEN or UNLISTEN statement of a client; `channel` `null` is `UNLISTEN *`. */
+type ListenStatement =
+  | { kind: "listen"; channel: string }
+  | { kind: "unlisten"; channel: string | null };
+
+/** The LISTEN and UNLISTEN statements of SQL text, in order. */
+function listenStatements(text: string): ListenStatement[] {
+  if (!/listen/i.test(text)) return [];
+  const found: ListenStatement[] = [];
+  for (const statement of splitStatements(text)) {
+    const match = statement.match(
+      /^\s*(un)?listen\s+("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*|\*)\s*$/i,
+    );
+    if (match === null) continue;
+    const target = match[2];
+    const channel = target === "*"
+      ? null
+      : target.startsWith('"')
+      ? target.slice(1, -1).replaceAll('""', '"')
+      : target.toLowerCase();
+    if (match[1] !== undefined) found.push({ kind: "unlisten", channel });
+    else if (channel !== null) found.push({ kind: "listen", channel });
+  }
+  return found;
+}
+
+/** Splits SQL text at semicolons outside quotes and comments. */
+function splitStatements(text: string): string[] {
+  const statements: string[] = [];
+  let current = "";
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    if (c === "'" || c === '"') {
+      const close = text.indexOf(c, i + 1);
+      const stop = close === -1 ? text.length : close + 1;
+      current += text.slice(i, stop);
+      i = stop;
+    } else if (c === "-" && text[i + 1] === "-") {
+      const close = text.indexOf("\n", i);
+      i = close === -1 ? text.length : close;
+    } else if (c === ";") {
+      statements.push(current);
+      current = "";
+      i++;
+    } else {
+      current += c;
+      i++;
+    }
+  }
+  statements.push(current);
+  return statements;
+}
+
+function cString(bytes: Uint8Array, from: number): string {
+  const end = bytes.indexOf(0, from);
+  return new TextDecoder().decode(bytes.subarray(from, end === -1 ? bytes.length : end));
+}
+
+/** A NotificationResponse's channel: after the type, the length and the sender's pid. */
+function notificationChannel(message: Uint8Array): string {
+  return cString(message, 9);
+}
+
+/** Splits a reply stream into whole backend messages. */
+function splitMessages(data: Uint8Array): Uint8Array[] {
+  const messages: Uint8Array[] = [];
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  let offset = 0;
+  while (offset + 5 <= data.length) {
+    const length = 1 + view.getInt32(offset + 1);
+    messages.push(data.subarray(offset, offset + length));
+    offset += length;
+  }
+  return messages;
+}
+
+function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
 }
 
 async function writeAll(conn: Deno.Conn, data: Uint8Array<ArrayBuffer>): Promise<void> {

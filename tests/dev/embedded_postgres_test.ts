@@ -90,3 +90,76 @@ Deno.test("a local run falls back to the embedded database where no server binar
     await Deno.remove(empty, { recursive: true });
   }
 });
+
+/**
+ * The payloads `sql.listen` delivers on `channel`; `arrived` resolves once `count` arrived, and
+ * rejects after 15 s naming what did arrive (a bound against hanging, not a timing check);
+ * `forget()` stops that bound for a collector whose count is never meant to arrive.
+ */
+function collect(sql: postgres.Sql, channel: string, count: number) {
+  const payloads: string[] = [];
+  let done!: () => void;
+  let timer!: number;
+  const arrived = new Promise<void>((resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${count} notifications on ${channel} expected, got ${payloads}`)),
+      15_000,
+    );
+    done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+  const listening = sql.listen(channel, (payload) => {
+    payloads.push(payload);
+    if (payloads.length === count) done();
+  });
+  return { payloads, arrived, listening, forget: () => clearTimeout(timer) };
+}
+
+Deno.test("the embedded bridge delivers a NOTIFY to the connections that LISTEN on its channel", async () => {
+  await using pg = await startEmbeddedPostgres();
+  const a = postgres(pg.url, { max: 2, onnotice: () => {} });
+  const b = postgres(pg.url, { max: 2, onnotice: () => {} });
+  const c = postgres(pg.url, { max: 2, onnotice: () => {} });
+  try {
+    const onA = collect(a, "orders", 2);
+    const onB = collect(b, "orders", 1);
+    const other = collect(c, "Other Channel", 1);
+    const [, listenB] = await Promise.all([onA.listening, onB.listening, other.listening]);
+    // From a third pool, in a transaction and outside one.
+    await c.begin((tx) => tx`select pg_notify('orders', 'first')`);
+    await onB.arrived;
+    // B's UNLISTEN must not end A's subscription, although the session is shared.
+    await listenB.unlisten();
+    await c`select pg_notify('orders', 'second')`;
+    await c`select pg_notify('Other Channel', 'quoted')`;
+    await Promise.all([onA.arrived, other.arrived]);
+    assert.deepEqual(onA.payloads, ["first", "second"]);
+    assert.deepEqual(onB.payloads, ["first"]);
+    assert.deepEqual(other.payloads, ["quoted"]);
+  } finally {
+    await a.end();
+    await b.end();
+    await c.end();
+  }
+});
+
+Deno.test("the embedded bridge keeps delivering to a listener after another listener disconnects", async () => {
+  await using pg = await startEmbeddedPostgres();
+  const a = postgres(pg.url, { max: 1, onnotice: () => {} });
+  const b = postgres(pg.url, { max: 1, onnotice: () => {} });
+  try {
+    const onA = collect(a, "jobs", 1);
+    const onB = collect(b, "jobs", 1);
+    await Promise.all([onA.listening, onB.listening]);
+    onB.forget();
+    await b.end();
+    await a`select pg_notify('jobs', 'after b left')`;
+    await onA.arrived;
+    assert.deepEqual(onA.payloads, ["after b left"]);
+    assert.deepEqual(onB.payloads, []);
+  } finally {
+    await a.end();
+  }
+});

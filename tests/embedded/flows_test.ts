@@ -10,6 +10,7 @@ import {
   startFlow,
   startWorker,
   waitForRun,
+  watchRun,
   withStepQueues,
   type WorkerHandle,
 } from "../../mod.ts";
@@ -42,8 +43,32 @@ async function embeddedSluice() {
   };
 }
 
-// Polling the run, as notifications do not reach the client.
-const WAIT = { timeoutMs: 30_000, pollIntervalMs: 50, maxPollIntervalMs: 100, listen: false };
+// Over LISTEN, waitForRun's default.
+const WAIT = { timeoutMs: 30_000 };
+
+Deno.test("embedded: NOTIFY wakes an idle worker and carries the run's events to a watcher", async () => {
+  await using db = await embeddedSluice();
+  const flow = new Flow<{ n: number }>({ slug: "emb_notify" })
+    .step({ slug: "a" }, (input) => input.n + 1)
+    .step({ slug: "b", dependsOn: ["a"] }, (deps) => deps.a * 2);
+  // Neither reads again on its own within the test: the worker polls every 10 minutes, the
+  // watcher resyncs every 10 minutes. Only notifications can move them.
+  const tenMinutes = 600_000;
+  await db.worker(flow, { connectionString: db.url, pollIntervalMs: tenMinutes });
+  const runId = await startFlow(db.sql, flow, { n: 1 });
+  const events: string[] = [];
+  const giveUp = AbortSignal.timeout(30_000);
+  for await (
+    const event of watchRun(db.sql, runId, { signal: giveUp, resyncIntervalMs: tenMinutes })
+  ) {
+    events.push(event.type);
+    if (event.type === "run:completed") {
+      assert.deepEqual(event.output, { b: 4 });
+      break;
+    }
+  }
+  assert.equal(events.at(-1), "run:completed", `events before giving up: ${events.join(", ")}`);
+});
 
 Deno.test("embedded: a linear flow runs to completion", async () => {
   await using db = await embeddedSluice();

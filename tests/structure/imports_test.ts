@@ -149,7 +149,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "dashboard": ["client", "db", "deploy", "dsl", "events"],
   "ops": ["client", "dashboard", "db", "deploy", "dsl", "events"],
   "testing": ["client", "db", "dsl", "ops", "worker"],
-  "cli": ["codegen", "dashboard", "db", "dsl", "ops", "worker"],
+  "cli": ["codegen", "dashboard", "db", "dsl", "ops", "testing", "worker"],
   "mod.ts": ["client", "dsl", "worker"],
   "cli.ts": ["cli"],
 };

@@ -67,3 +67,26 @@ Deno.test("testing kit: step-queued and deployed flows get a worker for every ro
   const result = await runFlow(db, deployed, { name: "Ada" });
   assert.deepEqual(result.output, { greet: "Hello, Ada!" });
 });
+
+Deno.test("testing kit: a task past its timeout on the test clock is recovered as stalled", async () => {
+  await using db = await startTestDatabase();
+  const hung = Promise.withResolvers<void>();
+  const flow = new Flow<{ n: number }>({ slug: "kit_stall", maxAttempts: 2, timeout: 3600 })
+    .step({ slug: "slow" }, async (input, ctx): Promise<number> => {
+      if (ctx.attempt > 1) return input.n;
+      hung.resolve();
+      // Hangs until the worker gives up on it at stop; only the clock can move the run on.
+      await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+      return -1;
+    });
+  const pending = runFlow(db, flow, { n: 7 }, { timeoutMs: 20_000 });
+  await hung.promise;
+  assert.equal(await db.clock.advance(3600), 0, "within its timeout nothing is stalled");
+  // Past the timeout and the 30 s stall margin.
+  assert.equal(await db.clock.advance(31), 1);
+  const result = await pending;
+  assert.equal(result.status, "completed");
+  assert.equal(result.attempts("slow"), 2);
+  assert.match(result.lastError("slow") ?? "", /^stalled: no report of attempt 1/);
+  assert.equal(db.clock.advancedSeconds, 3631);
+});

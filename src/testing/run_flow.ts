@@ -1,0 +1,161 @@
+/**
+ * Runs one flow to completion in a test database with in-process workers for every route.
+ *
+ * @module
+ */
+
+import { skipRetryDelays } from "../db/testing_queries.ts";
+import { routingOf } from "../dsl/routing.ts";
+import type { DeployableFlow, FlowInput, FlowOutput, StepOutput, StepSlug } from "../dsl/types.ts";
+import { startFlow } from "../client/start_flow.ts";
+import { getRun, type RunState } from "../client/get_run.ts";
+import { getRunTasks, type TaskState } from "../client/get_run_tasks.ts";
+import { startWorker, type WorkerHandle, type WorkerOptions } from "../worker/mod.ts";
+import type { TestDatabase } from "./test_database.ts";
+
+/** Options of {@linkcode runFlow}. */
+export interface RunFlowOptions {
+  /**
+   * How long the run may take, in wall-clock milliseconds.
+   *
+   * @default {30000}
+   */
+  timeoutMs?: number;
+  /**
+   * Make retry delays pass at once: every queued task of the run whose message is delayed
+   * becomes visible right away. `false` leaves them to real time or to `db.clock.advance()`.
+   *
+   * @default {true}
+   */
+  skipDelays?: boolean;
+}
+
+/**
+ * What {@linkcode runFlow} saw: the run, its tasks, and lookups for assertions, typed by the flow.
+ *
+ * @typeParam F The flow that ran (plain, step-queued or deployed).
+ */
+export interface FlowResult<F extends DeployableFlow = DeployableFlow> {
+  /** The run id. */
+  readonly runId: string;
+  /** `completed` or `failed` (or `cancelled`, when the run was cancelled meanwhile). */
+  readonly status: RunState["status"];
+  /** The run output (`null` unless completed). */
+  readonly output: FlowOutput<F> | null;
+  /** The run's error message when it failed. */
+  readonly errorMessage: string | null;
+  /** The run with its steps. */
+  readonly run: RunState<FlowInput<F>, FlowOutput<F>>;
+  /** Every task of the run. */
+  readonly tasks: readonly TaskState[];
+  /**
+   * The output of step `stepSlug` (an array for a map step), or `null` when it has none (it
+   * failed, was skipped or never ran).
+   */
+  stepOutput<S extends StepSlug<F>>(stepSlug: S): StepOutput<F, S> | null;
+  /** Attempts of step `stepSlug`'s task `taskIndex` (default 0). */
+  attempts(stepSlug: StepSlug<F>, taskIndex?: number): number;
+  /** The last error of step `stepSlug`'s task `taskIndex` (default 0), or `null`. */
+  lastError(stepSlug: StepSlug<F>, taskIndex?: number): string | null;
+}
+
+/** Thrown by {@linkcode runFlow} when the run is not resolved in time. */
+export class FlowRunTimeoutError extends Error {
+  /** The run id. */
+  runId: string;
+  /** The limit, in milliseconds. */
+  timeoutMs: number;
+
+  /**
+   * @param runId The run id.
+   * @param timeoutMs The limit, in milliseconds.
+   */
+  constructor(runId: string, timeoutMs: number) {
+    super(`Cannot finish run ${runId}: not resolved within ${timeoutMs} ms`);
+    this.name = "FlowRunTimeoutError";
+    this.runId = runId;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * Runs `flow` once with `input`: starts in-process workers for every route (one for a plain flow,
+ * one per step of a step-queued flow, the wrapped flow's of a deployed flow), waits until the run
+ * completes or fails, stops the workers and returns what happened. A failed run is returned, not
+ * thrown.
+ *
+ * @param db The test database.
+ * @param flow A plain, step-queued or deployed flow.
+ * @param input The run input.
+ * @param options Timeout and the test clock.
+ * @throws {FlowRunTimeoutError} When the run is not resolved within `timeoutMs`.
+ */
+export async function runFlow<F extends DeployableFlow>(
+  db: TestDatabase,
+  flow: F,
+  input: FlowInput<F>,
+  options: RunFlowOptions = {},
+): Promise<FlowResult<F>> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const routing = routingOf(flow);
+  const stepSlugs: (string | undefined)[] = routing.queueMode === "flow"
+    ? [undefined]
+    : routing.flow.steps.map((step) => step.slug);
+  const workers: WorkerHandle[] = [];
+  try {
+    for (const stepSlug of stepSlugs) {
+      workers.push(
+        // One worker per route: the options vary per route, so they are checked at run time.
+        await startWorker(
+          flow as DeployableFlow,
+          {
+            connectionString: db.url,
+            poolSize: 2,
+            pollIntervalMs: 20,
+            logger: () => {},
+            ...(stepSlug === undefined ? {} : { stepSlug }),
+            ...(routing.alias === undefined ? {} : { activate: "on-startup" }),
+          } as WorkerOptions,
+        ),
+      );
+    }
+    const runId = await startFlow(db.sql, flow, input);
+    const deadline = Date.now() + timeoutMs;
+    let run = await getRun<FlowInput<F>, FlowOutput<F>>(db.sql, runId);
+    while (run === null || run.status === "started") {
+      if (Date.now() > deadline) throw new FlowRunTimeoutError(runId, timeoutMs);
+      if (options.skipDelays !== false) await skipRetryDelays(db.sql, runId);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      run = await getRun<FlowInput<F>, FlowOutput<F>>(db.sql, runId);
+    }
+    const tasks = await getRunTasks(db.sql, runId);
+    const task = (stepSlug: string, taskIndex: number) => {
+      const found = tasks.find((t) => t.stepSlug === stepSlug && t.taskIndex === taskIndex);
+      if (found === undefined) {
+        throw new RangeError(`Cannot find task ${taskIndex} of step "${stepSlug}" in run ${runId}`);
+      }
+      return found;
+    };
+    const finished = run;
+    return {
+      runId,
+      status: finished.status,
+      output: finished.output,
+      errorMessage: finished.errorMessage,
+      run: finished,
+      tasks,
+      stepOutput<S extends StepSlug<F>>(stepSlug: S) {
+        const step = finished.steps.find((s) => s.stepSlug === stepSlug);
+        if (step === undefined) {
+          throw new RangeError(`Cannot find step "${stepSlug}" in run ${runId}`);
+        }
+        // The database holds what the step's handler returned, which its type describes.
+        return step.output as StepOutput<F, S> | null;
+      },
+      attempts: (stepSlug, taskIndex = 0) => task(stepSlug, taskIndex).attempts,
+      lastError: (stepSlug, taskIndex = 0) => task(stepSlug, taskIndex).lastError,
+    };
+  } finally {
+    for (const worker of workers) await worker.stop();
+  }
+}
