@@ -59,6 +59,16 @@ if [[ -z "${DATABASE_URL:-}" ]] && ! have_pg; then
   fi
 fi
 
+# pg_cron (Supabase runs it) for the test of scheduled runs fired by pg_cron alone; Debian packages
+# it for its own PostgreSQL 15 only.
+if [[ -x /usr/lib/postgresql/15/bin/initdb && ! -f /usr/lib/postgresql/15/lib/pg_cron.so ]]; then
+  if apt_install postgresql-15-cron "the pg_cron schedules test needs it"; then
+    log "installed pg_cron for PostgreSQL 15"
+  else
+    log "no pg_cron: the pg_cron schedules test is skipped (CI=true fails it); run 'apt-get install postgresql-15-cron' as root"
+  fi
+fi
+
 # The Supabase CLI, for the tests of sluice inside a user's Supabase project (its migration
 # runner against a throwaway cluster); the npm package ships the binary, no network at run time.
 SUPABASE_VERSION="2.122.1"
