@@ -1,5 +1,5 @@
 /**
- * The two flow shapes of the SQL core benchmark, written as definition JSON by hand
+ * The flow shapes of the SQL core benchmark, written as definition JSON by hand
  * (docs/internals/contracts.md §1), and the no-op outputs their handlers return.
  *
  * @module
@@ -147,6 +147,34 @@ export function mapWorkload(shape: string, width: number): Workload {
 
 /** `map100`: a map over 100 items, 102 tasks per run. */
 export const MAP100: Workload = mapWorkload("map100", FAN_OUT);
+
+/** Width of the `wide10` fan-out. */
+export const WIDE = 10;
+
+/**
+ * `wide10`: `root`, then 10 single steps that each depend on it, then `join` on all of them: 12
+ * tasks per run, the 10 in the middle released by one completion and joined by another.
+ */
+export const WIDE10: Workload = workload(
+  "wide10",
+  [
+    { step_slug: "root", step_type: "single", deps: [], map_source: null },
+    ...Array.from({ length: WIDE }, (_, i) => ({
+      step_slug: `w${i}`,
+      step_type: "single" as const,
+      deps: ["root"],
+      map_source: null,
+    })),
+    {
+      step_slug: "join",
+      step_type: "single",
+      deps: Array.from({ length: WIDE }, (_, i) => `w${i}`),
+      map_source: null,
+    },
+  ],
+  WIDE + 2,
+  () => SMALL_OUTPUT,
+);
 
 /**
  * Two independent root steps on a queue each (a step-queued flow): `slow`, whose queue the

@@ -4,6 +4,9 @@
  *
  * Options:
  *   --quick               smoke run: fewer runs, one repetition
+ *   --cost                the cost mode instead of the throughput matrix: per shape, WAL bytes,
+ *                         shared buffer accesses, statements and rows updated per task, plus raw
+ *                         PGMQ read+archive as a reference row (throwaway cluster only)
  *   --connections 1,4,8   connection counts to measure
  *   --shape linear3,map100
  *   --mode single,batched completion modes: complete_task per task / complete_tasks per batch
@@ -37,16 +40,26 @@ import {
   type RepetitionResult,
   runRepetition,
 } from "./_sql_core_driver.ts";
-import { LINEAR3, MAP100, type Workload } from "./_sql_core_flows.ts";
+import { LINEAR3, MAP100, WIDE10, type Workload } from "./_sql_core_flows.ts";
+import { type Cost, costMark, costSince } from "./_cost.ts";
+import { drainRawQueue, dropRawQueue, fillRawQueue } from "./_raw_pgmq.ts";
 import { duration, markdownTable, median, quantile, whole } from "./_stats.ts";
 
-const WORKLOADS: Record<string, Workload> = { linear3: LINEAR3, map100: MAP100 };
+const WORKLOADS: Record<string, Workload> = {
+  linear3: LINEAR3,
+  map100: MAP100,
+  wide10: WIDE10,
+};
 
 /** Runs per repetition: full and `--quick`. */
 const RUNS: Record<string, { full: number; quick: number }> = {
   linear3: { full: 500, quick: 60 },
   map100: { full: 20, quick: 3 },
+  wide10: { full: 200, quick: 25 },
 };
+
+/** Messages of the raw PGMQ reference: full and `--quick`. */
+const RAW_MESSAGES = { full: 10_000, quick: 2_000 };
 
 const CALL_TYPES: CallType[] = ["start_flow", "read", "start_tasks", "complete"];
 
@@ -148,13 +161,191 @@ function callRow(m: Measured): string[] {
   ];
 }
 
+/** One combination of the cost mode: a repetition's cost and throughput each. */
+interface CostMeasured {
+  label: string[];
+  /** Tasks (messages for the raw PGMQ row) per repetition. */
+  units: number;
+  costs: Cost[];
+  rates: number[];
+}
+
+function spread(values: number[], digits = 0): string {
+  const format = (v: number) => digits === 0 ? whole(v) : v.toFixed(digits);
+  const low = Math.min(...values);
+  const high = Math.max(...values);
+  return low === high || values.length === 1
+    ? format(median(values))
+    : `${format(median(values))} (${format(low)}–${format(high)})`;
+}
+
+function costRow(m: CostMeasured, rawRate: number | undefined): string[] {
+  const per = (pick: (c: Cost) => number) => m.costs.map((c) => pick(c) / m.units);
+  return [
+    ...m.label,
+    spread(per((c) => c.walBytes)),
+    spread(per((c) => c.bufferAccesses)),
+    `${spread(per((c) => c.clientStatements), 2)} + ${spread(per((c) => c.nestedStatements), 1)}`,
+    spread(per((c) => c.rowsUpdated), 2),
+    spread(m.costs.map((c) => c.rowsUpdated === 0 ? 0 : c.hotUpdated / c.rowsUpdated * 100)) +
+    " %",
+    String(Math.max(...m.costs.map((c) => c.fpi))),
+    spread(m.rates),
+    rawRate === undefined ? "–" : `${whole(median(m.rates) / rawRate * 100)} %`,
+  ];
+}
+
+/**
+ * The cost mode: per shape, completion mode and events setting, one untimed warm-up, then per
+ * repetition a reset of the statistics, the runs on fresh connections, and the cost divided by
+ * the tasks. The raw PGMQ reference is measured first, the same way.
+ */
+async function costMain(options: {
+  shapes: string[];
+  modes: CompletionMode[];
+  connections: number;
+  events: boolean[];
+  repetitions: number;
+  batchSize: number;
+  quick: boolean;
+  migrations: string | undefined;
+  topNested: boolean;
+}): Promise<void> {
+  const loadBefore = await loadAverage();
+  await using db = await benchDatabase({
+    // Autovacuum off: its WAL and buffer accesses would land in whichever repetition it ran
+    // during. The explicit vacuum after the warm-up cleans the warm-up's dead rows.
+    settings: { ...PROFILE_SETTINGS, autovacuum: "off" },
+    migrations: options.migrations,
+  });
+  log(`database ready: ${db.server}, PGMQ ${db.pgmq}`);
+  const admin = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
+  const measured: CostMeasured[] = [];
+  const nestedReports: string[] = [];
+  let raw: CostMeasured;
+  try {
+    const messages = RAW_MESSAGES[options.quick ? "quick" : "full"];
+    raw = {
+      label: ["raw PGMQ read + archive", "–", "–"],
+      units: messages,
+      costs: [],
+      rates: [],
+    };
+    for (let i = 0; i < options.repetitions; i++) {
+      await fillRawQueue(admin, messages);
+      await admin`vacuum analyze`;
+      const mark = await costMark(admin);
+      const result = await drainRawQueue(db.url, messages, options.connections, options.batchSize);
+      raw.costs.push(await costSince(admin, mark));
+      raw.rates.push(result.messages / result.wallMs * 1000);
+      await dropRawQueue(admin);
+      log(
+        `raw PGMQ #${i + 1}: ${whole(raw.rates.at(-1)!)} messages/s (load ${await loadAverage()})`,
+      );
+    }
+    for (const shape of options.shapes) {
+      const workload = WORKLOADS[shape];
+      const runs = RUNS[shape][options.quick ? "quick" : "full"];
+      for (const mode of options.modes) {
+        for (const events of options.events) {
+          await compileWorkload(admin, workload, events);
+          const label = [shape, mode === "single" ? "complete_task" : "complete_tasks"];
+          const m: CostMeasured = {
+            label: [...label, events ? "on" : "off"],
+            units: runs * workload.tasksPerRun,
+            costs: [],
+            rates: [],
+          };
+          {
+            await using conns = await openConnections(db.url, options.connections, workload, false);
+            await runRepetition(conns, workload, mode, runs, options.batchSize);
+          }
+          await admin`vacuum analyze`;
+          for (let i = 0; i < options.repetitions; i++) {
+            const mark = await costMark(admin);
+            let result: RepetitionResult;
+            {
+              await using conns = await openConnections(
+                db.url,
+                options.connections,
+                workload,
+                false,
+              );
+              result = await runRepetition(conns, workload, mode, runs, options.batchSize);
+            }
+            const cost = await costSince(admin, mark);
+            m.costs.push(cost);
+            m.rates.push(result.tasks / result.wallMs * 1000);
+            log(
+              `${m.label.join(" ")} #${i + 1}: ${whole(cost.walBytes / m.units)} WAL bytes/task, ` +
+                `${whole(m.rates.at(-1)!)} tasks/s (load ${await loadAverage()})`,
+            );
+            // Vacuumed between repetitions, so that each starts from the same state.
+            await admin`vacuum analyze`;
+          }
+          measured.push(m);
+          if (options.topNested) {
+            const last = m.costs.at(-1)!;
+            nestedReports.push(
+              `Nested statements per task, ${m.label.join(" ")}:\n\n` +
+                markdownTable(
+                  ["per task", "statement"],
+                  last.topNested.map((s) => [
+                    (s.calls / m.units).toFixed(2),
+                    `\`${s.query.slice(0, 120).replaceAll("|", "\\|")}\``,
+                  ]),
+                ),
+            );
+          }
+        }
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+  const rawRate = median(raw.rates);
+  const runsNote = options.shapes.map((s) =>
+    `${s} ${RUNS[s][options.quick ? "quick" : "full"]} runs`
+  );
+  console.log([
+    "",
+    `## SQL core cost per task${options.quick ? " (quick)" : ""}`,
+    "",
+    `${db.server}, PGMQ ${db.pgmq}; autovacuum off; ${navigator.hardwareConcurrency} CPUs; ` +
+    `load average before ${loadBefore}, after ${await loadAverage()}.`,
+    `${runsNote.join(", ")}, raw PGMQ ${raw.units} messages; ${options.connections} connections, ` +
+    `read batch ${options.batchSize}; median of ${options.repetitions} repetitions (min–max), ` +
+    "each after a vacuum; the cost columns hardly depend on the load, tasks/s does.",
+    "",
+    markdownTable(
+      [
+        "shape",
+        "completion",
+        "events",
+        "WAL bytes/task",
+        "shared buffer accesses/task",
+        "statements/task client + nested",
+        "rows updated/task",
+        "of them HOT",
+        "FPI",
+        "tasks/s",
+        "of raw PGMQ",
+      ],
+      [...measured.map((m) => costRow(m, rawRate)), costRow(raw, undefined)],
+    ),
+    ...nestedReports.flatMap((report) => ["", report]),
+  ].join("\n"));
+}
+
 async function main(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     options: {
       quick: { type: "boolean", default: false },
-      connections: { type: "string", default: "1,4,8" },
-      shape: { type: "string", default: "linear3,map100" },
+      cost: { type: "boolean", default: false },
+      "top-nested": { type: "boolean", default: false },
+      connections: { type: "string" },
+      shape: { type: "string" },
       mode: { type: "string", default: "single,batched" },
       events: { type: "string", default: "on" },
       batch: { type: "string", default: "20" },
@@ -164,8 +355,8 @@ async function main(args: string[]): Promise<void> {
       "stock-set-immediate": { type: "boolean", default: false },
     },
   });
-  const connectionCounts = list(values.connections).map(Number);
-  const shapes = list(values.shape);
+  const connectionCounts = list(values.connections ?? (values.cost ? "4" : "1,4,8")).map(Number);
+  const shapes = list(values.shape ?? (values.cost ? "linear3,map100,wide10" : "linear3,map100"));
   const modes = list(values.mode);
   const eventSettings = list(values.events).map((value) => {
     if (value !== "on" && value !== "off") {
@@ -174,20 +365,41 @@ async function main(args: string[]): Promise<void> {
     return value === "on";
   });
   const batchSize = Number(values.batch);
-  const repetitions = Number(values.repetitions ?? (values.quick ? 1 : 3));
+  const repetitions = Number(values.repetitions ?? (values.quick ? 1 : values.cost ? 2 : 3));
   for (const shape of shapes) {
-    if (!(shape in WORKLOADS)) throw new Error(`Unknown --shape "${shape}": linear3 or map100`);
+    if (!(shape in WORKLOADS)) {
+      throw new Error(`Unknown --shape "${shape}": ${Object.keys(WORKLOADS).join(", ")}`);
+    }
   }
   for (const mode of modes) {
     if (mode !== "single" && mode !== "batched") {
       throw new Error(`Unknown --mode "${mode}": single or batched`);
     }
   }
-  if (values.profile && Deno.env.get("DATABASE_URL")) {
-    throw new Error("--profile needs the throwaway cluster: unset DATABASE_URL");
+  if ((values.profile || values.cost) && Deno.env.get("DATABASE_URL")) {
+    throw new Error("--profile and --cost need the throwaway cluster: unset DATABASE_URL");
   }
 
   using _prompt = values["stock-set-immediate"] ? undefined : usePromptSetImmediate();
+  if (values.cost) {
+    if (connectionCounts.length !== 1) {
+      throw new Error(
+        `--cost measures one connection count, got --connections ${values.connections}`,
+      );
+    }
+    await costMain({
+      shapes,
+      modes: modes as CompletionMode[],
+      connections: connectionCounts[0],
+      events: eventSettings,
+      repetitions,
+      batchSize,
+      quick: values.quick,
+      migrations: values.migrations,
+      topNested: values["top-nested"],
+    });
+    return;
+  }
   const loadBefore = await loadAverage();
   await using db = await benchDatabase({
     settings: values.profile ? PROFILE_SETTINGS : {},
