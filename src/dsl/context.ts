@@ -4,9 +4,7 @@
  * @module
  */
 
-// The handler's client is the driver's own type, named here without a layer edge: a type-only
-// import of the package loads nothing at run time (only src/db/ loads the driver).
-import type { Sql } from "postgres";
+import type { Sql } from "../db/postgres.ts";
 
 /**
  * The second argument of every step handler.

@@ -155,10 +155,13 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /**
- * Single imports across the table, each with its reason; empty: the layer table holds without
- * exceptions. An entry must stay an import (the test below removes fixed ones).
+ * Single imports across the table, each with its reason; the integrator empties this list.
+ * `ctx.sql` is typed as the driver's client (tests/types/flow_inference.ts holds that), and the
+ * DSL has no other way to name it yet.
  */
-const EXCEPTIONS: ReadonlySet<string> = new Set<string>([]);
+const EXCEPTIONS: ReadonlySet<string> = new Set([
+  "src/dsl/context.ts -> src/db/postgres.ts",
+]);
 
 /** The layer of a file: its folder under src/, or the name of a top-level entry file. */
 function layerOf(specifier: string): string | undefined {
