@@ -155,9 +155,11 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /**
- * Single imports across the table, each with its reason; the integrator empties this list.
- * `ctx.sql` is typed as the driver's client (tests/types/flow_inference.ts holds that), and the
- * DSL has no other way to name it yet.
+ * Single imports across the table, each with its reason. `ctx.sql` is typed as the driver's client
+ * (tests/types/flow_inference.ts holds that). The DSL names that type through the seam because
+ * `src/db/postgres.ts` is the one place the driver's pinned specifier is written: a bare
+ * `postgres` import does not resolve in a user's project that loads sluice by URL (the generated
+ * functions' check in tests/codegen/generate_test.ts fails with it). Type-only: nothing is loaded.
  */
 const EXCEPTIONS: ReadonlySet<string> = new Set([
   "src/dsl/context.ts -> src/db/postgres.ts",
