@@ -173,7 +173,12 @@ export async function serveJsr(root: URL, files: readonly string[]): Promise<Jsr
   for (const [path, bytes] of published) {
     manifest[path] = { size: bytes.length, checksum: `sha256-${await sha256(bytes)}` };
   }
-  const base = `/@${scope}/${name}/`;
+  // A prefix named for the content: Deno caches remote files by URL in a DENO_DIR every run
+  // shares, and a loopback port comes back, so another checkout's registry on a reused port would
+  // otherwise meet this one's cached files and fail Deno's integrity check.
+  const tag = (await sha256(new TextEncoder().encode(JSON.stringify(manifest)))).slice(0, 16);
+  const served = `/${tag}/`;
+  const base = `${served}@${scope}/${name}/`;
   const documents = new Map<string, string>([
     [
       `${base}meta.json`,
@@ -184,7 +189,7 @@ export async function serveJsr(root: URL, files: readonly string[]): Promise<Jsr
   const requests: string[] = [];
   const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, (request) => {
     const path = decodeURIComponent(new URL(request.url).pathname);
-    requests.push(path.slice(1));
+    requests.push(path.startsWith(served) ? path.slice(served.length) : path.slice(1));
     const document = documents.get(path);
     if (document !== undefined) {
       return new Response(document, { headers: { "content-type": contentType(path) } });
@@ -197,7 +202,7 @@ export async function serveJsr(root: URL, files: readonly string[]): Promise<Jsr
     return new Response(bytes, { headers: { "content-type": contentType(path) } });
   });
   return {
-    url: `http://127.0.0.1:${server.addr.port}/`,
+    url: `http://127.0.0.1:${server.addr.port}${served}`,
     name: config.name,
     version: config.version,
     requests,
