@@ -46,3 +46,29 @@ export function addTestSummary(total: TestSummary, summary: TestSummary): void {
   total.failed += summary.failed;
   total.ignored += summary.ignored;
 }
+
+/** At most this many lines of one run's `ERRORS` section are repeated at the end of the run. */
+export const MAX_FAILURE_LINES = 80;
+
+/**
+ * The `ERRORS` section of `deno test` output (each failed test's name, file and error), without
+ * colours and cut to `maxLines`, or `""` when nothing failed. The runner repeats it after the
+ * last mode, so the tail of a long CI log names what failed in an earlier mode.
+ */
+export function failureReport(output: string, maxLines = MAX_FAILURE_LINES): string {
+  // deno-lint-ignore no-control-regex
+  const lines = output.replace(/\x1b\[[0-9;]*m/g, "").split("\n");
+  const start = lines.findIndex((line) => line.trim() === "ERRORS");
+  if (start === -1) return "";
+  let end = lines.findIndex((line, index) => index > start && line.trim() === "FAILURES");
+  if (end === -1) end = lines.length;
+  const section = lines.slice(start + 1, end).filter((line, index, all) =>
+    line.trim() !== "" || (index > 0 && all[index - 1].trim() !== "")
+  );
+  while (section.length > 0 && section[section.length - 1].trim() === "") section.pop();
+  if (section.length <= maxLines) return section.join("\n");
+  return [
+    ...section.slice(0, maxLines),
+    `… ${section.length - maxLines} more lines in the ERRORS section above`,
+  ].join("\n");
+}

@@ -42,6 +42,7 @@ import { databaseUrl } from "../tests/_db.ts";
 import { buildPgmqExtensionServer, type PgmqExtensionServer } from "./_pgmq_extension.ts";
 import {
   addTestSummary,
+  failureReport,
   formatTestSummary,
   parseTestSummary,
   type TestSummary,
@@ -73,6 +74,16 @@ let cleanup: () => Promise<void> = () => Promise.resolve();
 let child: Deno.ChildProcess | undefined;
 /** Exit code once a signal arrived: the run is abandoned, no summary is printed. */
 let interrupted: number | undefined;
+/** Each failing `deno test` run's ERRORS section, by label, repeated before the last line. */
+const failureRecaps: { label: string; report: string }[] = [];
+
+/** Repeats what failed where the tail of a long log shows it: after the last mode. */
+function printFailureRecaps(): void {
+  for (const { label, report } of failureRecaps) {
+    log(`what failed in the ${label}:`);
+    console.error(report);
+  }
+}
 
 function onSignal(signal: "SIGINT" | "SIGTERM", code: number) {
   Deno.addSignalListener(signal, async () => {
@@ -103,6 +114,7 @@ async function main(args: string[]): Promise<number> {
       if (interrupted !== undefined) return interrupted;
       log(`embedded subset: ${formatTestSummary(summary)}`);
       addTestSummary(total, summary);
+      printFailureRecaps();
       console.log(formatTestSummary(total));
       return total.failed === 0 && total.passed > 0 ? 0 : 1;
     }
@@ -137,6 +149,7 @@ async function main(args: string[]): Promise<number> {
     total.failed += 1;
   }
   if (total.passed + total.failed === 0) log("no tests ran");
+  printFailureRecaps();
   console.log(formatTestSummary(total));
   return total.failed === 0 && total.passed > 0 ? 0 : 1;
 }
@@ -194,7 +207,7 @@ async function runEmbeddedSubset(args: string[], reason: string): Promise<TestSu
   if (files.length > 0) runs.push([...options, ...files]);
   if (demo) runs.push(["--filter", EMBEDDED_DEMO.filter, EMBEDDED_DEMO.file]);
   for (const run of runs) {
-    const result = await denoTest(run, env);
+    const result = await denoTest(run, env, "embedded subset");
     if (interrupted !== undefined) return total;
     if (result.summary === undefined) {
       log("deno test printed no summary (see its output above)");
@@ -277,7 +290,7 @@ async function runMode(
     };
     let typeFailures = 0;
     if (checkTypesToo && await shouldCheckTypes(args)) typeFailures = await checkTypes(env);
-    const result = await denoTest(args, env);
+    const result = await denoTest(args, env, `${mode} mode`);
     const summary: TestSummary = result.summary ?? { passed: 0, failed: 0, ignored: 0 };
     if (interrupted !== undefined) return summary;
     if (result.summary === undefined) {
@@ -403,6 +416,7 @@ async function checkTypes(env: Record<string, string>): Promise<number> {
 async function denoTest(
   args: string[],
   env: Record<string, string>,
+  label: string,
 ): Promise<{ code: number; summary: TestSummary | undefined }> {
   const paths = await pathArgs(args);
   const testArgs = ["test", "-A"];
@@ -425,6 +439,8 @@ async function denoTest(
   ]);
   const { code } = await child.status;
   child = undefined;
+  const report = failureReport(stdout);
+  if (report !== "") failureRecaps.push({ label, report });
   return { code, summary: parseTestSummary(stdout) };
 }
 

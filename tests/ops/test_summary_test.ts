@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   addTestSummary,
+  failureReport,
   formatTestSummary,
   parseTestSummary,
 } from "../../scripts/_test_summary.ts";
@@ -31,4 +32,39 @@ Deno.test("the test runner sums the summaries of its PGMQ modes", () => {
   addTestSummary(total, { passed: 300, failed: 0, ignored: 2 });
   addTestSummary(total, { passed: 298, failed: 1, ignored: 4 });
   assert.deepEqual(total, { passed: 598, failed: 1, ignored: 6 });
+});
+
+Deno.test("the test runner repeats each failed test's name and error from deno test's output", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sluice_failure_report_" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/sample_test.ts`,
+      [
+        'Deno.test("first fails", () => { throw new Error("boom in the first"); });',
+        'Deno.test("passes", () => {});',
+        'Deno.test("second fails", () => { throw new Error("bang in the second"); });',
+      ].join("\n"),
+    );
+    const { stdout } = await new Deno.Command(Deno.execPath(), {
+      args: ["test", "--no-check", "sample_test.ts"],
+      cwd: dir,
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    const output = new TextDecoder().decode(stdout);
+    const report = failureReport(output);
+    for (
+      const expected of ["first fails", "boom in the first", "second fails", "bang in the second"]
+    ) {
+      assert.ok(report.includes(expected), `${expected} in:\n${report}`);
+    }
+    assert.ok(!report.includes("passes =>"), report);
+    assert.ok(!report.includes("\x1b["), "colours are removed");
+    const cut = failureReport(output, 2);
+    assert.equal(cut.split("\n").length, 3);
+    assert.match(cut, /more lines in the ERRORS section above$/);
+    assert.equal(failureReport(output.replace(/ERRORS[\s\S]*$/, "")), "");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
