@@ -163,7 +163,9 @@ export function planWorkerFunctions(
 
     const definition = extractDefinition(concrete);
     if (definition.queue_mode === "step") {
-      for (const route of definition.routes) {
+      for (const [index, route] of definition.routes.entries()) {
+        // A wait step holds no task: no worker serves it (docs/waits.md).
+        if (definition.steps[index].wait !== null) continue;
         specs.push({
           functionName: workerFunctionName(definition.flow_slug, route.step_slug),
           exportName,

@@ -9,7 +9,7 @@ import { type QueueMode, routingOf } from "./routing.ts";
 import type { WhenPolicy } from "./condition.ts";
 import { FlowDefinitionError } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
-import type { StepType } from "./step_definition.ts";
+import type { StepDefinition, StepType } from "./step_definition.ts";
 import type { DeployableFlow } from "./types.ts";
 
 /**
@@ -126,6 +126,27 @@ export interface FlowDefinitionStep {
   readonly when_exhausted: WhenPolicy;
   /** Step runtime options (not part of the shape). */
   readonly options: StepDefinitionOptions;
+  /** A signal wait's timeout, `{}` for a sleep, `null` for a handler step (part of the shape). */
+  readonly wait: WaitDefinitionOptions | null;
+}
+
+/**
+ * A wait step's options in the definition: a signal wait's timeout (none for a sleep).
+ *
+ * @example Usage
+ * ```ts
+ * import type { WaitDefinitionOptions } from "@sluice/sluice";
+ *
+ * const wait: WaitDefinitionOptions = { timeout_seconds: 60, on_timeout: "skip", timeout_value: null };
+ * ```
+ */
+export interface WaitDefinitionOptions {
+  /** Seconds until the wait times out; `null`: none. */
+  readonly timeout_seconds?: number | null;
+  /** What a timeout does. */
+  readonly on_timeout?: "fail" | "skip" | "value";
+  /** The output of a wait that timed out with `on_timeout: "value"`. */
+  readonly timeout_value?: unknown;
 }
 
 /**
@@ -171,6 +192,17 @@ export interface FlowDefinition {
   readonly steps: readonly FlowDefinitionStep[];
   /** One per step, in step order. */
   readonly routes: readonly FlowDefinitionRoute[];
+}
+
+function waitOptions(step: StepDefinition): WaitDefinitionOptions | null {
+  if (step.wait === null) return null;
+  if (step.wait.kind === "sleep") return {};
+  const onTimeout = step.wait.onTimeout;
+  return {
+    timeout_seconds: step.wait.timeoutSeconds,
+    on_timeout: typeof onTimeout === "string" ? onTimeout : "value",
+    timeout_value: typeof onTimeout === "string" ? null : structuredClone(onTimeout.value),
+  };
 }
 
 /**
@@ -235,6 +267,7 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
         timeout: step.options.timeout ?? null,
         start_delay: step.options.startDelay ?? null,
       },
+      wait: waitOptions(step),
     })),
     routes: plain.steps.map((step, index) => ({
       step_slug: step.slug,

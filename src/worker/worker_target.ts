@@ -113,7 +113,10 @@ export function targetOf(flow: DeployableFlow, options: WorkerTargetOptions): Wo
   const definition = extractDefinition(flow);
   const alias = routingOf(flow).alias ?? null;
   const flowSlug = definition.flow_slug;
-  const steps = definition.routes.map((route) => route.step_slug);
+  // A wait step holds no task, so no worker serves it (docs/waits.md).
+  const steps = definition.routes
+    .filter((_, index) => definition.steps[index].wait === null)
+    .map((route) => route.step_slug);
   const stepSlug: unknown = options.stepSlug;
   const fail = (reason: StepSlugError["reason"], message: string): never => {
     throw new StepSlugError(
@@ -143,7 +146,9 @@ export function targetOf(flow: DeployableFlow, options: WorkerTargetOptions): Wo
         `a step-queued flow's worker serves one step: give stepSlug, one of ${validSlugs}`,
       );
     }
-    const route = definition.routes.find((candidate) => candidate.step_slug === stepSlug);
+    const route = definition.routes.find((candidate) =>
+      candidate.step_slug === stepSlug && steps.includes(candidate.step_slug)
+    );
     if (route === undefined) {
       return fail(
         "unknown",
