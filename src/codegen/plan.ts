@@ -165,7 +165,7 @@ export function planWorkerFunctions(
     if (definition.queue_mode === "step") {
       for (const [index, route] of definition.routes.entries()) {
         // A wait step holds no task: no worker serves it (docs/waits.md).
-        if (definition.steps[index].wait !== null) continue;
+        if ((definition.steps[index].wait ?? null) !== null) continue;
         specs.push({
           functionName: workerFunctionName(definition.flow_slug, route.step_slug),
           exportName,

@@ -127,7 +127,7 @@ export interface FlowDefinitionStep {
   /** Step runtime options (not part of the shape). */
   readonly options: StepDefinitionOptions;
   /** A signal wait's timeout, `{}` for a sleep, `null` for a handler step (part of the shape). */
-  readonly wait: WaitDefinitionOptions | null;
+  readonly wait?: WaitDefinitionOptions | null;
 }
 
 /**

@@ -115,7 +115,7 @@ export function targetOf(flow: DeployableFlow, options: WorkerTargetOptions): Wo
   const flowSlug = definition.flow_slug;
   // A wait step holds no task, so no worker serves it (docs/waits.md).
   const steps = definition.routes
-    .filter((_, index) => definition.steps[index].wait === null)
+    .filter((_, index) => (definition.steps[index].wait ?? null) === null)
     .map((route) => route.step_slug);
   const stepSlug: unknown = options.stepSlug;
   const fail = (reason: StepSlugError["reason"], message: string): never => {

@@ -1516,3 +1516,7 @@ begin
   return v_released;
 end;
 $$;
+
+-- As every migration since 20261130001500: nothing here is executable or readable by PUBLIC.
+revoke all on all routines in schema sluice from public;
+revoke all on sluice.signals from public;
