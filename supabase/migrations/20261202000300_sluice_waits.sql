@@ -36,7 +36,9 @@
 -- Redefined here (whole, create or replace): validate_definition, definition_shape,
 -- stored_shape, shape_differences, create_flow (the wait step types and options are shape),
 -- activate_alias (wait steps need no worker), start_ready_steps, complete_tasks, fail_run,
--- skip_steps, cancel_run_set, step_event, run_events; the view route_coverage leaves wait steps out.
+-- skip_steps, step_event, run_events; the view route_coverage leaves wait steps out. Run
+-- control's sluice.cancel_run_set is defined here, not in 20261202000100, so that its one
+-- definition in this release group also cancels waiting steps.
 
 alter table sluice.steps
   drop constraint steps_step_type_check,
@@ -1254,7 +1256,18 @@ begin
 end;
 $$;
 
-create or replace function sluice.cancel_run_set(run_ids uuid[], reason text)
+-- Cancels the runs among run_ids that are still started, in one statement: the runs, then their
+-- unfinished step states (waiting ones included), then their queued and started tasks, then those tasks' messages
+-- (archived on each task's own queue). Returns one row per run it cancelled with the number of
+-- tasks it cancelled. A started task's attempt is fenced by the change: its report is stale, and
+-- its worker learns of it at its next heartbeat (sluice.heartbeat_worker with its running tasks).
+--
+-- Lock order: the run rows first, ordered by run_id (the locked CTE; rows are locked after the
+-- sort), then step states and tasks of those runs only, then messages: the global ladder. Every
+-- other writer of these step states and tasks holds their run's lock first, so the order within a
+-- rung does not matter; a run that finished while this waited for its lock is re-checked and left
+-- out. Every data-changing CTE is read by the final select (PostgreSQL may skip one that is not).
+create function sluice.cancel_run_set(run_ids uuid[], reason text)
 returns table (cancelled_run_id uuid, cancelled_tasks integer)
 language sql
 as $$
@@ -1330,7 +1343,9 @@ begin
 end;
 $$;
 
--- As in migration 20261202000100, with each wait's step:waiting.
+-- As in migration 20261130001700, with a cancelled run's end and a retried run's last retry
+-- (after the events of what it kept, before those of what it started again), and each wait's
+-- step:waiting.
 create or replace function sluice.run_events(run_id uuid)
 returns jsonb
 language sql
