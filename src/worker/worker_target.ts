@@ -147,9 +147,17 @@ export function targetOf(flow: DeployableFlow, options: WorkerTargetOptions): Wo
       candidate.step_slug === stepSlug && steps.includes(candidate.step_slug)
     );
     if (route === undefined) {
+      const wait = definition.steps.find((step) => step.step_slug === stepSlug);
       return fail(
         "unknown",
-        `stepSlug ${JSON.stringify(stepSlug)} is not a step of the flow; give one of ${validSlugs}`,
+        wait === undefined
+          ? `stepSlug ${
+            JSON.stringify(stepSlug)
+          } is not a step of the flow; give one of ${validSlugs}`
+          : `stepSlug ${
+            JSON.stringify(stepSlug)
+          } is a wait step (${wait.step_type}): it holds no ` +
+            `task, so no worker serves it (docs/waits.md); give one of ${validSlugs}`,
       );
     }
     target = {

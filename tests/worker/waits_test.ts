@@ -3,7 +3,8 @@
 // releases it and its dependents run.
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { Flow, sendSignal, signalPayload, withStepQueues } from "../../mod.ts";
+import { Flow, sendSignal, signalPayload, StepSlugError, withStepQueues } from "../../mod.ts";
+import { startWorker } from "../../src/worker/mod.ts";
 import { cancelRun } from "../../src/client/cancel_run.ts";
 import { RunFailedError } from "../../src/client/errors.ts";
 import { getRun } from "../../src/client/get_run.ts";
@@ -248,4 +249,21 @@ Deno.test("release_due_waits: many concurrent sweepers release each due timer ex
         where step_slug = 'pause' and status = 'completed') as completed,
       (select count(*)::integer from sluice.step_tasks where step_slug = 'after') as tasks`;
   assert.deepEqual([completed, tasks], [20, 20]);
+});
+
+Deno.test("a step worker for a wait step is refused before touching the database, naming the steps it can serve", async () => {
+  const flow = withStepQueues(approvalFlow("no_wait_worker"));
+  await assert.rejects(
+    startWorker(flow, { connectionString: "postgres://127.0.0.1:1/none", stepSlug: "decision" }),
+    (error: unknown) => {
+      assert.ok(error instanceof StepSlugError);
+      assert.deepEqual([error.reason, error.stepSlug, error.stepSlugs], [
+        "unknown",
+        "decision",
+        ["ask", "settle"],
+      ]);
+      assert.match(error.message, /"decision" is a wait step \(signal\): it holds no task/);
+      return true;
+    },
+  );
 });
