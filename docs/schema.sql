@@ -81,6 +81,7 @@ begin
     into v_missing, v_missing_routes
     from sluice.steps s
     where s.flow_slug = v_target
+      and s.step_type not in ('sleep', 'signal')
       and not exists (
         select 1 from sluice.live_workers w
         where w.deprecated_at is null
@@ -222,6 +223,74 @@ CREATE FUNCTION sluice.backoff_delay_seconds(base_delay integer, attempt integer
 $$;
 
 --
+-- Name: begin_wait(uuid, text, text, text, integer, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.begin_wait(run_id uuid, flow_slug text, step_slug text, step_type text, deps_count integer, wait_options jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_state sluice.step_states;
+  v_until timestamptz;
+  v_signal sluice.signals;
+begin
+  select * into v_state from sluice.step_states ss
+  where ss.run_id = begin_wait.run_id and ss.step_slug = begin_wait.step_slug;
+
+  if exists (
+    select 1 from sluice.deps d
+    join sluice.step_states ds on ds.run_id = begin_wait.run_id and ds.step_slug = d.dep_slug
+    where d.flow_slug = begin_wait.flow_slug and d.step_slug = begin_wait.step_slug
+      and ds.status = 'skipped'
+  ) then
+    perform sluice.skip_steps(begin_wait.run_id, begin_wait.flow_slug, begin_wait.step_slug,
+      'dependency_skipped', false);
+    return;
+  end if;
+
+  if begin_wait.step_type = 'sleep' then
+    if v_state.wait_seconds is null and v_state.wait_until is null then
+      raise exception 'Cannot start sleep step "%" of run %: it has no due time (its dependency completed without one)',
+        begin_wait.step_slug, begin_wait.run_id
+        using errcode = 'invalid_parameter_value';
+    end if;
+    v_until := coalesce(now() + make_interval(secs => v_state.wait_seconds), v_state.wait_until);
+    update sluice.step_states ss
+    set status = 'waiting', waiting_at = now(), wait_until = v_until
+    where ss.run_id = begin_wait.run_id and ss.step_slug = begin_wait.step_slug;
+    if v_until <= now() then
+      perform sluice.complete_step(begin_wait.run_id, begin_wait.flow_slug,
+        begin_wait.step_slug, to_jsonb(sluice.iso_instant(v_until)));
+    end if;
+    return;
+  end if;
+
+  if v_state.wait_key is null then
+    raise exception 'Cannot start signal wait step "%" of run %: it has no signal key (its dependency completed without one)',
+      begin_wait.step_slug, begin_wait.run_id
+      using errcode = 'invalid_parameter_value';
+  end if;
+  -- Normally held already (sluice.complete_tasks takes it before the run lock); a no-op then.
+  perform sluice.lock_signal_keys(array[v_state.wait_key]);
+  update sluice.step_states ss
+  set status = 'waiting', waiting_at = now(),
+    wait_until = now() + make_interval(secs => (begin_wait.wait_options ->> 'timeout_seconds')::integer)
+  where ss.run_id = begin_wait.run_id and ss.step_slug = begin_wait.step_slug;
+
+  select * into v_signal from sluice.signals s
+  where s.signal_key = v_state.wait_key
+  order by s.sent_at, s.signal_id
+  limit 1;
+  if found then
+    update sluice.step_states ss set wait_signal_id = v_signal.signal_id
+    where ss.run_id = begin_wait.run_id and ss.step_slug = begin_wait.step_slug;
+    perform sluice.complete_step(begin_wait.run_id, begin_wait.flow_slug, begin_wait.step_slug,
+      v_signal.payload);
+  end if;
+end;
+$$;
+
+--
 -- Name: browser_error_message(text); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -303,7 +372,7 @@ CREATE FUNCTION sluice.cancel_run_set(run_ids uuid[], reason text) RETURNS TABLE
     update sluice.step_states ss
     set status = 'cancelled', cancelled_at = now()
     from runs_cancelled c
-    where ss.run_id = c.run_id and ss.status in ('created', 'started')
+    where ss.run_id = c.run_id and ss.status in ('created', 'started', 'waiting')
     returning ss.run_id
   ),
   tasks_cancelled as (
@@ -649,6 +718,15 @@ begin
   select array_agg(x.run_id), array_agg(x.step_slug) into v_run_ids, v_step_slugs
   from jsonb_to_recordset(v_results) as x(run_id uuid, step_slug text);
 
+  -- The signal keys of the waits these results start, locked before any run: the first rung of
+  -- the ladder (signal keys -> runs -> ...), as sluice.send_signal takes it.
+  perform sluice.lock_signal_keys(array(
+    select w.key
+    from jsonb_to_recordset(v_results) as x(waits jsonb)
+    cross join lateral jsonb_to_recordset(coalesce(x.waits, '[]'::jsonb)) as w(key text)
+    where w.key is not null
+  ));
+
   for v_state in select * from sluice.lock_run_steps(v_run_ids, v_step_slugs, false) loop
     continue when v_state.status <> 'started';
     v_run := v_state.run_id;
@@ -684,6 +762,19 @@ begin
 
     continue when v_n = 0;
     v_applied := v_applied + v_n;
+
+    -- What the live attempt computed for the wait steps that depend on this step (their key or
+    -- due time), stored on them before they become ready below.
+    perform sluice.store_wait_parameters(v_run, v_state.flow_slug, v_step, (
+      select r.waits
+      from jsonb_to_recordset(v_results)
+        as r(run_id uuid, step_slug text, task_index integer, attempt integer, worker_id uuid,
+          waits jsonb)
+      where r.run_id = v_run and r.step_slug = v_step
+        and concat_ws('/', r.run_id, r.step_slug, r.task_index, r.attempt, r.worker_id)
+          = any (v_keys)
+      limit 1
+    ));
     v_done_keys := v_done_keys || v_keys;
     v_archive_queues := v_archive_queues || v_queues;
     v_archive_ids := v_archive_ids || v_ids;
@@ -781,13 +872,15 @@ begin
 
   insert into sluice.steps (
     flow_slug, step_slug, step_index, step_type, map_source, deps_count,
-    required_input_pattern, forbidden_input_pattern, when_unmet, when_exhausted, queue_name
+    required_input_pattern, forbidden_input_pattern, when_unmet, when_exhausted, queue_name,
+    wait_options
   )
   select v_flow, sh.value ->> 'step_slug', (sh.ord - 1)::integer, sh.value ->> 'step_type',
     sh.value ->> 'map_source', jsonb_array_length(sh.value -> 'deps'),
     nullif(sh.value -> 'required_input_pattern', 'null'::jsonb),
     nullif(sh.value -> 'forbidden_input_pattern', 'null'::jsonb),
-    sh.value ->> 'when_unmet', sh.value ->> 'when_exhausted', sh.value ->> 'queue_name'
+    sh.value ->> 'when_unmet', sh.value ->> 'when_exhausted', sh.value ->> 'queue_name',
+    nullif(sh.value -> 'wait', 'null'::jsonb)
   from jsonb_array_elements(shape -> 'steps') with ordinality as sh(value, ord);
 
   insert into sluice.deps (flow_slug, dep_slug, step_slug)
@@ -1029,6 +1122,7 @@ CREATE FUNCTION sluice.definition_shape(definition jsonb) RETURNS jsonb
       'forbidden_input_pattern', coalesce(e.step -> 'forbidden_input_pattern', 'null'::jsonb),
       'when_unmet', coalesce(e.step ->> 'when_unmet', 'skip'),
       'when_exhausted', coalesce(e.step ->> 'when_exhausted', 'fail'),
+      'wait', sluice.wait_options(e.step),
       'queue_name', case definition ->> 'queue_mode'
         when 'routed' then definition -> 'routes' -> (e.ord::integer - 1) ->> 'queue_name'
         else sluice.derive_queue_name(
@@ -1385,7 +1479,7 @@ begin
       when ss.step_slug = fail_run.step_slug then fail_run.error_message
       else ss.error_message
     end
-  where ss.run_id = fail_run.run_id and ss.status in ('created', 'started');
+  where ss.run_id = fail_run.run_id and ss.status in ('created', 'started', 'waiting');
 
   perform sluice.terminate_tasks(fail_run.run_id, null, 'cancelled');
 end;
@@ -1702,6 +1796,14 @@ CREATE FUNCTION sluice.is_valid_queue_name(queue_name text) RETURNS boolean
 $_$;
 
 --
+-- Name: iso_instant(timestamp with time zone); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.iso_instant(at timestamp with time zone) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ select to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
+
+--
 -- Name: lock_queue_names(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1741,6 +1843,11 @@ CREATE TABLE sluice.step_states (
     skipped_at timestamp with time zone,
     cancelled_at timestamp with time zone,
     progress_sent_at timestamp with time zone,
+    wait_key text,
+    wait_seconds integer,
+    wait_until timestamp with time zone,
+    waiting_at timestamp with time zone,
+    wait_signal_id text,
     CONSTRAINT step_states_check CHECK ((num_nonnulls(completed_at, failed_at, skipped_at, cancelled_at) <= 1)),
     CONSTRAINT step_states_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
     CONSTRAINT step_states_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
@@ -1749,8 +1856,10 @@ CREATE TABLE sluice.step_states (
     CONSTRAINT step_states_initial_tasks_check CHECK ((initial_tasks >= 0)),
     CONSTRAINT step_states_remaining_deps_check CHECK ((remaining_deps >= 0)),
     CONSTRAINT step_states_remaining_tasks_check CHECK ((remaining_tasks >= 0)),
-    CONSTRAINT step_states_skip_reason_check CHECK ((skip_reason = ANY (ARRAY['condition_unmet'::text, 'retries_exhausted'::text, 'dependency_skipped'::text]))),
-    CONSTRAINT step_states_status_check CHECK ((status = ANY (ARRAY['created'::text, 'started'::text, 'completed'::text, 'failed'::text, 'skipped'::text, 'cancelled'::text])))
+    CONSTRAINT step_states_skip_reason_check CHECK ((skip_reason = ANY (ARRAY['condition_unmet'::text, 'retries_exhausted'::text, 'dependency_skipped'::text, 'wait_timed_out'::text]))),
+    CONSTRAINT step_states_status_check CHECK ((status = ANY (ARRAY['created'::text, 'started'::text, 'waiting'::text, 'completed'::text, 'failed'::text, 'skipped'::text, 'cancelled'::text]))),
+    CONSTRAINT step_states_wait_seconds_check CHECK ((wait_seconds >= 0)),
+    CONSTRAINT step_states_waiting_check CHECK (((status <> 'waiting'::text) OR (waiting_at IS NOT NULL)))
 );
 
 --
@@ -1795,6 +1904,27 @@ end;
 $$;
 
 --
+-- Name: lock_signal_keys(text[]); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.lock_signal_keys(keys text[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_id bigint;
+begin
+  for v_id in
+    select distinct hashtextextended('sluice.signal:' || k, 0)
+    from unnest(lock_signal_keys.keys) as k
+    where k is not null
+    order by 1
+  loop
+    perform pg_advisory_xact_lock(v_id);
+  end loop;
+end;
+$$;
+
+--
 -- Name: max_cancel_reason_length(); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -1825,6 +1955,14 @@ CREATE FUNCTION sluice.max_queue_name_length() RETURNS integer
 CREATE FUNCTION sluice.max_retry_delay_seconds() RETURNS integer
     LANGUAGE sql IMMUTABLE
     AS $$ select 86400 $$;
+
+--
+-- Name: max_signal_key_length(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.max_signal_key_length() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 1000 $$;
 
 --
 -- Name: notify_queue(text); Type: FUNCTION; Schema: sluice; Owner: -
@@ -2164,6 +2302,68 @@ begin
       using errcode = 'integrity_constraint_violation';
   end if;
   return new;
+end;
+$$;
+
+--
+-- Name: release_due_waits(integer); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.release_due_waits(batch_size integer DEFAULT 100) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_run_ids uuid[];
+  v_slugs text[];
+  v_state sluice.step_states;
+  v_step sluice.steps;
+  v_released integer := 0;
+  v_runs uuid[] := '{}';
+  v_run uuid;
+begin
+  select array_agg(c.run_id), array_agg(c.step_slug) into v_run_ids, v_slugs
+  from (
+    select ss.run_id, ss.step_slug from sluice.step_states ss
+    where ss.status = 'waiting' and ss.wait_until <= now()
+    order by ss.wait_until
+    limit greatest(coalesce(release_due_waits.batch_size, 100), 1)
+  ) c;
+  if v_run_ids is null then
+    return 0;
+  end if;
+
+  for v_state in select * from sluice.lock_run_steps(v_run_ids, v_slugs, true) loop
+    continue when v_state.status <> 'waiting' or v_state.wait_until > now();
+    select * into v_step from sluice.steps s
+    where s.flow_slug = v_state.flow_slug and s.step_slug = v_state.step_slug;
+    -- A run failed by an earlier wait of this loop is no longer started.
+    continue when (select r.status from sluice.runs r where r.run_id = v_state.run_id)
+      <> 'started';
+    v_released := v_released + 1;
+    if v_step.step_type = 'sleep' then
+      perform sluice.complete_step(v_state.run_id, v_state.flow_slug, v_state.step_slug,
+        to_jsonb(sluice.iso_instant(v_state.wait_until)));
+    elsif v_step.wait_options ->> 'on_timeout' = 'fail' then
+      perform sluice.fail_run(v_state.run_id, v_state.step_slug,
+        format('step "%s" timed out after %s s waiting for a signal with key "%s"',
+          v_state.step_slug, v_step.wait_options ->> 'timeout_seconds', v_state.wait_key));
+      continue;
+    elsif v_step.wait_options ->> 'on_timeout' = 'skip' then
+      perform sluice.skip_steps(v_state.run_id, v_state.flow_slug, v_state.step_slug,
+        'wait_timed_out', false);
+    else
+      perform sluice.complete_step(v_state.run_id, v_state.flow_slug, v_state.step_slug,
+        v_step.wait_options -> 'timeout_value');
+    end if;
+    if not (v_state.run_id = any (v_runs)) then
+      v_runs := v_runs || v_state.run_id;
+    end if;
+  end loop;
+
+  foreach v_run in array v_runs loop
+    perform sluice.start_ready_steps(v_run);
+  end loop;
+  return v_released;
 end;
 $$;
 
@@ -2511,11 +2711,14 @@ CREATE FUNCTION sluice.run_events(run_id uuid) RETURNS jsonb
       select sluice.step_event(ss, 'started') as event, 0 as stage
       where ss.started_at is not null
       union all
+      select sluice.step_event(ss, 'waiting'), 0
+      where ss.waiting_at is not null
+      union all
       select sluice.step_progress_event(ss, coalesce(ss.progress_sent_at, ss.started_at)), 1
       where ss.status = 'started' and ss.remaining_tasks < ss.initial_tasks
       union all
       select sluice.step_event(ss, ss.status), 2
-      where ss.status not in ('created', 'started')
+      where ss.status not in ('created', 'started', 'waiting')
     ) x
     where ss.run_id = r.run_id
   ) e
@@ -2592,6 +2795,81 @@ begin
     perform sluice.send_run_event(new.run_id, sluice.run_event(new, new.status));
   end if;
   return null;
+end;
+$$;
+
+--
+-- Name: send_signal(text, jsonb, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.send_signal(key text, payload jsonb, signal_id text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_existing sluice.signals;
+  v_run_ids uuid[];
+  v_slugs text[];
+  v_state sluice.step_states;
+  v_released integer := 0;
+  v_runs uuid[] := '{}';
+  v_run uuid;
+begin
+  if send_signal.key is null
+    or char_length(send_signal.key) not between 1 and sluice.max_signal_key_length()
+  then
+    raise exception 'Cannot send signal %: the key must be a string of 1 to % characters, got %',
+      coalesce(send_signal.signal_id, 'null'), sluice.max_signal_key_length(),
+      coalesce(left(send_signal.key, 100), 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if send_signal.signal_id is null
+    or char_length(send_signal.signal_id) not between 1 and sluice.max_signal_key_length()
+  then
+    raise exception 'Cannot send signal with key "%": the signal id must be a string of 1 to % characters, got %',
+      left(send_signal.key, 100), sluice.max_signal_key_length(),
+      coalesce(left(send_signal.signal_id, 100), 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+
+  perform sluice.lock_signal_keys(array[send_signal.key]);
+
+  insert into sluice.signals (signal_id, signal_key, payload)
+  values (send_signal.signal_id, send_signal.key, coalesce(send_signal.payload, 'null'::jsonb))
+  on conflict on constraint signals_pkey do nothing;
+  if not found then
+    select * into v_existing from sluice.signals s where s.signal_id = send_signal.signal_id;
+    if v_existing.signal_key <> send_signal.key then
+      raise exception 'Cannot send signal "%" with key "%": that signal id was sent with key "%"',
+        send_signal.signal_id, left(send_signal.key, 100), left(v_existing.signal_key, 100)
+        using errcode = 'unique_violation';
+    end if;
+    return jsonb_build_object('signal_id', send_signal.signal_id, 'outcome', 'duplicate',
+      'released', 0);
+  end if;
+
+  select array_agg(ss.run_id), array_agg(ss.step_slug) into v_run_ids, v_slugs
+  from sluice.step_states ss
+  where ss.status = 'waiting' and ss.wait_key = send_signal.key;
+
+  if v_run_ids is not null then
+    for v_state in select * from sluice.lock_run_steps(v_run_ids, v_slugs, false) loop
+      continue when v_state.status <> 'waiting' or v_state.wait_key <> send_signal.key;
+      update sluice.step_states ss set wait_signal_id = send_signal.signal_id
+      where ss.run_id = v_state.run_id and ss.step_slug = v_state.step_slug;
+      perform sluice.complete_step(v_state.run_id, v_state.flow_slug, v_state.step_slug,
+        coalesce(send_signal.payload, 'null'::jsonb));
+      v_released := v_released + 1;
+      if not (v_state.run_id = any (v_runs)) then
+        v_runs := v_runs || v_state.run_id;
+      end if;
+    end loop;
+    foreach v_run in array v_runs loop
+      perform sluice.start_ready_steps(v_run);
+    end loop;
+  end if;
+
+  return jsonb_build_object('signal_id', send_signal.signal_id, 'outcome', 'sent',
+    'released', v_released);
 end;
 $$;
 
@@ -2745,7 +3023,7 @@ begin
     else
       foreach v_key in array array['step_slug', 'step_type', 'deps', 'map_source',
         'required_input_pattern', 'forbidden_input_pattern', 'when_unmet', 'when_exhausted',
-        'queue_name']
+        'queue_name', 'wait']
       loop
         if v_s -> v_key is distinct from v_p -> v_key then
           v_out := v_out || format('step %s ("%s"): %s compiled %s, definition %s',
@@ -2785,7 +3063,7 @@ begin
       end
     where ss.run_id = skip_steps.run_id
       and ss.step_slug in (select slug from targets)
-      and ss.status in ('created', 'started')
+      and ss.status in ('created', 'started', 'waiting')
     returning ss.step_slug
   )
   select array_agg(s.step_slug) into v_skipped from skipped s;
@@ -2904,6 +3182,13 @@ begin
       perform sluice.skip_steps(
         start_ready_steps.run_id, v_step.flow_slug, v_step.step_slug, 'dependency_skipped', true
       );
+      continue;
+    end if;
+
+    -- A wait step holds no task and no message: it waits in its step state (sluice.begin_wait).
+    if v_step.step_type in ('sleep', 'signal') then
+      perform sluice.begin_wait(start_ready_steps.run_id, v_step.flow_slug, v_step.step_slug,
+        v_step.step_type, v_step.deps_count, v_step.wait_options);
       continue;
     end if;
 
@@ -3265,6 +3550,9 @@ begin
   return case status
     when 'started' then jsonb_build_object('type', 'step:started', 'runId', ss.run_id,
       'stepSlug', ss.step_slug, 'tasks', ss.initial_tasks, 'at', ss.started_at)
+    when 'waiting' then jsonb_build_object('type', 'step:waiting', 'runId', ss.run_id,
+      'stepSlug', ss.step_slug, 'key', ss.wait_key, 'until', ss.wait_until,
+      'at', ss.waiting_at)
     when 'completed' then jsonb_build_object('type', 'step:completed', 'runId', ss.run_id,
       'stepSlug', ss.step_slug, 'output', ss.output, 'at', ss.completed_at)
     when 'failed' then jsonb_build_object('type', 'step:failed', 'runId', ss.run_id,
@@ -3328,6 +3616,65 @@ CREATE FUNCTION sluice.stop_worker(worker_id uuid) RETURNS void
 $$;
 
 --
+-- Name: store_wait_parameters(uuid, text, text, jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.store_wait_parameters(run_id uuid, flow_slug text, step_slug text, waits jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_wait record;
+  v_entry jsonb;
+begin
+  for v_wait in
+    select s.step_slug, s.step_type
+    from sluice.deps d
+    join sluice.steps s on s.flow_slug = d.flow_slug and s.step_slug = d.step_slug
+    where d.flow_slug = store_wait_parameters.flow_slug
+      and d.dep_slug = store_wait_parameters.step_slug
+      and s.step_type in ('sleep', 'signal')
+  loop
+    select w.value into v_entry
+    from jsonb_array_elements(coalesce(store_wait_parameters.waits, '[]'::jsonb)) as w(value)
+    where w.value ->> 'step_slug' = v_wait.step_slug;
+    if v_entry is null then
+      raise exception 'Cannot complete step "%" of run %: the result carries no % of wait step "%", which depends on it',
+        store_wait_parameters.step_slug, store_wait_parameters.run_id,
+        case v_wait.step_type when 'signal' then 'signal key' else 'due time' end,
+        v_wait.step_slug
+        using errcode = 'invalid_parameter_value',
+          hint = 'A worker of sluice 0.2 computes it; upgrade the workers of the flow';
+    end if;
+    if v_wait.step_type = 'signal' and (jsonb_typeof(v_entry -> 'key') is distinct from 'string'
+      or char_length(v_entry ->> 'key') not between 1 and sluice.max_signal_key_length())
+    then
+      raise exception 'Cannot complete step "%" of run %: the signal key of wait step "%" must be a string of 1 to % characters, got %',
+        store_wait_parameters.step_slug, store_wait_parameters.run_id, v_wait.step_slug,
+        sluice.max_signal_key_length(), left(coalesce(v_entry -> 'key', 'null')::text, 100)
+        using errcode = 'invalid_parameter_value';
+    end if;
+    if v_wait.step_type = 'sleep' and not (
+      (jsonb_typeof(v_entry -> 'until') = 'string' and v_entry -> 'seconds' is null)
+      or (jsonb_typeof(v_entry -> 'seconds') = 'number' and v_entry -> 'until' is null
+        and (v_entry ->> 'seconds')::numeric between 0 and 2147483647
+        and (v_entry ->> 'seconds')::numeric = trunc((v_entry ->> 'seconds')::numeric)))
+    then
+      raise exception 'Cannot complete step "%" of run %: the due time of sleep step "%" must be {until: timestamp} or {seconds: whole number from 0}, got %',
+        store_wait_parameters.step_slug, store_wait_parameters.run_id, v_wait.step_slug,
+        left(v_entry::text, 200)
+        using errcode = 'invalid_parameter_value';
+    end if;
+    update sluice.step_states ss
+    set wait_key = v_entry ->> 'key',
+      wait_until = (v_entry ->> 'until')::timestamptz,
+      wait_seconds = (v_entry ->> 'seconds')::integer
+    where ss.run_id = store_wait_parameters.run_id and ss.step_slug = v_wait.step_slug
+      and ss.status = 'created';
+  end loop;
+end;
+$$;
+
+--
 -- Name: stored_shape(text); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -3349,6 +3696,7 @@ CREATE FUNCTION sluice.stored_shape(flow_slug text) RETURNS jsonb
         'forbidden_input_pattern', s.forbidden_input_pattern,
         'when_unmet', s.when_unmet,
         'when_exhausted', s.when_exhausted,
+        'wait', coalesce(s.wait_options, 'null'::jsonb),
         'queue_name', s.queue_name
       ) order by s.step_index)
       from sluice.steps s where s.flow_slug = f.flow_slug
@@ -3446,6 +3794,7 @@ declare
   v_slug text;
   v_slugs text[] := '{}';
   v_lower text[] := '{}';
+  v_types text[] := '{}';
   v_deps text[];
   v_pattern text;
 begin
@@ -3498,7 +3847,7 @@ begin
         v_slug, v_flow, coalesce((v_step -> 'step_index')::text, 'null'), v_i
         using errcode = 'invalid_parameter_value';
     end if;
-    perform sluice.check_enum(coalesce(v_step -> 'step_type', 'null'), array['single', 'map'],
+    perform sluice.check_enum(coalesce(v_step -> 'step_type', 'null'), array['single', 'map', 'sleep', 'signal'],
       format('step_type of step "%s"', v_slug));
     perform sluice.check_enum(v_step -> 'when_unmet', array['fail', 'skip', 'skip-cascade'],
       format('when_unmet of step "%s"', v_slug));
@@ -3562,7 +3911,10 @@ begin
         using errcode = 'invalid_parameter_value';
     end if;
 
+    perform sluice.validate_wait_step(v_flow, v_step, v_slugs, v_types);
+
     v_slugs := v_slugs || v_slug;
+    v_types := v_types || (v_step ->> 'step_type');
     v_lower := v_lower || lower(v_slug);
     v_i := v_i + 1;
   end loop;
@@ -3677,6 +4029,75 @@ begin
       using errcode = 'duplicate_object';
   end if;
 end;
+$$;
+
+--
+-- Name: validate_wait_step(text, jsonb, text[], text[]); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.validate_wait_step(flow_slug text, step jsonb, earlier_slugs text[], earlier_types text[]) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+declare
+  v_slug text := step ->> 'step_slug';
+  v_type text := step ->> 'step_type';
+  v_dep text;
+  v_dep_type text;
+begin
+  if v_type not in ('sleep', 'signal') then
+    if coalesce(step -> 'wait', 'null'::jsonb) <> 'null'::jsonb then
+      raise exception 'Invalid flow definition: step "%" of flow "%" is a % step, which takes no wait options, got %',
+        v_slug, flow_slug, v_type, step -> 'wait'
+        using errcode = 'invalid_parameter_value';
+    end if;
+    return;
+  end if;
+  if jsonb_array_length(step -> 'deps') <> 1 then
+    raise exception 'Invalid flow definition: % step "%" of flow "%" must depend on exactly one step, got deps %',
+      v_type, v_slug, flow_slug, step -> 'deps'
+      using errcode = 'invalid_parameter_value';
+  end if;
+  v_dep := step -> 'deps' ->> 0;
+  v_dep_type := earlier_types[array_position(earlier_slugs, v_dep)];
+  if v_dep_type is distinct from 'single' then
+    raise exception 'Invalid flow definition: % step "%" of flow "%" depends on "%", a % step; a wait depends on one single handler step (its worker computes the wait)',
+      v_type, v_slug, flow_slug, v_dep, v_dep_type
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if coalesce(step -> 'required_input_pattern', 'null'::jsonb) <> 'null'::jsonb
+    or coalesce(step -> 'forbidden_input_pattern', 'null'::jsonb) <> 'null'::jsonb
+  then
+    raise exception 'Invalid flow definition: % step "%" of flow "%" cannot have a condition',
+      v_type, v_slug, flow_slug
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if v_type = 'signal' then
+    perform sluice.check_whole_number(step #> '{wait,timeout_seconds}', 1,
+      format('wait.timeout_seconds of step "%s"', v_slug));
+    perform sluice.check_enum(coalesce(step #> '{wait,on_timeout}', '"fail"'::jsonb),
+      array['fail', 'skip', 'value'], format('wait.on_timeout of step "%s"', v_slug));
+  elsif coalesce(step -> 'wait', 'null'::jsonb) not in ('null'::jsonb, '{}'::jsonb) then
+    raise exception 'Invalid flow definition: sleep step "%" of flow "%" takes no wait options, got %',
+      v_slug, flow_slug, step -> 'wait'
+      using errcode = 'invalid_parameter_value';
+  end if;
+end;
+$$;
+
+--
+-- Name: wait_options(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.wait_options(step jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select case step ->> 'step_type'
+    when 'sleep' then '{}'::jsonb
+    when 'signal' then jsonb_build_object(
+      'timeout_seconds', coalesce(step #> '{wait,timeout_seconds}', 'null'::jsonb),
+      'on_timeout', coalesce(step #>> '{wait,on_timeout}', 'fail'),
+      'timeout_value', coalesce(step #> '{wait,timeout_value}', 'null'::jsonb))
+  end
 $$;
 
 --
@@ -3913,6 +4334,7 @@ CREATE TABLE sluice.steps (
     when_exhausted text DEFAULT 'fail'::text NOT NULL,
     queue_name text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    wait_options jsonb,
     CONSTRAINT steps_check CHECK (((map_source IS NULL) OR (step_type = 'map'::text))),
     CONSTRAINT steps_check1 CHECK (((map_source IS NULL) OR (deps_count = 1))),
     CONSTRAINT steps_deps_count_check CHECK ((deps_count >= 0)),
@@ -3924,7 +4346,8 @@ CREATE TABLE sluice.steps (
     CONSTRAINT steps_required_input_pattern_check CHECK ((jsonb_typeof(required_input_pattern) = 'object'::text)),
     CONSTRAINT steps_step_index_check CHECK ((step_index >= 0)),
     CONSTRAINT steps_step_slug_check CHECK ((sluice.is_valid_slug(step_slug) AND (step_slug <> 'run'::text))),
-    CONSTRAINT steps_step_type_check CHECK ((step_type = ANY (ARRAY['single'::text, 'map'::text]))),
+    CONSTRAINT steps_step_type_check CHECK ((step_type = ANY (ARRAY['single'::text, 'map'::text, 'sleep'::text, 'signal'::text]))),
+    CONSTRAINT steps_wait_options_check CHECK (((step_type = ANY (ARRAY['sleep'::text, 'signal'::text])) = (wait_options IS NOT NULL))),
     CONSTRAINT steps_when_exhausted_check CHECK ((when_exhausted = ANY (ARRAY['fail'::text, 'skip'::text, 'skip-cascade'::text]))),
     CONSTRAINT steps_when_unmet_check CHECK ((when_unmet = ANY (ARRAY['fail'::text, 'skip'::text, 'skip-cascade'::text])))
 );
@@ -3946,6 +4369,7 @@ CREATE VIEW sluice.route_coverage AS
     (count(w.worker_id) = 0) AS missing_worker
    FROM (sluice.steps s
      LEFT JOIN sluice.live_workers w ON (((w.queue_name = s.queue_name) AND (w.flow_slug = s.flow_slug) AND ((w.step_slug IS NULL) OR (w.step_slug = s.step_slug)))))
+  WHERE (s.step_type <> ALL (ARRAY['sleep'::text, 'signal'::text]))
   GROUP BY s.flow_slug, s.step_slug, s.step_index, s.queue_name;
 
 --
@@ -3966,6 +4390,20 @@ CREATE TABLE sluice.schedule_ticks (
 --
 
 COMMENT ON TABLE sluice.schedule_ticks IS 'One row per fired tick of a schedule; its primary key is what makes a tick start exactly one run.';
+
+--
+-- Name: signals; Type: TABLE; Schema: sluice; Owner: -
+--
+
+CREATE TABLE sluice.signals (
+    signal_id text NOT NULL,
+    signal_key text NOT NULL,
+    payload jsonb DEFAULT 'null'::jsonb NOT NULL,
+    sent_at timestamp with time zone DEFAULT now() NOT NULL,
+    sent_by text DEFAULT CURRENT_USER NOT NULL,
+    CONSTRAINT signals_signal_id_check CHECK (((char_length(signal_id) >= 1) AND (char_length(signal_id) <= 1000))),
+    CONSTRAINT signals_signal_key_check CHECK (((char_length(signal_key) >= 1) AND (char_length(signal_key) <= 1000)))
+);
 
 --
 -- Name: version_drain; Type: VIEW; Schema: sluice; Owner: -
@@ -4117,6 +4555,13 @@ ALTER TABLE ONLY sluice.schedules
     ADD CONSTRAINT schedules_pkey PRIMARY KEY (schedule_name);
 
 --
+-- Name: signals signals_pkey; Type: CONSTRAINT; Schema: sluice; Owner: -
+--
+
+ALTER TABLE ONLY sluice.signals
+    ADD CONSTRAINT signals_pkey PRIMARY KEY (signal_id);
+
+--
 -- Name: step_states step_states_pkey; Type: CONSTRAINT; Schema: sluice; Owner: -
 --
 
@@ -4195,10 +4640,28 @@ CREATE INDEX runs_flow_slug_idx ON sluice.runs USING btree (flow_slug);
 CREATE INDEX schedules_due ON sluice.schedules USING btree (next_due_at) WHERE (paused_at IS NULL);
 
 --
+-- Name: signals_key_idx; Type: INDEX; Schema: sluice; Owner: -
+--
+
+CREATE INDEX signals_key_idx ON sluice.signals USING btree (signal_key, sent_at);
+
+--
 -- Name: step_states_ready_idx; Type: INDEX; Schema: sluice; Owner: -
 --
 
 CREATE INDEX step_states_ready_idx ON sluice.step_states USING btree (run_id) WHERE ((status = 'created'::text) AND (remaining_deps = 0));
+
+--
+-- Name: step_states_wait_key_idx; Type: INDEX; Schema: sluice; Owner: -
+--
+
+CREATE INDEX step_states_wait_key_idx ON sluice.step_states USING btree (wait_key) WHERE ((status = 'waiting'::text) AND (wait_key IS NOT NULL));
+
+--
+-- Name: step_states_wait_until_idx; Type: INDEX; Schema: sluice; Owner: -
+--
+
+CREATE INDEX step_states_wait_until_idx ON sluice.step_states USING btree (wait_until) WHERE ((status = 'waiting'::text) AND (wait_until IS NOT NULL));
 
 --
 -- Name: step_tasks_message_key; Type: INDEX; Schema: sluice; Owner: -

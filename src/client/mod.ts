@@ -28,6 +28,7 @@ export * from "./get_run_tasks.ts";
 export * from "./retry_run.ts";
 export * from "./schedule_errors.ts";
 export * from "./schedules.ts";
+export * from "./send_signal.ts";
 export * from "./start_flow.ts";
 export * from "./wait_for_run.ts";
 export * from "./watch_run.ts";

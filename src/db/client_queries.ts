@@ -214,3 +214,23 @@ export async function retryRunRow(
     select sluice.retry_run(${runId}::uuid, ${force}::boolean) as result`;
   return result;
 }
+
+/** What `sluice.send_signal` answered. */
+export interface SendSignalRow {
+  readonly signal_id: string;
+  readonly outcome: "sent" | "duplicate";
+  readonly released: number;
+}
+
+/** `sluice.send_signal`: records a signal and completes the steps waiting on its key. */
+export async function sendSignalRow(
+  sql: Queryable,
+  key: string,
+  payloadJson: string,
+  signalId: string,
+): Promise<SendSignalRow> {
+  const [{ result }] = await sql<{ result: SendSignalRow }[]>`
+    select sluice.send_signal(${key}::text, ${payloadJson}::text::jsonb, ${signalId}::text)
+      as result`;
+  return result;
+}

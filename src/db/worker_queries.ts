@@ -305,6 +305,18 @@ export async function requeueStalledTasks(sql: Sql): Promise<number> {
   return row.handled;
 }
 
+/**
+ * `sluice.release_due_waits`: releases the sleeps and signal timeouts that are due (docs/waits.md);
+ * returns how many it released.
+ */
+export async function releaseDueWaits(sql: Sql): Promise<number> {
+  const row = onlyRow(
+    "release_due_waits",
+    await sql<{ released: number }[]>`select sluice.release_due_waits() as released`,
+  );
+  return row.released;
+}
+
 /** The fencing token of one attempt, as its claim handed it out. */
 export interface AttemptToken {
   readonly runId: string;
@@ -317,6 +329,19 @@ export interface AttemptToken {
 /** One successful result; `outputJson` is the handler output already serialized. */
 export interface TaskResult extends AttemptToken {
   readonly outputJson: string;
+  /** The key or due time of each wait step that depends on this step (docs/waits.md). */
+  readonly waits?: readonly WaitParameter[];
+}
+
+/** What a completion tells `complete_tasks` about one wait step it starts. */
+export interface WaitParameter {
+  readonly step_slug: string;
+  /** A signal wait's key. */
+  readonly key?: string;
+  /** A sleep's due instant (ISO 8601). */
+  readonly until?: string;
+  /** A sleep's duration in seconds, from when the wait starts. */
+  readonly seconds?: number;
 }
 
 /** What `sluice.complete_tasks` did with a batch. */
@@ -342,6 +367,9 @@ export async function completeTasks(
     attempt: result.attempt,
     worker_id: result.workerId,
     output: new SerializedJson(result.outputJson),
+    ...(result.waits === undefined || result.waits.length === 0
+      ? {}
+      : { waits: result.waits.map((wait) => ({ ...wait })) }),
   })));
   const row = onlyRow(
     "complete_tasks",

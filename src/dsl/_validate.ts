@@ -10,6 +10,8 @@ import { RESERVED_STEP_SLUGS, slugProblem } from "./slug.ts";
 import type {
   FlowEventOptions,
   FlowRuntimeOptions,
+  OnTimeout,
+  SleepDue,
   StepDefinition,
   StepHandler,
   StepRuntimeOptions,
@@ -320,6 +322,95 @@ export function validateStep(
     whenExhausted: rejecter.policy(options, "whenExhausted", "fail"),
     options: rejecter.runtimeOptions(options, RUNTIME_KEYS),
     handler: handler as StepHandler,
+    wait: null,
+  });
+}
+
+const SLEEP_KEYS = ["slug", "dependsOn"] as const;
+const SIGNAL_KEYS = ["slug", "dependsOn", "key", "payload", "timeoutSeconds", "onTimeout"] as const;
+
+/** Validates one `.sleep()` or `.waitForSignal()` call against the steps added so far. */
+export function validateWaitStep(
+  flowSlug: string,
+  steps: readonly StepDefinition[],
+  kind: "sleep" | "signal",
+  input: unknown,
+  due: unknown,
+): StepDefinition {
+  const head = `Cannot add step to flow ${JSON.stringify(flowSlug)}`;
+  const options = requireObject(input, head);
+  const slug = requireSlug(options, head);
+  const rejecter = new Rejecter(flowSlug, slug);
+  rejecter.checkKeys(options, kind === "sleep" ? SLEEP_KEYS : SIGNAL_KEYS);
+  const base = validateStep(
+    flowSlug,
+    steps,
+    "step",
+    { slug, dependsOn: options.dependsOn },
+    () => undefined,
+  );
+  const dependency = steps.find((step) => step.slug === base.dependsOn[0]);
+  if (base.dependsOn.length !== 1 || dependency === undefined || dependency.type !== "single") {
+    throw rejecter.reject(
+      "invalid_option",
+      "dependsOn",
+      options.dependsOn,
+      `a wait depends on exactly one single step that runs a handler (its worker computes the wait), got dependsOn ${
+        formatValue(options.dependsOn)
+      }${dependency === undefined ? "" : ` (a ${dependency.type} step)`}`,
+    );
+  }
+  const fn = kind === "sleep" ? due : options.key;
+  if (typeof fn !== "function") {
+    throw rejecter.reject(
+      "invalid_option",
+      kind === "sleep" ? "due" : "key",
+      fn,
+      `${kind === "sleep" ? "the due-time argument" : "key"} must be a function, got ${
+        formatValue(fn)
+      }`,
+    );
+  }
+  const refuse: StepHandler = () => {
+    throw new Error(
+      `Step ${JSON.stringify(slug)} of flow ${JSON.stringify(flowSlug)} is a wait: it has no task`,
+    );
+  };
+  if (kind === "sleep") {
+    return Object.freeze({
+      ...base,
+      type: "sleep",
+      handler: refuse,
+      wait: Object.freeze({ kind: "sleep", due: fn as (deps: never) => SleepDue }),
+    });
+  }
+  const timeoutSeconds = rejecter.integer(options, "timeoutSeconds", 1) ?? null;
+  const onTimeout = options.onTimeout ?? "fail";
+  const validOnTimeout = onTimeout === "fail" || onTimeout === "skip" ||
+    (isPlainObject(onTimeout) && Object.keys(onTimeout).join() === "value" &&
+      findJsonProblem(onTimeout.value, "onTimeout.value") === undefined);
+  if (!validOnTimeout || (options.onTimeout !== undefined && timeoutSeconds === null)) {
+    throw rejecter.reject(
+      "invalid_option",
+      "onTimeout",
+      onTimeout,
+      validOnTimeout
+        ? "onTimeout needs timeoutSeconds (without it the wait has no timeout)"
+        : `onTimeout must be "fail", "skip" or { value } with a JSON value, got ${
+          formatValue(onTimeout)
+        }`,
+    );
+  }
+  return Object.freeze({
+    ...base,
+    type: "signal",
+    handler: refuse,
+    wait: Object.freeze({
+      kind: "signal",
+      key: fn as (deps: never) => string,
+      timeoutSeconds,
+      onTimeout: deepFreeze(structuredClone(onTimeout)) as OnTimeout,
+    }),
   });
 }
 

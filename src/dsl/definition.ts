@@ -9,7 +9,7 @@ import { type QueueMode, routingOf } from "./routing.ts";
 import type { WhenPolicy } from "./condition.ts";
 import { FlowDefinitionError } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
-import type { StepType } from "./step_definition.ts";
+import type { StepDefinition, StepType } from "./step_definition.ts";
 import type { DeployableFlow } from "./types.ts";
 
 /**
@@ -110,7 +110,7 @@ export interface FlowDefinitionStep {
   readonly step_slug: string;
   /** Zero-based; equals the position in `steps`. */
   readonly step_index: number;
-  /** `single` or `map`. */
+  /** `single` or `map`, or `sleep` or `signal` for a wait step. */
   readonly step_type: StepType;
   /** Sorted ascending by code point. */
   readonly deps: readonly string[];
@@ -126,6 +126,27 @@ export interface FlowDefinitionStep {
   readonly when_exhausted: WhenPolicy;
   /** Step runtime options (not part of the shape). */
   readonly options: StepDefinitionOptions;
+  /** A signal wait's timeout, `{}` for a sleep, `null` for a handler step (part of the shape). */
+  readonly wait?: WaitDefinitionOptions | null;
+}
+
+/**
+ * A wait step's options in the definition: a signal wait's timeout (none for a sleep).
+ *
+ * @example Usage
+ * ```ts
+ * import type { WaitDefinitionOptions } from "@sluice/sluice";
+ *
+ * const wait: WaitDefinitionOptions = { timeout_seconds: 60, on_timeout: "skip", timeout_value: null };
+ * ```
+ */
+export interface WaitDefinitionOptions {
+  /** Seconds until the wait times out; `null`: none. */
+  readonly timeout_seconds?: number | null;
+  /** What a timeout does. */
+  readonly on_timeout?: "fail" | "skip" | "value";
+  /** The output of a wait that timed out with `on_timeout: "value"`. */
+  readonly timeout_value?: unknown;
 }
 
 /**
@@ -171,6 +192,17 @@ export interface FlowDefinition {
   readonly steps: readonly FlowDefinitionStep[];
   /** One per step, in step order. */
   readonly routes: readonly FlowDefinitionRoute[];
+}
+
+function waitOptions(step: StepDefinition): WaitDefinitionOptions | null {
+  if (step.wait === null) return null;
+  if (step.wait.kind === "sleep") return {};
+  const onTimeout = step.wait.onTimeout;
+  return {
+    timeout_seconds: step.wait.timeoutSeconds,
+    on_timeout: typeof onTimeout === "string" ? onTimeout : "value",
+    timeout_value: typeof onTimeout === "string" ? null : structuredClone(onTimeout.value),
+  };
 }
 
 /**
@@ -235,10 +267,35 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
         timeout: step.options.timeout ?? null,
         start_delay: step.options.startDelay ?? null,
       },
+      wait: waitOptions(step),
     })),
     routes: plain.steps.map((step, index) => ({
       step_slug: step.slug,
       queue_name: queueNames[index],
     })),
   };
+}
+
+/**
+ * The steps a worker serves, in definition order: every step but the waits (`sleep`, `signal`),
+ * which hold no task and no message (docs/waits.md). Codegen generates a worker function for
+ * each of them in a step-queued flow, and only they are valid `stepSlug`s of a step worker.
+ *
+ * @param definition A flow definition.
+ * @returns The served step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import { extractDefinition, Flow, servedStepSlugs } from "@sluice/sluice";
+ *
+ * const flow = new Flow<{ id: string }>({ slug: "refund" })
+ *   .step({ slug: "ask" }, (input) => input.id)
+ *   .sleep({ slug: "pause", dependsOn: ["ask"] }, () => ({ seconds: 60 }));
+ * servedStepSlugs(extractDefinition(flow)); // ["ask"]
+ * ```
+ */
+export function servedStepSlugs(definition: FlowDefinition): string[] {
+  return definition.steps
+    .filter((step) => step.step_type !== "sleep" && step.step_type !== "signal")
+    .map((step) => step.step_slug);
 }

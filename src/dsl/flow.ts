@@ -4,7 +4,7 @@
  * @module
  */
 
-import { type StepKind, validateFlowOptions, validateStep } from "./_validate.ts";
+import { type StepKind, validateFlowOptions, validateStep, validateWaitStep } from "./_validate.ts";
 import type { MaySkip, StepCondition, WhenPolicy } from "./condition.ts";
 import type { StepContext } from "./context.ts";
 import type { Json } from "./json.ts";
@@ -24,9 +24,135 @@ import type {
 import type {
   FlowEventOptions,
   FlowRuntimeOptions,
+  OnTimeout,
+  SleepDue,
   StepDefinition,
   StepRuntimeOptions,
 } from "./step_definition.ts";
+
+/** Key of the type-only property of a `SignalPayload`. */
+declare const signalPayloadType: unique symbol;
+
+/**
+ * A type-only marker naming the payload type of a `.waitForSignal()` step (TypeScript cannot
+ * infer the slugs while one type argument is given explicitly). Made by `signalPayload()`.
+ *
+ * @typeParam Payload The signal's payload.
+ *
+ * @example Usage
+ * ```ts
+ * import { type SignalPayload, signalPayload } from "@sluice/sluice";
+ *
+ * const payload: SignalPayload<{ approved: boolean }> = signalPayload<{ approved: boolean }>();
+ * ```
+ */
+export interface SignalPayload<Payload> {
+  /** Type-only. Never set at runtime. */
+  readonly [signalPayloadType]?: Payload;
+}
+
+/**
+ * Names the payload type of a `.waitForSignal()` step: `payload: signalPayload<Decision>()`.
+ *
+ * @typeParam Payload The signal's payload (what `sendSignal` sends).
+ * @returns A marker that carries the type only.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, signalPayload } from "@sluice/sluice";
+ *
+ * const flow = new Flow<{ id: string }>({ slug: "approval" })
+ *   .step({ slug: "ask" }, (input) => ({ id: input.id }))
+ *   .waitForSignal({
+ *     slug: "decision",
+ *     dependsOn: ["ask"],
+ *     key: (deps) => `approval:${deps.ask.id}`,
+ *     payload: signalPayload<{ approved: boolean }>(),
+ *   });
+ * ```
+ */
+export function signalPayload<Payload extends Json>(): SignalPayload<Payload> {
+  return Object.freeze({});
+}
+
+/**
+ * Options of `.sleep()`.
+ *
+ * @typeParam Slug The step slug.
+ * @typeParam Dep The one step it depends on.
+ *
+ * @example Usage
+ * ```ts
+ * import type { SleepOptions } from "@sluice/sluice";
+ *
+ * const options: SleepOptions<"pause", "signup"> = { slug: "pause", dependsOn: ["signup"] };
+ * ```
+ */
+export interface SleepOptions<Slug extends string = string, Dep extends string = string> {
+  /** The step slug, unique within the flow. */
+  readonly slug: Slug;
+  /** The one single step whose completion starts the wait (its worker computes the due time). */
+  readonly dependsOn: readonly [Dep];
+}
+
+/**
+ * Options of `.waitForSignal()`.
+ *
+ * @typeParam Slug The step slug.
+ * @typeParam Dep The one step it depends on.
+ * @typeParam Deps What the key function receives.
+ * @typeParam Payload The signal payload.
+ * @typeParam Timeout What a timeout does.
+ *
+ * @example Usage
+ * ```ts
+ * import type { WaitForSignalOptions } from "@sluice/sluice";
+ *
+ * const options: WaitForSignalOptions<"ok", "ask", { ask: string }, boolean, "skip"> = {
+ *   slug: "ok",
+ *   dependsOn: ["ask"],
+ *   key: (deps) => deps.ask,
+ *   timeoutSeconds: 3600,
+ *   onTimeout: "skip",
+ * };
+ * ```
+ */
+export interface WaitForSignalOptions<
+  Slug extends string = string,
+  Dep extends string = string,
+  Deps = unknown,
+  Payload = Json,
+  Timeout extends OnTimeout = "fail",
+> {
+  /** The step slug, unique within the flow. */
+  readonly slug: Slug;
+  /** The one single step whose completion starts the wait (its worker computes the key). */
+  readonly dependsOn: readonly [Dep];
+  /** The signal key the step waits on (at most 1,000 characters), from its dependency's output. */
+  readonly key: (deps: Deps) => string;
+  /** The payload type (`signalPayload<T>()`); absent: any JSON value. */
+  readonly payload?: SignalPayload<Payload>;
+  /** Seconds until the wait times out (integer >= 1); absent: it waits until a signal comes. */
+  readonly timeoutSeconds?: number;
+  /** What a timeout does: fail the run, skip the step, or complete it with `{ value }`. @default {"fail"} */
+  readonly onTimeout?: Timeout;
+}
+
+/**
+ * The output type of a signal wait: the payload, or its timeout value.
+ *
+ * @typeParam Payload The signal payload.
+ * @typeParam Timeout The `onTimeout` option.
+ *
+ * @example Usage
+ * ```ts
+ * import type { SignalOutput } from "@sluice/sluice";
+ *
+ * const output: SignalOutput<{ approved: boolean }, { value: "timed_out" }> = "timed_out";
+ * ```
+ */
+export type SignalOutput<Payload, Timeout extends OnTimeout> = Timeout extends
+  { readonly value: infer Value } ? Payload | Value : Payload;
 
 /** Key of the type-only property that carries a flow's input and step types. */
 declare const flowTypes: unique symbol;
@@ -429,6 +555,108 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
     handler: (item: never, context: never) => unknown,
   ): Flow<Input, StepSignatures> {
     return this.#add("map", options, handler);
+  }
+
+  /**
+   * Adds a durable sleep: the step waits in the database, holding no task and no worker, until
+   * its due time, then completes with that due time (an ISO 8601 instant, as `toISOString()`
+   * writes it). It depends on exactly one single step; the worker that completes that step calls
+   * `due` with its output. A due time already past completes the sleep at once. If the
+   * dependency is skipped, so is the sleep.
+   *
+   * @param options Slug and the one dependency.
+   * @param due The due time: a `Date`, or `{ seconds }` from when the wait starts.
+   * @returns A new flow with the step appended.
+   * @throws {FlowDefinitionError} When the slug or the dependency is invalid.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const flow = new Flow<{ email: string }>({ slug: "reminder" })
+   *   .step({ slug: "welcome" }, (input) => ({ sent: input.email }))
+   *   .sleep({ slug: "three_days", dependsOn: ["welcome"] }, () => ({ seconds: 3 * 86400 }))
+   *   .step({ slug: "remind", dependsOn: ["three_days"] }, (deps) => `woke at ${deps.three_days}`);
+   * ```
+   */
+  sleep<const Slug extends string, const Dep extends keyof Steps & string>(
+    options: SleepOptions<Slug, Dep>,
+    due: (deps: { [K in Dep]: Steps[K]["output"] }) => SleepDue,
+  ): Flow<
+    Input,
+    WithStep<Steps, Slug, {
+      input: { [K in Dep]: Steps[K]["output"] };
+      output: string;
+      deps: Dep;
+      skippable: Steps[Dep]["skippable"];
+    }>
+  > {
+    return this.#addWait("sleep", options, due);
+  }
+
+  /**
+   * Adds a durable wait for an external signal: the step waits in the database, holding no task
+   * and no worker, until `sendSignal` (SQL `sluice.send_signal`) sends a signal with its key, then
+   * completes with the signal's payload. It depends on exactly one single step; the worker that
+   * completes that step calls `key` with its output. A signal sent before the wait starts is kept
+   * and completes it as soon as it starts. With `timeoutSeconds`, `onTimeout` says what a timeout
+   * does. If the dependency is skipped, so is the wait.
+   *
+   * @param options Slug, the one dependency, the key function, payload type and timeout.
+   * @returns A new flow with the step appended.
+   * @throws {FlowDefinitionError} When the slug, dependency or an option is invalid.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow, signalPayload } from "@sluice/sluice";
+   *
+   * const flow = new Flow<{ refundId: string }>({ slug: "refund" })
+   *   .step({ slug: "request" }, (input) => ({ id: input.refundId }))
+   *   .waitForSignal({
+   *     slug: "decision",
+   *     dependsOn: ["request"],
+   *     key: (deps) => `refund:${deps.request.id}`,
+   *     payload: signalPayload<{ approved: boolean }>(),
+   *     timeoutSeconds: 48 * 3600,
+   *     onTimeout: { value: { approved: false } },
+   *   })
+   *   .step({ slug: "settle", dependsOn: ["decision"] }, (deps) => deps.decision.approved);
+   * ```
+   */
+  waitForSignal<
+    const Slug extends string,
+    const Dep extends keyof Steps & string,
+    Payload = Json,
+    const Timeout extends OnTimeout = "fail",
+  >(
+    options: WaitForSignalOptions<
+      Slug,
+      Dep,
+      { [K in Dep]: Steps[K]["output"] },
+      Payload,
+      Timeout
+    >,
+  ): Flow<
+    Input,
+    WithStep<Steps, Slug, {
+      input: { [K in Dep]: Steps[K]["output"] };
+      output: SignalOutput<Payload, Timeout>;
+      deps: Dep;
+      skippable: Steps[Dep]["skippable"] | ("skip" extends Timeout ? true : false);
+    }>
+  > {
+    return this.#addWait("signal", options, undefined);
+  }
+
+  #addWait<Next extends StepSignatures>(
+    kind: "sleep" | "signal",
+    options: unknown,
+    due: unknown,
+  ): Flow<Input, Next> {
+    const step = validateWaitStep(this.slug, this.#steps, kind, options, due);
+    const next = new Flow<Input, Next>({ slug: this.slug, ...this.options });
+    next.#steps = Object.freeze([...this.#steps, step]);
+    return next;
   }
 
   #add<Next extends StepSignatures>(

@@ -10,7 +10,8 @@ import type { JsonObject } from "./json.ts";
 
 /**
  * A step's type in the definition: `single` runs one task (`.step()` and `.array()`), `map` runs
- * one task per array element (`.map()`).
+ * one task per array element (`.map()`); `sleep` (`.sleep()`) and `signal` (`.waitForSignal()`)
+ * are durable waits, which hold no task (docs/waits.md).
  *
  * @example Usage
  * ```ts
@@ -19,7 +20,57 @@ import type { JsonObject } from "./json.ts";
  * const type: StepType = "map";
  * ```
  */
-export type StepType = "single" | "map";
+export type StepType = "single" | "map" | "sleep" | "signal";
+
+/**
+ * When a sleep is due: an instant, or a number of seconds from when the wait starts.
+ *
+ * @example Usage
+ * ```ts
+ * import type { SleepDue } from "@sluice/sluice";
+ *
+ * const inThreeDays: SleepDue = { seconds: 3 * 24 * 3600 };
+ * ```
+ */
+export type SleepDue = Date | { readonly seconds: number };
+
+/**
+ * What a signal wait does when its timeout passes first: fail the run, skip the step (dependents
+ * run without it), or complete it with a value.
+ *
+ * @example Usage
+ * ```ts
+ * import type { OnTimeout } from "@sluice/sluice";
+ *
+ * const onTimeout: OnTimeout = { value: { approved: false } };
+ * ```
+ */
+export type OnTimeout = "fail" | "skip" | { readonly value: unknown };
+
+/**
+ * The wait of a `sleep` or `signal` step: the function the worker that completes the wait's one
+ * dependency calls with that dependency's output (as `{ [dependency]: output }`) to learn the
+ * due time or the signal key, and a signal wait's timeout.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow } from "@sluice/sluice";
+ *
+ * const flow = new Flow({ slug: "f" })
+ *   .step({ slug: "a" }, () => ({ id: 1 }))
+ *   .waitForSignal({ slug: "b", dependsOn: ["a"], key: (deps) => `order:${deps.a.id}` });
+ * console.log(flow.getStep("b").wait?.kind); // "signal"
+ * ```
+ */
+export type WaitDefinition =
+  | { readonly kind: "sleep"; readonly due: (deps: never) => SleepDue }
+  | {
+    readonly kind: "signal";
+    readonly key: (deps: never) => string;
+    /** Seconds until the timeout, or `null`: no timeout. */
+    readonly timeoutSeconds: number | null;
+    readonly onTimeout: OnTimeout;
+  };
 
 /**
  * A handler as the worker calls it. The builder methods type handlers exactly; the stored form
@@ -111,7 +162,7 @@ export interface StepDefinition {
   readonly slug: string;
   /** Zero-based position in the flow. */
   readonly index: number;
-  /** `single` or `map`. */
+  /** `single`, `map`, or a wait (`sleep`, `signal`). */
   readonly type: StepType;
   /** Dependency slugs, sorted ascending. */
   readonly dependsOn: readonly string[];
@@ -127,6 +178,8 @@ export interface StepDefinition {
   readonly whenExhausted: WhenPolicy;
   /** Runtime options given on the step. */
   readonly options: StepRuntimeOptions;
-  /** The handler. */
+  /** The handler (a wait step's refuses to run: a wait holds no task). */
   readonly handler: StepHandler;
+  /** A wait step's wait, `null` for a handler step. */
+  readonly wait: WaitDefinition | null;
 }

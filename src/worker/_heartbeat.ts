@@ -12,7 +12,7 @@
 import type { Sql } from "../db/postgres.ts";
 import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { describeError } from "./describe_error.ts";
-import { heartbeatWorker, requeueStalledTasks } from "../db/worker_queries.ts";
+import { heartbeatWorker, releaseDueWaits, requeueStalledTasks } from "../db/worker_queries.ts";
 import { type AwaitingScheduleRow, type NextDue, sweepSchedules } from "../db/schedule_queries.ts";
 import { scheduleDueTimes } from "../dsl/schedule_times.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";
@@ -67,6 +67,8 @@ export class Heartbeat {
       await this.#beat();
       if (signal.aborted) break;
       await this.#fireSchedules();
+      if (signal.aborted) break;
+      await this.#releaseWaits();
       if (signal.aborted) break;
       if (Date.now() - this.#lastStalledCheck >= this.#settings.stalledCheckIntervalMs) {
         this.#lastStalledCheck = Date.now();
@@ -124,6 +126,18 @@ export class Heartbeat {
       if (fired > 0) this.#logger.info("schedule ticks fired", { ticks: fired });
     } catch (error) {
       this.#failed("fire_due_schedules", error);
+    }
+  }
+
+  // Every beat, like schedules: the beat interval bounds how late a due sleep or timeout is
+  // released while any worker runs. With nothing due it is one indexed lookup.
+  async #releaseWaits(): Promise<void> {
+    try {
+      const released = await releaseDueWaits(this.#sql);
+      this.#outage.answered();
+      if (released > 0) this.#logger.info("due waits released", { waits: released });
+    } catch (error) {
+      this.#failed("release_due_waits", error);
     }
   }
 

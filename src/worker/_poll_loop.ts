@@ -11,7 +11,7 @@
  */
 
 import type { Sql } from "../db/postgres.ts";
-import type { StepHandler } from "../dsl/step_definition.ts";
+import type { StepDefinition, StepHandler } from "../dsl/step_definition.ts";
 import { describeError } from "./describe_error.ts";
 import type { QueueListener } from "./_queue_listener.ts";
 import {
@@ -32,6 +32,8 @@ export interface PollLoopSettings {
   readonly workerId: string;
   readonly supported: readonly SupportedRoute[];
   readonly handlers: ReadonlyMap<string, StepHandler>;
+  /** The wait steps of the flow by the one step each depends on (their parameters are computed here). */
+  readonly waits: ReadonlyMap<string, readonly StepDefinition[]>;
   readonly maxConcurrent: number;
   readonly batchSize: number;
   readonly visibilityTimeout: number;
@@ -214,7 +216,12 @@ export class PollLoop {
         // start_tasks only hands out supported routes, and those come from the flow's steps.
         throw new Error(`no handler for step "${task.stepSlug}"`);
       }
-      const outcome = await executeTask(task, handler, this.#execution);
+      const outcome = await executeTask(
+        task,
+        handler,
+        this.#execution,
+        this.#settings.waits.get(task.stepSlug),
+      );
       const duration = Date.now() - started;
       if (outcome.kind === "completed") {
         this.#logger.debug("task succeeded", { ...fields, duration_ms: duration });
@@ -225,6 +232,7 @@ export class PollLoop {
           attempt: task.attempt,
           workerId: task.workerId,
           outputJson: outcome.outputJson,
+          waits: outcome.waits,
         });
       } else {
         const log = outcome.reason === "timeout" || outcome.reason === "shutdown"

@@ -8,7 +8,7 @@
  */
 
 import type { Sql } from "../db/postgres.ts";
-import type { StepHandler } from "../dsl/step_definition.ts";
+import type { StepDefinition, StepHandler } from "../dsl/step_definition.ts";
 import { describeError } from "./describe_error.ts";
 import { Heartbeat } from "./_heartbeat.ts";
 import { PollLoop, type PollLoopEnd } from "./_poll_loop.ts";
@@ -28,6 +28,8 @@ export interface RuntimeSettings {
   readonly queue: string;
   readonly supported: readonly SupportedRoute[];
   readonly handlers: ReadonlyMap<string, StepHandler>;
+  /** The flow's wait steps by the one step each depends on. */
+  readonly waits: ReadonlyMap<string, readonly StepDefinition[]>;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly maxConcurrent: number;
   readonly batchSize: number;
@@ -93,6 +95,7 @@ export class WorkerRuntime {
       workerId: settings.workerId,
       supported: settings.supported,
       handlers: settings.handlers,
+      waits: settings.waits,
       maxConcurrent: settings.maxConcurrent,
       batchSize: settings.batchSize,
       visibilityTimeout: settings.visibilityTimeout,

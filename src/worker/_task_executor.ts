@@ -12,13 +12,20 @@ import { toJsonText } from "../dsl/json_text.ts";
 import type { StepHandler } from "../dsl/step_definition.ts";
 import { formatTaskError, MAX_TASK_ERROR_LENGTH } from "./_errors.ts";
 import { truncate } from "./describe_error.ts";
-import type { ClaimedTask } from "../db/worker_queries.ts";
+import type { ClaimedTask, WaitParameter } from "../db/worker_queries.ts";
+import type { StepDefinition } from "../dsl/step_definition.ts";
+import { computeWaitParameters } from "./_wait_parameters.ts";
 import type { RunningAttempts } from "./_running_attempts.ts";
 import { MAX_RETRY_DELAY_SECONDS, RetryAfterError } from "./retry_after_error.ts";
 
 /** What became of one execution. */
 export type TaskOutcome =
-  | { readonly kind: "completed"; readonly outputJson: string }
+  | {
+    readonly kind: "completed";
+    readonly outputJson: string;
+    /** The parameters of the waits this completion starts. */
+    readonly waits: readonly WaitParameter[];
+  }
   | {
     readonly kind: "failed";
     /** The error text stored on the task. */
@@ -72,6 +79,7 @@ export async function executeTask(
   task: ClaimedTask,
   handler: StepHandler,
   environment: ExecutionEnvironment,
+  waits: readonly StepDefinition[] = [],
 ): Promise<TaskOutcome> {
   const controller = new AbortController();
   let aborted!: (reason: unknown) => void;
@@ -129,7 +137,13 @@ export async function executeTask(
       }
       return errorOutcome(settled.error);
     }
-    return serializeOutput(settled.output, task, environment.maxOutputBytes);
+    const outcome = serializeOutput(settled.output, task, environment.maxOutputBytes);
+    if (outcome.kind !== "completed" || waits.length === 0) return outcome;
+    try {
+      return { ...outcome, waits: computeWaitParameters(task.stepSlug, outcome.outputJson, waits) };
+    } catch (error) {
+      return errorOutcome(error);
+    }
   } finally {
     forget();
     clearTimeout(timer);
@@ -211,6 +225,7 @@ function serializeOutput(output: unknown, task: ClaimedTask, maxBytes: number): 
         root: "output",
         maxBytes,
       }),
+      waits: [],
     };
   } catch (error) {
     const refused = error instanceof JsonValueError || error instanceof JsonSizeError;

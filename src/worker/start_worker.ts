@@ -25,6 +25,7 @@ import type {
 } from "./worker_options.ts";
 import { resolveWorkerConfig, type WorkerConfig } from "./worker_config.ts";
 import type { WorkerTarget } from "./worker_target.ts";
+import { waitStepsByDependency } from "./_wait_parameters.ts";
 
 /**
  * Starts a worker for `flow`: it compiles the flow, registers itself and polls one queue.
@@ -148,9 +149,10 @@ export async function launchWorker(
   const plain = routingOf(flow).flow;
   const handlers = new Map(
     plain.steps
-      .filter((step) => target.stepSlugs.includes(step.slug))
+      .filter((step) => target.stepSlugs.includes(step.slug) && step.wait === null)
       .map((step) => [step.slug, step.handler]),
   );
+  const waits = waitStepsByDependency(plain.steps);
 
   const ownsPool = connection.kind === "url";
   const sql = connection.kind === "given" ? connection.sql : connect(connection.url, {
@@ -201,6 +203,7 @@ export async function launchWorker(
         step_slug: step,
       })),
       handlers,
+      waits,
       ownsPool,
     };
     const runtime = new WorkerRuntime(sql, logger, listener, runtimeSettings);

@@ -33,7 +33,7 @@ export type ConnectionSource =
 export type WorkerSettings =
   & Omit<
     RuntimeSettings,
-    "workerId" | "functionName" | "queue" | "supported" | "handlers" | "ownsPool" | "env"
+    "workerId" | "functionName" | "queue" | "supported" | "handlers" | "waits" | "ownsPool" | "env"
   >
   & {
     readonly environment: CompileEnvironment;

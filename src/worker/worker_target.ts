@@ -6,7 +6,7 @@
  * @module
  */
 
-import { extractDefinition } from "../dsl/definition.ts";
+import { extractDefinition, servedStepSlugs } from "../dsl/definition.ts";
 import { workerFunctionName } from "../dsl/function_name.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
@@ -113,7 +113,7 @@ export function targetOf(flow: DeployableFlow, options: WorkerTargetOptions): Wo
   const definition = extractDefinition(flow);
   const alias = routingOf(flow).alias ?? null;
   const flowSlug = definition.flow_slug;
-  const steps = definition.routes.map((route) => route.step_slug);
+  const steps = servedStepSlugs(definition);
   const stepSlug: unknown = options.stepSlug;
   const fail = (reason: StepSlugError["reason"], message: string): never => {
     throw new StepSlugError(
@@ -143,11 +143,21 @@ export function targetOf(flow: DeployableFlow, options: WorkerTargetOptions): Wo
         `a step-queued flow's worker serves one step: give stepSlug, one of ${validSlugs}`,
       );
     }
-    const route = definition.routes.find((candidate) => candidate.step_slug === stepSlug);
+    const route = definition.routes.find((candidate) =>
+      candidate.step_slug === stepSlug && steps.includes(candidate.step_slug)
+    );
     if (route === undefined) {
+      const wait = definition.steps.find((step) => step.step_slug === stepSlug);
       return fail(
         "unknown",
-        `stepSlug ${JSON.stringify(stepSlug)} is not a step of the flow; give one of ${validSlugs}`,
+        wait === undefined
+          ? `stepSlug ${
+            JSON.stringify(stepSlug)
+          } is not a step of the flow; give one of ${validSlugs}`
+          : `stepSlug ${
+            JSON.stringify(stepSlug)
+          } is a wait step (${wait.step_type}): it holds no ` +
+            `task, so no worker serves it (docs/waits.md); give one of ${validSlugs}`,
       );
     }
     target = {

@@ -142,43 +142,9 @@ begin
 end;
 $$;
 
--- As in migration 20261130001700, with a cancelled run's end and a retried run's last retry
--- (after the events of what it kept, before those of what it started again).
-create or replace function sluice.run_events(run_id uuid)
-returns jsonb
-language sql
-stable
-as $$
-  select jsonb_agg(e.event order by e.last, e.at, e.step_index, e.stage)
-  from sluice.runs r
-  cross join lateral (
-    select sluice.run_event(r, 'started') as event, false as last, r.started_at as at,
-      -1 as step_index, 0 as stage
-    union all
-    select sluice.run_event(r, 'retried'), false, r.retried_at, -1, 0
-    where r.retry_count > 0
-    union all
-    select sluice.run_event(r, r.status), true,
-      coalesce(r.completed_at, r.failed_at, r.cancelled_at), -1, 0
-    where r.status <> 'started'
-    union all
-    select x.event, false, (x.event ->> 'at')::timestamptz, s.step_index, x.stage
-    from sluice.step_states ss
-    join sluice.steps s on s.flow_slug = ss.flow_slug and s.step_slug = ss.step_slug
-    cross join lateral (
-      select sluice.step_event(ss, 'started') as event, 0 as stage
-      where ss.started_at is not null
-      union all
-      select sluice.step_progress_event(ss, coalesce(ss.progress_sent_at, ss.started_at)), 1
-      where ss.status = 'started' and ss.remaining_tasks < ss.initial_tasks
-      union all
-      select sluice.step_event(ss, ss.status), 2
-      where ss.status not in ('created', 'started')
-    ) x
-    where ss.run_id = r.run_id
-  ) e
-  where r.run_id = run_events.run_id
-$$;
+-- sluice.run_events (the snapshot of a run's events) changes with cancelled and retried runs;
+-- its one definition in this release group is in 20261202000300_sluice_waits.sql, which also
+-- adds waiting steps to it.
 
 -- As in migration 20261130001200, with cancelled runs: they finished at cancelled_at.
 create or replace function sluice.prune_runs_batch(cutoff timestamptz, batch_size integer)
@@ -215,66 +181,9 @@ begin
 end;
 $$;
 
--- Cancels the runs among run_ids that are still started, in one statement: the runs, then their
--- unfinished step states, then their queued and started tasks, then those tasks' messages
--- (archived on each task's own queue). Returns one row per run it cancelled with the number of
--- tasks it cancelled. A started task's attempt is fenced by the change: its report is stale, and
--- its worker learns of it at its next heartbeat (sluice.heartbeat_worker with its running tasks).
---
--- Lock order: the run rows first, ordered by run_id (the locked CTE; rows are locked after the
--- sort), then step states and tasks of those runs only, then messages: the global ladder. Every
--- other writer of these step states and tasks holds their run's lock first, so the order within a
--- rung does not matter; a run that finished while this waited for its lock is re-checked and left
--- out. Every data-changing CTE is read by the final select (PostgreSQL may skip one that is not).
-create function sluice.cancel_run_set(run_ids uuid[], reason text)
-returns table (cancelled_run_id uuid, cancelled_tasks integer)
-language sql
-as $$
-  with locked as (
-    select r.run_id from sluice.runs r
-    where r.run_id = any (cancel_run_set.run_ids) and r.status = 'started'
-    order by r.run_id
-    for update
-  ),
-  runs_cancelled as (
-    update sluice.runs r
-    set status = 'cancelled', cancelled_at = now(), cancel_reason = cancel_run_set.reason,
-      cancelled_by = current_user
-    from locked l
-    where r.run_id = l.run_id
-    returning r.run_id
-  ),
-  steps_cancelled as (
-    update sluice.step_states ss
-    set status = 'cancelled', cancelled_at = now()
-    from runs_cancelled c
-    where ss.run_id = c.run_id and ss.status in ('created', 'started')
-    returning ss.run_id
-  ),
-  tasks_cancelled as (
-    update sluice.step_tasks t
-    set status = 'cancelled', cancelled_at = now()
-    from runs_cancelled c
-    where t.run_id = c.run_id and t.status in ('queued', 'started')
-    returning t.run_id, t.queue_name, t.message_id
-  ),
-  archived as (
-    select count(a.id) as messages
-    from (
-      select t.queue_name, array_agg(t.message_id) as ids
-      from tasks_cancelled t
-      where t.message_id is not null
-      group by t.queue_name
-    ) q
-    cross join lateral pgmq.archive(q.queue_name, q.ids) as a(id)
-  )
-  select c.run_id,
-    (select count(*)::integer from tasks_cancelled t where t.run_id = c.run_id)
-  from runs_cancelled c
-  cross join (select count(*) from steps_cancelled) s
-  cross join archived
-  order by c.run_id
-$$;
+-- sluice.cancel_run_set (the set-based cancel that cancel_run and cancel_runs call, documented
+-- there) is defined in 20261202000300_sluice_waits.sql, which also cancels waiting steps: one
+-- definition per release group (docs/architecture.md#migrations).
 
 -- The longest cancel reason stored.
 create function sluice.max_cancel_reason_length()

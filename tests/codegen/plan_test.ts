@@ -61,6 +61,25 @@ Deno.test("planWorkerFunctions() plans one function per plain flow and one per s
   ]);
 });
 
+Deno.test("planWorkerFunctions() plans no function for the wait steps of a step-queued flow", () => {
+  const waiting = withStepQueues(
+    new Flow<{ id: string }>({ slug: "approvals" })
+      .step({ slug: "ask" }, (input) => input.id)
+      .waitForSignal({ slug: "decision", dependsOn: ["ask"], key: (deps) => deps.ask })
+      .sleep({ slug: "pause", dependsOn: ["ask"] }, () => ({ seconds: 60 }))
+      .step({ slug: "settle", dependsOn: ["decision", "pause"] }, () => true),
+  );
+  assert.deepEqual(
+    planWorkerFunctions({ waiting }, "flows.ts").map((spec) => spec.stepSlug),
+    ["ask", "settle"],
+  );
+  // A plain flow with waits is still one function.
+  assert.deepEqual(
+    planWorkerFunctions({ plainWaits: waiting.flow }, "flows.ts").map((s) => s.functionName),
+    ["approvals"],
+  );
+});
+
 Deno.test("planWorkerFunctions() ignores other exports and counts a flow exported twice once, preferring a named export", () => {
   const specs = planWorkerFunctions(
     { default: plain, zGreet: plain, aGreet: plain, helper: () => 1, version: 2 },

@@ -1,0 +1,102 @@
+/**
+ * `sendSignal`: completes the steps waiting on a signal key (docs/waits.md).
+ *
+ * @module
+ */
+
+import type { Queryable } from "../db/postgres.ts";
+import { sendSignalRow } from "../db/client_queries.ts";
+import { toJsonText } from "../dsl/json_text.ts";
+import { DEFAULT_MAX_JSON_BYTES } from "../dsl/limits.ts";
+
+/** The longest signal key and signal id (`sluice.max_signal_key_length()`). */
+const MAX_SIGNAL_KEY_LENGTH = 1000;
+
+/**
+ * What to send.
+ *
+ * @example Usage
+ * ```ts
+ * import type { SendSignalOptions } from "@sluice/sluice";
+ *
+ * const options: SendSignalOptions = {
+ *   key: "refund:r_42",
+ *   payload: { approved: true },
+ *   signalId: "decision-r_42",
+ * };
+ * ```
+ */
+export interface SendSignalOptions {
+  /** The key the waiting steps wait on (1 to 1,000 characters). */
+  readonly key: string;
+  /** The waiting steps' output (a JSON value). */
+  readonly payload: unknown;
+  /**
+   * The caller's id of this signal (1 to 1,000 characters): a signal id sent before changes
+   * nothing (`outcome: "duplicate"`), so a redelivered webhook is harmless.
+   */
+  readonly signalId: string;
+}
+
+/**
+ * What `sendSignal` did.
+ *
+ * @example Usage
+ * ```ts
+ * import type { SendSignalResult } from "@sluice/sluice";
+ *
+ * const result: SendSignalResult = { signalId: "s1", outcome: "sent", released: 1 };
+ * ```
+ */
+export interface SendSignalResult {
+  /** The signal id. */
+  readonly signalId: string;
+  /** `sent`: recorded now. `duplicate`: this signal id was sent before; nothing changed. */
+  readonly outcome: "sent" | "duplicate";
+  /** How many waiting steps it completed now (a signal no step waits for yet is kept). */
+  readonly released: number;
+}
+
+/**
+ * Sends a signal: every step waiting on `key` completes with `payload` as its output and its
+ * dependents start, in one transaction; a signal no step waits for yet is kept, and a step that
+ * starts waiting on the key later completes at once. Idempotent by `signalId`. Pass a
+ * transaction (`sql.begin(async (tx) => sendSignal(tx, ...))`) to send it with the
+ * application's own writes: a rolled-back signal is never seen.
+ *
+ * @param sql A client or transaction.
+ * @param options The key, payload and signal id.
+ * @returns Whether it was sent now and how many waits it released.
+ * @throws {TypeError} When the key or signal id is not a string of 1 to 1,000 characters.
+ * @throws {JsonValueError} When the payload is not a JSON value.
+ * @throws {JsonSizeError} When the payload is larger than 16 MiB as JSON.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, sendSignal } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * await sendSignal(sql, { key: "refund:r_42", payload: { approved: true }, signalId: "d-r_42" });
+ * ```
+ */
+export async function sendSignal(
+  sql: Queryable,
+  options: SendSignalOptions,
+): Promise<SendSignalResult> {
+  for (const [name, value] of [["key", options.key], ["signalId", options.signalId]] as const) {
+    if (typeof value !== "string" || value.length === 0 || value.length > MAX_SIGNAL_KEY_LENGTH) {
+      throw new TypeError(
+        `Cannot send signal: ${name} must be a string of 1 to ${MAX_SIGNAL_KEY_LENGTH} characters, got ${
+          typeof value === "string" ? `${value.length} characters` : typeof value
+        }`,
+      );
+    }
+  }
+  const payloadJson = toJsonText(options.payload === undefined ? null : options.payload, {
+    action: `Cannot send signal ${JSON.stringify(options.signalId)}`,
+    root: "payload",
+    maxBytes: DEFAULT_MAX_JSON_BYTES,
+  });
+  const row = await sendSignalRow(sql, options.key, payloadJson, options.signalId);
+  return { signalId: row.signal_id, outcome: row.outcome, released: row.released };
+}
