@@ -172,8 +172,9 @@ export interface StepStartedEvent<Slug extends string = string> extends RunEvent
 /**
  * A wait step (`.sleep()` or `.waitForSignal()`, docs/waits.md) started waiting in the database:
  * its dependency completed and gave it its key or due time. `step:completed` follows when a signal
- * with the key comes or the due time passes (or `step:skipped` / `run:failed` when a signal wait
- * times out). A wait step has no `step:started`: it has no task. `at` is when it started waiting.
+ * with the key comes or the due time passes (when a signal wait times out: `step:completed` with
+ * its timeout value, `step:skipped` or `step:failed`, as its `onTimeout` says). A wait step has
+ * no `step:started`: it has no task. `at` is when it started waiting.
  *
  * @typeParam Slug The flow's step slugs.
  *
