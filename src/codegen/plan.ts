@@ -5,7 +5,7 @@
  * @module
  */
 
-import { extractDefinition } from "../dsl/definition.ts";
+import { extractDefinition, servedStepSlugs } from "../dsl/definition.ts";
 import { aliasOf, type DeployedFlow, isDeployedFlow } from "../dsl/deployed_flow.ts";
 import { Flow } from "../dsl/flow.ts";
 import { workerFunctionName } from "../dsl/function_name.ts";
@@ -163,9 +163,9 @@ export function planWorkerFunctions(
 
     const definition = extractDefinition(concrete);
     if (definition.queue_mode === "step") {
-      for (const [index, route] of definition.routes.entries()) {
-        // A wait step holds no task: no worker serves it (docs/waits.md).
-        if ((definition.steps[index].wait ?? null) !== null) continue;
+      const served = servedStepSlugs(definition);
+      for (const route of definition.routes) {
+        if (!served.includes(route.step_slug)) continue;
         specs.push({
           functionName: workerFunctionName(definition.flow_slug, route.step_slug),
           exportName,

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { Queryable, Sql } from "./postgres.ts";
 
 /**
  * The test clock: makes the run's delayed messages (queued tasks waiting out a retry delay)
@@ -17,10 +17,57 @@ export async function skipRetryDelays(sql: Sql, runId: string): Promise<void> {
     where t.run_id = ${runId} and t.status = 'queued' and t.message_id is not null`;
 }
 
+/** Which of a run's waits `releaseRunWaits` makes due now. */
+export interface RunWaitsToRelease {
+  /** Sleeps, which then complete as if their due time had come. */
+  sleeps: boolean;
+  /** Signal waits with a timeout, which then follow their `onTimeout` as if it had passed. */
+  timeouts: boolean;
+}
+
 /**
- * The test clock's move: puts every started task's `started_at` and every PGMQ message's
- * visibility time `seconds` back, runs stall recovery and wakes every queue's workers, in one
- * transaction.
+ * Makes the run's waiting sleeps and/or signal-wait timeouts due now and releases them: one
+ * transaction that locks the run, then its step states (the lock order), then the sweep. A
+ * released sleep completes with its new due time: now.
+ *
+ * @returns How many waits were released.
+ */
+export async function releaseRunWaits(
+  sql: Sql,
+  runId: string,
+  which: RunWaitsToRelease,
+): Promise<number> {
+  if (!which.sleeps && !which.timeouts) return 0;
+  return await sql.begin(async (tx) => {
+    const [run] = await tx`
+      select 1 from sluice.runs where run_id = ${runId} and status = 'started' for update`;
+    if (run === undefined) return 0;
+    const moved = await tx`
+      update sluice.step_states ss set wait_until = now()
+      from sluice.steps s
+      where ss.run_id = ${runId} and ss.status = 'waiting' and ss.wait_until > now()
+        and s.flow_slug = ss.flow_slug and s.step_slug = ss.step_slug
+        and ((s.step_type = 'sleep' and ${which.sleeps})
+          or (s.step_type = 'signal' and ${which.timeouts}))`;
+    return moved.count === 0 ? 0 : await releaseAllDueWaits(tx);
+  });
+}
+
+/** Runs the sweep of due waits until it finds no more; returns how many it released. */
+async function releaseAllDueWaits(tx: Queryable): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const [{ released }] = await tx<{ released: number }[]>`
+      select sluice.release_due_waits(1000) as released`;
+    total += released;
+    if (released < 1000) return total;
+  }
+}
+
+/**
+ * The test clock's move: puts every started task's `started_at`, every PGMQ message's visibility
+ * time and every waiting step's due time or timeout `seconds` back, releases the waits that are
+ * due then, runs stall recovery and wakes every queue's workers, in one transaction.
  *
  * @returns How many stalled tasks stall recovery handled.
  */
@@ -35,6 +82,19 @@ export async function advanceClock(sql: Sql, seconds: number): Promise<number> {
       await tx`
         update pgmq.${tx(`q_${queue_name}`)} set vt = vt - make_interval(secs => ${seconds})`;
     }
+    // Lock order runs -> step_states: the runs of the waits it moves first, in run_id order.
+    await tx`
+      select 1 from sluice.runs r
+      where r.run_id in (
+        select ss.run_id from sluice.step_states ss
+        where ss.status = 'waiting' and ss.wait_until is not null
+      )
+      order by r.run_id
+      for update`;
+    await tx`
+      update sluice.step_states set wait_until = wait_until - make_interval(secs => ${seconds})
+      where status = 'waiting' and wait_until is not null`;
+    await releaseAllDueWaits(tx);
     const [{ handled }] = await tx<{ handled: number }[]>`
       select sluice.requeue_stalled_tasks() as handled`;
     for (const { queue_name } of queues) await tx`select sluice.notify_queue(${queue_name})`;

@@ -110,7 +110,7 @@ export interface FlowDefinitionStep {
   readonly step_slug: string;
   /** Zero-based; equals the position in `steps`. */
   readonly step_index: number;
-  /** `single` or `map`. */
+  /** `single` or `map`, or `sleep` or `signal` for a wait step. */
   readonly step_type: StepType;
   /** Sorted ascending by code point. */
   readonly deps: readonly string[];
@@ -274,4 +274,28 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
       queue_name: queueNames[index],
     })),
   };
+}
+
+/**
+ * The steps a worker serves, in definition order: every step but the waits (`sleep`, `signal`),
+ * which hold no task and no message (docs/waits.md). Codegen generates a worker function for
+ * each of them in a step-queued flow, and only they are valid `stepSlug`s of a step worker.
+ *
+ * @param definition A flow definition.
+ * @returns The served step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import { extractDefinition, Flow, servedStepSlugs } from "@sluice/sluice";
+ *
+ * const flow = new Flow<{ id: string }>({ slug: "refund" })
+ *   .step({ slug: "ask" }, (input) => input.id)
+ *   .sleep({ slug: "pause", dependsOn: ["ask"] }, () => ({ seconds: 60 }));
+ * servedStepSlugs(extractDefinition(flow)); // ["ask"]
+ * ```
+ */
+export function servedStepSlugs(definition: FlowDefinition): string[] {
+  return definition.steps
+    .filter((step) => step.step_type !== "sleep" && step.step_type !== "signal")
+    .map((step) => step.step_slug);
 }

@@ -4,7 +4,8 @@
  * @module
  */
 
-import { skipRetryDelays } from "../db/testing_queries.ts";
+import { releaseRunWaits, skipRetryDelays } from "../db/testing_queries.ts";
+import { extractDefinition, servedStepSlugs } from "../dsl/definition.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput, FlowOutput, StepOutput, StepSlug } from "../dsl/types.ts";
 import { startFlow } from "../client/start_flow.ts";
@@ -28,6 +29,22 @@ export interface RunFlowOptions {
    * @default {true}
    */
   skipDelays?: boolean;
+  /**
+   * Make the run's sleeps (`.sleep()` steps) due at once: each completes as soon as it starts
+   * waiting, with its due time moved to then. `false` leaves them to real time or to
+   * `db.clock.advance()`.
+   *
+   * @default {true}
+   */
+  skipSleeps?: boolean;
+  /**
+   * Make the run's signal waits that have a timeout (`.waitForSignal({ timeoutSeconds })`) time
+   * out as soon as they start waiting, following their `onTimeout`, unless a signal (sent before,
+   * so it was kept) completes them first. For testing the timeout branch.
+   *
+   * @default {false}
+   */
+  timeOutWaits?: boolean;
 }
 
 /**
@@ -100,7 +117,7 @@ export async function runFlow<F extends DeployableFlow>(
   const routing = routingOf(flow);
   const stepSlugs: (string | undefined)[] = routing.queueMode === "flow"
     ? [undefined]
-    : routing.flow.steps.map((step) => step.slug);
+    : servedStepSlugs(extractDefinition(flow));
   const workers: WorkerHandle[] = [];
   try {
     for (const stepSlug of stepSlugs) {
@@ -125,6 +142,10 @@ export async function runFlow<F extends DeployableFlow>(
     while (run === null || run.status === "started") {
       if (Date.now() > deadline) throw new FlowRunTimeoutError(runId, timeoutMs);
       if (options.skipDelays !== false) await skipRetryDelays(db.sql, runId);
+      await releaseRunWaits(db.sql, runId, {
+        sleeps: options.skipSleeps !== false,
+        timeouts: options.timeOutWaits === true,
+      });
       await new Promise((resolve) => setTimeout(resolve, 20));
       run = await getRun<FlowInput<F>, FlowOutput<F>>(db.sql, runId);
     }

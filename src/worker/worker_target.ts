@@ -6,7 +6,7 @@
  * @module
  */
 
-import { extractDefinition } from "../dsl/definition.ts";
+import { extractDefinition, servedStepSlugs } from "../dsl/definition.ts";
 import { workerFunctionName } from "../dsl/function_name.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
@@ -113,10 +113,7 @@ export function targetOf(flow: DeployableFlow, options: WorkerTargetOptions): Wo
   const definition = extractDefinition(flow);
   const alias = routingOf(flow).alias ?? null;
   const flowSlug = definition.flow_slug;
-  // A wait step holds no task, so no worker serves it (docs/waits.md).
-  const steps = definition.routes
-    .filter((_, index) => (definition.steps[index].wait ?? null) === null)
-    .map((route) => route.step_slug);
+  const steps = servedStepSlugs(definition);
   const stepSlug: unknown = options.stepSlug;
   const fail = (reason: StepSlugError["reason"], message: string): never => {
     throw new StepSlugError(

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { defineDeployedFlow, Flow, withStepQueues } from "../../mod.ts";
+import { defineDeployedFlow, Flow, sendSignal, signalPayload, withStepQueues } from "../../mod.ts";
+import { waitUntil } from "../_support.ts";
 import { runFlow, startTestDatabase } from "../../src/testing/mod.ts";
 
 // DATABASE_URL would point the kit at a real server; these tests exercise the embedded default.
@@ -89,4 +90,76 @@ Deno.test("testing kit: a task past its timeout on the test clock is recovered a
   assert.equal(result.attempts("slow"), 2);
   assert.match(result.lastError("slow") ?? "", /^stalled: no report of attempt 1/);
   assert.equal(db.clock.advancedSeconds, 3631);
+});
+
+/** A refund that waits for a decision (48 h timeout) and a three-day sleep before the payout. */
+function refundFlow(slug: string) {
+  return new Flow<{ id: string }>({ slug })
+    .step({ slug: "request" }, (input) => input.id)
+    .waitForSignal({
+      slug: "decision",
+      dependsOn: ["request"],
+      key: (deps) => `refund:${deps.request}`,
+      payload: signalPayload<{ approved: boolean }>(),
+      timeoutSeconds: 48 * 3600,
+      onTimeout: { value: { approved: false } },
+    })
+    .sleep({ slug: "cool_off", dependsOn: ["request"] }, () => ({ seconds: 3 * 86400 }))
+    .step(
+      { slug: "payout", dependsOn: ["decision", "cool_off"] },
+      (deps) => deps.decision.approved ? `paid after ${deps.cool_off}` : "declined",
+    );
+}
+
+Deno.test("testing kit: a flow that waits: a signal sent first is kept, the three-day sleep is skipped, a timeout on request", async () => {
+  await using db = await startTestDatabase();
+  const flow = refundFlow("kit_refund");
+  await sendSignal(db.sql, { key: "refund:a", payload: { approved: true }, signalId: "a" });
+  const approved = await runFlow(db, flow, { id: "a" }, { timeoutMs: 10_000 });
+  assert.equal(approved.status, "completed");
+  assert.deepEqual(approved.stepOutput("decision"), { approved: true });
+  assert.match(approved.output?.payout ?? "", /^paid after \d{4}-\d\d-\d\dT/);
+  // The sleep completed with its moved due time: now, not three days from now.
+  const woke = Date.parse(approved.stepOutput("cool_off")!);
+  assert.ok(woke < Date.now() + 3_600_000, `the sleep woke at ${approved.stepOutput("cool_off")}`);
+  assert.deepEqual(approved.tasks.map((t) => t.stepSlug).sort(), ["payout", "request"]);
+
+  const timedOut = await runFlow(db, flow, { id: "b" }, { timeoutMs: 10_000, timeOutWaits: true });
+  assert.deepEqual(timedOut.stepOutput("decision"), { approved: false });
+  assert.deepEqual(timedOut.output, { payout: "declined" });
+
+  // Without a signal and without timeOutWaits, the run waits: runFlow says so by its timeout.
+  await assert.rejects(
+    runFlow(db, flow, { id: "c" }, { timeoutMs: 2_000 }),
+    { name: "FlowRunTimeoutError", timeoutMs: 2_000 },
+  );
+});
+
+Deno.test("testing kit: the test clock releases a sleep and a wait's timeout that fall due on it", async () => {
+  await using db = await startTestDatabase();
+  const flow = refundFlow("kit_clock");
+  const pending = runFlow(db, flow, { id: "d" }, { timeoutMs: 10_000, skipSleeps: false });
+  await waitUntil(async () => {
+    const [row] = await db.sql<{ waiting: number }[]>`
+      select count(*)::integer as waiting from sluice.step_states
+      where status = 'waiting' and flow_slug = 'kit_clock'`;
+    return row.waiting === 2;
+  }, "both waits waiting");
+  await db.clock.advance(47 * 3600);
+  const [{ statuses }] = await db.sql<{ statuses: string }[]>`
+    select string_agg(step_slug || ':' || status, ' ' order by step_slug) as statuses
+    from sluice.step_states where flow_slug = 'kit_clock'`;
+  assert.equal(statuses, "cool_off:waiting decision:waiting payout:created request:completed");
+  await db.clock.advance(25 * 3600); // 72 h in all: past the 48 h timeout and the 3-day sleep
+  const result = await pending;
+  assert.deepEqual(result.output, { payout: "declined" });
+  assert.deepEqual(result.stepOutput("decision"), { approved: false });
+});
+
+Deno.test("testing kit: a step-queued flow with a wait gets a worker for every step but the wait", async () => {
+  await using db = await startTestDatabase();
+  const flow = withStepQueues(refundFlow("kit_refund_queued"));
+  await sendSignal(db.sql, { key: "refund:e", payload: { approved: false }, signalId: "e" });
+  const result = await runFlow(db, flow, { id: "e" }, { timeoutMs: 10_000 });
+  assert.deepEqual(result.output, { payout: "declined" });
 });

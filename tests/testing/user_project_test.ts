@@ -1,10 +1,12 @@
 // docs/testing.md's test file, run with `deno test` in a temporary user project that loads sluice
 // as the published package (jsr: specifiers, from the JSR-shaped loopback registry of the files
 // `deno publish` would upload, selected with JSR_URL), with no DATABASE_URL: the testing kit's
-// embedded database and test clock, as a user gets them.
+// embedded database and test clock, as a user gets them. docs/waits.md's flows and their test file
+// run the same way; its sendSignal snippet is type-checked there.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { serveRegistry } from "../cli/_registry.ts";
+import { codeBlocks } from "../docs/_guides.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 
@@ -37,6 +39,70 @@ Deno.test("docs/testing.md's test file passes in a user project on the embedded 
     assert.equal(exit, 0, `deno test exited ${exit}\nstdout:\n${out}\nstderr:\n${err}`);
     assert.match(out, /prices retries the rate lookup and prices every sku \.\.\. ok/);
     assert.match(out, /ok \| 1 passed \| 0 failed/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("docs/waits.md's flows and test file pass in a user project on the embedded database", async () => {
+  const blocks = codeBlocks(await Deno.readTextFile(new URL("docs/waits.md", ROOT)))
+    .filter((block) => block.lang === "ts").map((block) => block.body);
+  const pick = (what: string, found: string | undefined) => {
+    assert.ok(found, `docs/waits.md has no ts block ${what}`);
+    return found;
+  };
+  const files = {
+    "refunds.ts": pick("exporting refunds", blocks.find((b) => b.includes("export const refunds"))),
+    "reminders.ts": pick(
+      "exporting reminders",
+      blocks.find((b) => b.includes("export const reminders")),
+    ),
+    "send_signal.ts": pick(
+      "calling sendSignal(sql",
+      blocks.find((b) => b.includes("sendSignal(sql") && !b.includes("Deno.test")),
+    ),
+    "waits_test.ts": pick("with Deno.test", blocks.find((b) => b.includes("Deno.test"))),
+  };
+  assert.equal(blocks.length, Object.keys(files).length, "every ts block of docs/waits.md runs");
+  await using registry = await serveRegistry();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-user-waits-" });
+  try {
+    const imports = { [registry.name]: `jsr:${registry.name}@${registry.version}` };
+    await Deno.writeTextFile(join(dir, "deno.json"), JSON.stringify({ imports }, null, 2));
+    for (const [name, code] of Object.entries(files)) {
+      await Deno.writeTextFile(join(dir, name), code);
+    }
+    const env: Record<string, string> = {
+      ...Deno.env.toObject(),
+      JSR_URL: registry.url,
+      NO_COLOR: "1",
+    };
+    delete env.DATABASE_URL;
+    const deno = async (args: string[]) => {
+      const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+        args,
+        cwd: dir,
+        env,
+        clearEnv: true,
+        stdin: "null",
+      }).output();
+      const out = new TextDecoder().decode(stdout);
+      const err = new TextDecoder().decode(stderr);
+      assert.equal(
+        code,
+        0,
+        `deno ${args.join(" ")} exited ${code}\nstdout:\n${out}\nstderr:\n${err}`,
+      );
+      return out;
+    };
+    await deno(["check", "--no-lock", "--config", "deno.json", "send_signal.ts"]);
+    const out = await deno(["test", "-A", "--no-lock", "--config", "deno.json", "waits_test.ts"]);
+    assert.match(
+      out,
+      /a refund waits for a decision; without one it is declined after 48 hours \.\.\. ok/,
+    );
+    assert.match(out, /the reminder goes out after three days, at once in a test \.\.\. ok/);
+    assert.match(out, /ok \| 2 passed \| 0 failed/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

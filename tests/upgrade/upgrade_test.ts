@@ -6,7 +6,8 @@ import { RunCancelledError, RunFailedError } from "../../src/client/errors.ts";
 import { retryRun } from "../../src/client/retry_run.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
-import { Flow } from "../../src/dsl/flow.ts";
+import { Flow, signalPayload } from "../../src/dsl/flow.ts";
+import { sendSignal } from "../../src/client/send_signal.ts";
 import { getAlias } from "../../src/deploy/aliases.ts";
 import { deleteSchedule, getScheduleTicks, schedule } from "../../src/client/schedules.ts";
 import { upgradeFlows } from "./_flows.ts";
@@ -31,7 +32,8 @@ import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 //   - an alias pointing at V2, a run queued through it (starts after the upgrade land on V2 too);
 //   - a worker function restart-paused by a fatal stop (the pause survives; current ops clears it);
 //   - a fence record by the old ops CLI, then fence disable (current fence restore reads it back).
-// After the upgrade, a schedule created on the upgraded database fires through current workers.
+// After the upgrade, a schedule created on the upgraded database fires through current workers,
+// and a flow compiled there sleeps and waits for a signal (durable waits).
 // Then the old/new matrix: an old worker process and current workers serve the same queues (a
 // plain flow's, and each step queue of a withStepQueues flow) while producers of both versions
 // start runs.
@@ -597,6 +599,44 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         assert.deepEqual(await waitForRun(db.sql, tick.runId!, { timeoutMs: 30_000, flow }), {
           double: 8,
         });
+
+        // Durable waits on the upgraded database: a flow compiled after the upgrade sleeps, waits
+        // in the database for a signal (no task, no message), and finishes once it is sent.
+        const waits = new Flow<{ n: number }>({ slug: "upgrade_waits" })
+          .step({ slug: "ask" }, (input) => input.n)
+          .sleep({ slug: "pause", dependsOn: ["ask"] }, () => ({ seconds: 0 }))
+          .waitForSignal({
+            slug: "approve",
+            dependsOn: ["ask"],
+            key: (deps) => `upgrade:${deps.ask}`,
+            payload: signalPayload<{ ok: boolean }>(),
+          })
+          .step({ slug: "done", dependsOn: ["pause", "approve"] }, (deps) => ({
+            woke: typeof deps.pause === "string",
+            ok: deps.approve.ok,
+          }));
+        {
+          await using _waitWorker = await testWorker(waits, db);
+          const waitRun = await startFlow(db.sql, waits, { n: 5 });
+          await waitUntil(async () => {
+            const [row] = await db.sql`select status, wait_key,
+              (select count(*)::int from sluice.step_tasks t
+                where t.run_id = ss.run_id and t.step_slug = ss.step_slug) as tasks
+              from sluice.step_states ss
+              where run_id = ${waitRun} and step_slug = 'approve'`;
+            return row?.status === "waiting" ? row : null;
+          }, "the upgraded database's wait").then((row) =>
+            assert.deepEqual([row.wait_key, row.tasks], ["upgrade:5", 0])
+          );
+          assert.equal(
+            (await sendSignal(db.sql, { key: "upgrade:5", payload: { ok: true }, signalId: "u5" }))
+              .released,
+            1,
+          );
+          assert.deepEqual(await waitForRun(db.sql, waitRun, { timeoutMs: 30_000, flow: waits }), {
+            done: { woke: true, ok: true },
+          });
+        }
         await oldNewMatrix(tree, db, env);
       } finally {
         await git("worktree", "remove", "--force", tree);

@@ -5,36 +5,18 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { crashFlow } from "./_crash_flow.ts";
 import { testWorker } from "./_helpers.ts";
+import { spawnWorkerProcess } from "./_worker_process.ts";
 
 Deno.test("a task of a killed worker is recovered by stalled recovery and completed by another worker", async () => {
   await using db = await freshDatabase();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("./_crash_worker.ts", import.meta.url).pathname, db.url],
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = "";
-  const nextLine = async () => {
-    while (!buffered.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error("the worker subprocess exited early");
-      buffered += value;
-    }
-    const end = buffered.indexOf("\n");
-    const line = buffered.slice(0, end);
-    buffered = buffered.slice(end + 1);
-    return line;
-  };
   let runId: string;
-  try {
-    assert.equal(await nextLine(), "READY");
+  {
+    await using worker = spawnWorkerProcess(new URL("./_crash_worker.ts", import.meta.url), [
+      db.url,
+    ]);
+    assert.equal(await worker.nextLine(), "READY");
     runId = await startFlow(db.sql, "crashy", { n: 20 });
-    assert.equal(await nextLine(), `STARTED ${runId} 1`);
-  } finally {
-    child.kill("SIGKILL");
-    await child.status;
-    await reader.cancel().catch(() => {});
+    assert.equal(await worker.nextLine(), `STARTED ${runId} 1`);
   }
 
   const [crashed] = await db.sql`

@@ -8,36 +8,17 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { shapeB } from "./_recompile_fence_flow.ts";
 import { testWorker, waitUntil } from "./_helpers.ts";
+import { spawnWorkerProcess } from "./_worker_process.ts";
 
 Deno.test("a development recompile fences a frozen worker of the old shape: report stale, claim refused, stops without a restart pause", async () => {
   await using db = await freshDatabase();
   const gate = await Deno.makeTempFile();
   await Deno.remove(gate);
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      new URL("./_recompile_fence_worker.ts", import.meta.url).pathname,
-      db.url,
-      gate,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const stderr = new Response(child.stderr).text();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = "";
-  const nextLine = async () => {
-    while (!buffered.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the worker subprocess exited early: ${await stderr}`);
-      buffered += value;
-    }
-    const end = buffered.indexOf("\n");
-    const line = buffered.slice(0, end);
-    buffered = buffered.slice(end + 1);
-    return line;
-  };
+  await using worker = spawnWorkerProcess(
+    new URL("./_recompile_fence_worker.ts", import.meta.url),
+    [db.url, gate],
+  );
+  const { child, nextLine } = worker;
 
   let oldRun: string;
   let newRun: string;
@@ -61,13 +42,11 @@ Deno.test("a development recompile fences a frozen worker of the old shape: repo
     await Deno.writeTextFile(gate, "");
     assert.equal(await nextLine(), "DONE stopped");
   } finally {
-    child.kill("SIGKILL");
-    await child.status;
-    await reader.cancel().catch(() => {});
+    await worker[Symbol.asyncDispose]();
     await Deno.remove(gate).catch(() => {});
   }
 
-  const records = (await stderr).split("\n").filter((line) => line.startsWith("{"))
+  const records = (await worker.stderr).split("\n").filter((line) => line.startsWith("{"))
     .map((line) => JSON.parse(line));
   const errors = records.filter((r) => r.level === "error" || r.level === "fatal");
   assert.equal(errors.length, 1, JSON.stringify(records));

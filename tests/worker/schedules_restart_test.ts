@@ -1,50 +1,19 @@
 // Schedules fired by the workers' heartbeats (nothing else fires them here): three workers of one
 // flow, a schedule ticking every 2 seconds (croner's seconds field stands in for minutes), and a
 // `pg_ctl restart` of the server in the middle. Every tick starts exactly one run, every run
-// completes, and ticks keep coming after the restart. A private server, because the restart
-// would cut every other test's connections: it uses the suite server's own binaries, so in the
-// extension mode it offers the same PGMQ.
+// completes, and ticks keep coming after the restart. A private server (tests/worker/_private_server.ts),
+// because the restart would cut every other test's connections.
 import assert from "node:assert/strict";
-import { dirname } from "node:path";
 import postgres from "postgres";
-import { startTempPostgres } from "../../dev/temp_postgres.ts";
-import { findPostgresBinaries } from "../../dev/temp_postgres.ts";
 import { Flow, getScheduleTicks, schedule } from "../../mod.ts";
 import { migrate } from "../../src/ops/migrate.ts";
-import { adminUrl, installedPgmq, type TestDatabase } from "../_db.ts";
+import { installedPgmq, type TestDatabase } from "../_db.ts";
 import { testWorker, waitUntil } from "./_helpers.ts";
-
-/** The suite server's binary directory, so the private server offers the same extensions. */
-async function suiteBinDir(): Promise<string> {
-  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
-  try {
-    const [{ setting }] = await admin<{ setting: string }[]>`
-      select setting from pg_config where name = 'BINDIR'`;
-    return setting;
-  } finally {
-    await admin.end();
-  }
-}
-
-async function restart(pgCtl: string, dataDir: string): Promise<void> {
-  const command = [pgCtl, "restart", "--pgdata", dataDir, "--mode=fast", "--wait", "--timeout=60"];
-  // Like dev/temp_postgres.ts: PostgreSQL refuses to run as root.
-  command.push("--log", `${dirname(dataDir)}/server.log`);
-  const argv = Deno.uid() === 0 ? ["runuser", "-u", "postgres", "--", ...command] : command;
-  const { code, stderr } = await new Deno.Command(argv[0], {
-    args: argv.slice(1),
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  assert.equal(code, 0, `pg_ctl restart failed: ${new TextDecoder().decode(stderr)}`);
-}
+import { startPrivateServer } from "./_private_server.ts";
 
 Deno.test("three workers and a pg_ctl restart: every tick of a schedule starts exactly one run", async () => {
-  const binDir = await suiteBinDir();
-  await using server = await startTempPostgres({ path: binDir });
-  const { pgCtl } = await findPostgresBinaries({ path: binDir });
-  const url = server.url;
+  await using server = await startPrivateServer();
+  const url = server.server.url;
   const sql = postgres(url, { max: 2, onnotice: () => {} });
   try {
     const { pgmq } = await migrate(sql);
@@ -64,7 +33,7 @@ Deno.test("three workers and a pg_ctl restart: every tick of a schedule starts e
       "two ticks before the restart",
       30_000,
     );
-    await restart(pgCtl, server.dataDir);
+    await server.restart("fast");
     const before = (await ticks()).length;
     await waitUntil(
       async () => (await ticks()).length >= Math.max(before + 3, 5),

@@ -1,0 +1,69 @@
+// A private PostgreSQL server for tests that restart it (a restart would cut every other test's
+// connections on the suite server). It uses the suite server's own binaries, so in the extension
+// mode it offers the same PGMQ.
+import assert from "node:assert/strict";
+import { dirname } from "node:path";
+import postgres from "postgres";
+import {
+  findPostgresBinaries,
+  startTempPostgres,
+  type TempPostgres,
+} from "../../dev/temp_postgres.ts";
+import { adminUrl } from "../_db.ts";
+
+/** A private server and how to restart it. */
+export interface PrivateServer extends AsyncDisposable {
+  /** The server. */
+  readonly server: TempPostgres;
+  /** Restarts it with `pg_ctl restart`: `fast` shuts down cleanly, `immediate` as after a crash. */
+  restart(mode: "fast" | "immediate"): Promise<void>;
+}
+
+/** The suite server's binary directory. */
+async function suiteBinDir(): Promise<string> {
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  try {
+    const [{ setting }] = await admin<{ setting: string }[]>`
+      select setting from pg_config where name = 'BINDIR'`;
+    return setting;
+  } finally {
+    await admin.end();
+  }
+}
+
+/**
+ * Starts a private server with the suite server's binaries. Its commits are synchronous (the test
+ * defaults turn that off for speed), so an `immediate` restart loses no committed transaction, as
+ * on a production server; fsync stays off, since the operating system does not crash here.
+ */
+export async function startPrivateServer(): Promise<PrivateServer> {
+  const binDir = await suiteBinDir();
+  const server = await startTempPostgres({ path: binDir, settings: { synchronous_commit: true } });
+  const { pgCtl } = await findPostgresBinaries({ path: binDir });
+  return {
+    server,
+    async restart(mode) {
+      const command = [
+        pgCtl,
+        "restart",
+        "--pgdata",
+        server.dataDir,
+        `--mode=${mode}`,
+        "--wait",
+        "--timeout=60",
+        "--log",
+        `${dirname(server.dataDir)}/server.log`,
+      ];
+      // Like dev/temp_postgres.ts: PostgreSQL refuses to run as root.
+      const argv = Deno.uid() === 0 ? ["runuser", "-u", "postgres", "--", ...command] : command;
+      const { code, stderr } = await new Deno.Command(argv[0], {
+        args: argv.slice(1),
+        stdin: "null",
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      assert.equal(code, 0, `pg_ctl restart failed: ${new TextDecoder().decode(stderr)}`);
+    },
+    [Symbol.asyncDispose]: () => server[Symbol.asyncDispose](),
+  };
+}
