@@ -25,7 +25,8 @@ import { assertUuid } from "../dsl/uuid.ts";
 export type RunStatus = "started" | "completed" | "failed" | "cancelled";
 
 /**
- * A step's status within a run.
+ * A step's status within a run: `waiting` is a wait step (`.sleep()`, `.waitForSignal()`,
+ * docs/waits.md) waiting in the database for its due time or signal.
  *
  * @example Usage
  * ```ts
@@ -34,7 +35,14 @@ export type RunStatus = "started" | "completed" | "failed" | "cancelled";
  * const status: StepStatus = "skipped";
  * ```
  */
-export type StepStatus = "created" | "started" | "completed" | "failed" | "skipped" | "cancelled";
+export type StepStatus =
+  | "created"
+  | "started"
+  | "waiting"
+  | "completed"
+  | "failed"
+  | "skipped"
+  | "cancelled";
 
 /**
  * One step of a run.
@@ -77,6 +85,19 @@ export interface StepState {
   readonly skippedAt: Date | null;
   /** When the step was cancelled (its run failed or was cancelled). */
   readonly cancelledAt: Date | null;
+  /**
+   * A signal wait's key (`sendSignal` with it releases the step), set when its dependency
+   * completed; `null` for a sleep, a handler step, or a wait whose dependency has not completed.
+   */
+  readonly waitKey: string | null;
+  /**
+   * When a sleep is due or a signal wait times out, set when the wait started (or, for a sleep
+   * given a `Date`, when its dependency completed); `null` for a signal wait without a timeout,
+   * a handler step, or a wait not started yet.
+   */
+  readonly waitUntil: Date | null;
+  /** When the wait step started waiting (it has no `startedAt`: it queues no task). */
+  readonly waitingAt: Date | null;
 }
 
 /**
@@ -192,6 +213,9 @@ export async function getRun<Input = Json, Output = Json>(
       failedAt: toDate(step.failed_at),
       skippedAt: toDate(step.skipped_at),
       cancelledAt: toDate(step.cancelled_at),
+      waitKey: step.wait_key,
+      waitUntil: toDate(step.wait_until),
+      waitingAt: toDate(step.waiting_at),
     })),
   };
 }

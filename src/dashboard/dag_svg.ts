@@ -17,6 +17,8 @@ export interface DagNode {
   readonly status: string;
   /** The second line of text, e.g. `started · 312/1000`: the state in words, not colour alone. */
   readonly label: string;
+  /** More than the node has room for (a wait's key or due time): added to its tooltip. */
+  readonly detail?: string;
 }
 
 const NODE_WIDTH = 190;
@@ -84,7 +86,7 @@ export function dagSvg(nodes: readonly DagNode[]): Html {
   const boxes = nodes.map((node) => {
     const { x, y } = positions.get(node.slug)!;
     return markup`<g class="node s-${node.status}" data-step="${node.slug}" data-status="${node.status}">
-<title>${node.slug}: ${node.label}</title>
+<title>${node.slug}: ${node.label}${node.detail === undefined ? "" : ` · ${node.detail}`}</title>
 <rect x="${x}" y="${y}" width="${NODE_WIDTH}" height="${NODE_HEIGHT}" rx="6"/>
 <text class="slug" x="${x + 10}" y="${y + 20}">${shorten(node.slug)}</text>
 <text class="label" x="${x + 10}" y="${y + 38}">${node.label}</text></g>`;

@@ -18,7 +18,7 @@ th{background:#eef1f5;font-weight:600}td.num{text-align:right}
 tr.alert td{background:#fff0f0}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;border:1px solid #999}
 .s-created,.s-queued{--c:#e4e7ec}.s-started{--c:#cfe2ff}.s-completed{--c:#d3f2d9}
-.s-failed{--c:#ffd6d6}.s-skipped{--c:#fdf1c7}.s-cancelled{--c:#d9d9d9}
+.s-failed{--c:#ffd6d6}.s-skipped{--c:#fdf1c7}.s-cancelled{--c:#d9d9d9}.s-waiting{--c:#e6dcfa}
 .badge[class*=" s-"]{background:var(--c)}
 .missing{color:#b00020;font-weight:600}
 pre{margin:0;white-space:pre-wrap;word-break:break-word;max-height:400px;overflow:auto}
@@ -27,6 +27,8 @@ svg.dag{background:#fff;border:1px solid #dde1e7;display:block;margin:6px 0}
 svg.dag .node rect{fill:var(--c);stroke:#59606e}
 svg.dag .node.s-failed rect{stroke:#b00020;stroke-width:2}
 svg.dag .node.s-skipped rect{stroke-dasharray:4 3}
+svg.dag .node.s-waiting rect{stroke:#6a4bb0;stroke-dasharray:1 3;stroke-width:2}
+.wait{font-size:12px;word-break:break-all}
 svg.dag text{font:12px system-ui,sans-serif}svg.dag .slug{font-weight:600}
 svg.dag .edge{fill:none;stroke:#8a93a3;stroke-width:1.5}
 form.inline{display:inline}button{cursor:pointer}

@@ -1,6 +1,7 @@
 /**
  * The run page: the flow's DAG with each step's state, the steps with their tasks, attempts,
- * errors, outputs and timings, the run's input and output. Its parts are also sent on their own
+ * errors, outputs and timings (a waiting step with its signal key or due time), the run's input
+ * and output. Its parts are also sent on their own
  * as the run changes (server-sent events), and a small script swaps them in.
  *
  * @module
@@ -45,8 +46,26 @@ function errorText(text: string | null): Html | string {
   return markup`<details class="error"><summary>${first}</summary><pre>${text}</pre></details>`;
 }
 
-/** The second line of a DAG node: the state in words and, for a map step, tasks done/total. */
+/**
+ * What a waiting step waits for, in words: a signal wait its key and when it times out, a sleep
+ * its due time; `null` for a step that is not waiting.
+ */
+function waitingFor(state: RunStepView["state"]): string | null {
+  if (state.status !== "waiting") return null;
+  if (state.waitKey === null) return `until ${formatTime(state.waitUntil)}`;
+  const timeout = state.waitUntil === null
+    ? "no timeout"
+    : `times out ${formatTime(state.waitUntil)}`;
+  return `signal ${JSON.stringify(state.waitKey)} (${timeout})`;
+}
+
+/**
+ * The second line of a DAG node: the state in words and, for a map step, tasks done/total; for
+ * a waiting step the kind of wait (its key or due time is too long for the node: the tooltip and
+ * the steps table say it).
+ */
 function stepLabel({ state, definition, tasks }: RunStepView): string {
+  if (state.status === "waiting") return `waiting · ${definition.step_type}`;
   const words = state.skipReason === null
     ? state.status
     : `${state.status} · ${state.skipReason.replaceAll("_", " ")}`;
@@ -67,13 +86,17 @@ function taskCounts(tasks: RunStepView["tasks"]): string {
 
 function stepRow({ state, definition, tasks }: RunStepView): Html {
   const end = state.completedAt ?? state.failedAt ?? state.skippedAt ?? state.cancelledAt;
+  // A wait step queues no task: it counts from when it started waiting.
+  const start = state.startedAt ?? state.waitingAt;
   const after = definition.deps.length > 0 &&
     markup`<br><span class="muted">after ${definition.deps.join(", ")}</span>`;
+  const wait = waitingFor(state);
+  const waiting = wait !== null && markup`<br><span class="wait">${wait}</span>`;
   const stalled = (tasks?.stalled_requeues ?? 0) > 0 && ` (${tasks?.stalled_requeues} stalled)`;
   return markup`<tr data-step="${state.stepSlug}"><td>${state.stepSlug}</td>
-<td>${definition.step_type}${after}</td><td>${statusBadge(state.status)}</td>
+<td>${definition.step_type}${after}</td><td>${statusBadge(state.status)}${waiting}</td>
 <td class="num">${taskCounts(tasks)}</td><td class="num">${tasks?.attempts ?? 0}${stalled}</td>
-<td>${formatTime(state.startedAt)}</td><td class="num">${formatDuration(state.startedAt, end)}</td>
+<td>${formatTime(start)}</td><td class="num">${formatDuration(start, end)}</td>
 <td class="last-error">${errorText(state.errorMessage ?? tasks?.last_error ?? null)}</td>
 <td>${state.output === null ? "-" : jsonValue(state.output)}</td></tr>`;
 }
@@ -119,6 +142,7 @@ export function runParts({ run, steps }: RunView): RunParts {
     deps: step.definition.deps,
     status: step.state.status,
     label: stepLabel(step),
+    detail: waitingFor(step.state) ?? undefined,
   })));
   const table = markup`<table><tr><th>Step</th><th>Type</th><th>Status</th><th>Tasks</th>
 <th>Attempts</th><th>Started</th><th>Duration</th><th>Last error</th><th>Output</th></tr>

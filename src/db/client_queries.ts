@@ -92,6 +92,9 @@ export interface RunRow {
     readonly failed_at: string | null;
     readonly skipped_at: string | null;
     readonly cancelled_at: string | null;
+    readonly wait_key: string | null;
+    readonly wait_until: string | null;
+    readonly waiting_at: string | null;
   }[];
 }
 
@@ -108,7 +111,8 @@ export async function readRun(sql: Queryable, runId: string): Promise<RunRow | n
           'output', ss.output, 'skip_reason', ss.skip_reason, 'error_message', ss.error_message,
           'created_at', ss.created_at, 'started_at', ss.started_at,
           'completed_at', ss.completed_at, 'failed_at', ss.failed_at,
-          'skipped_at', ss.skipped_at, 'cancelled_at', ss.cancelled_at
+          'skipped_at', ss.skipped_at, 'cancelled_at', ss.cancelled_at,
+          'wait_key', ss.wait_key, 'wait_until', ss.wait_until, 'waiting_at', ss.waiting_at
         ) order by s.step_index)
         from sluice.step_states ss
         join sluice.steps s on s.flow_slug = ss.flow_slug and s.step_slug = ss.step_slug

@@ -9,7 +9,8 @@ import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowOutput, StepOutput, StepSlug } from "../dsl/types.ts";
 
 /**
- * Why a step was skipped.
+ * Why a step was skipped: its condition was unmet, its retries ran out (`whenExhausted: "skip"`),
+ * a dependency was skipped, or a signal wait timed out (`onTimeout: "skip"`, docs/waits.md).
  *
  * @example Usage
  * ```ts
@@ -18,7 +19,11 @@ import type { DeployableFlow, FlowOutput, StepOutput, StepSlug } from "../dsl/ty
  * const reason: SkipReason = "condition_unmet";
  * ```
  */
-export type SkipReason = "condition_unmet" | "retries_exhausted" | "dependency_skipped";
+export type SkipReason =
+  | "condition_unmet"
+  | "retries_exhausted"
+  | "dependency_skipped"
+  | "wait_timed_out";
 
 /**
  * What every event carries: its run and when the change was made (ISO 8601: the database's
@@ -162,6 +167,37 @@ export interface StepStartedEvent<Slug extends string = string> extends RunEvent
   readonly stepSlug: Slug;
   /** How many tasks it has (a map: one per element). */
   readonly tasks: number;
+}
+
+/**
+ * A wait step (`.sleep()` or `.waitForSignal()`, docs/waits.md) started waiting in the database:
+ * its dependency completed and gave it its key or due time. `step:completed` follows when a signal
+ * with the key comes or the due time passes (when a signal wait times out: `step:completed` with
+ * its timeout value, `step:skipped` or `step:failed`, as its `onTimeout` says). A wait step has
+ * no `step:started`: it has no task. `at` is when it started waiting.
+ *
+ * @typeParam Slug The flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { StepWaitingEvent } from "@sluice/sluice";
+ *
+ * const what = (event: StepWaitingEvent) =>
+ *   event.key === null ? `sleeping until ${event.until}` : `waiting for signal ${event.key}`;
+ * ```
+ */
+export interface StepWaitingEvent<Slug extends string = string> extends RunEventBase {
+  /** Discriminant. */
+  readonly type: "step:waiting";
+  /** The step. */
+  readonly stepSlug: Slug;
+  /** A signal wait's key (`sendSignal` with this key releases it); `null` for a sleep. */
+  readonly key: string | null;
+  /**
+   * When a sleep is due, or when a signal wait times out (ISO 8601); `null` for a signal wait
+   * without a timeout.
+   */
+  readonly until: string | null;
 }
 
 /**
@@ -329,6 +365,7 @@ export type RunEvent<F extends DeployableFlow = never> =
   | RunCancelledEvent
   | RunRetriedEvent
   | StepStartedEvent<EventStepSlug<F>>
+  | StepWaitingEvent<EventStepSlug<F>>
   | StepProgressEvent<EventStepSlug<F>>
   | StepCompletedEventOf<F>
   | StepFailedEvent<EventStepSlug<F>>

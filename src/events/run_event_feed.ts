@@ -4,9 +4,9 @@
  * `watchRun()` (NOTIFY) and the browser client (Supabase Realtime); not part of the public API.
  *
  * Events are state transitions, so a repeat is recognised by the state it leads to: an event is
- * passed on only when it moves the run, or one of its steps, forward (a step: started, then
- * progress with more done, then one terminal status; the run: started, then one terminal
- * status). A replay therefore fills exactly what a subscriber missed, wherever it starts.
+ * passed on only when it moves the run, or one of its steps, forward (a step: started, or waiting
+ * for a wait step, then progress with more done, then one terminal status; the run: started,
+ * then one terminal status). A replay therefore fills exactly what a subscriber missed, wherever it starts.
  *
  * @module
  */
@@ -18,7 +18,7 @@ export type ReplayRun = () => Promise<readonly RunEventPayload[] | null>;
 
 /** How far one step has come. */
 interface StepProgress {
-  /** 1: started, 2: finished (completed, failed, skipped or cancelled). */
+  /** 1: started or waiting, 2: finished (completed, failed, skipped or cancelled). */
   stage: number;
   done: number;
 }
@@ -160,7 +160,10 @@ export class RunEventFeed {
     const step = this.#steps.get(slug) ?? { stage: 0, done: 0 };
     this.#steps.set(slug, step);
     switch (event.type) {
+      // A wait step's step:waiting is its start: it has no step:started (no task), and its
+      // release (step:completed, or step:skipped on a timeout) still follows.
       case "step:started":
+      case "step:waiting":
         if (step.stage >= 1) return false;
         step.stage = 1;
         return true;

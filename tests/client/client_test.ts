@@ -1,6 +1,6 @@
 // The producer client: connect, compileFlow, startFlow, getRun, getRunTasks, waitForRun.
 import assert from "node:assert/strict";
-import { Flow } from "../../src/dsl/flow.ts";
+import { Flow, signalPayload } from "../../src/dsl/flow.ts";
 import type { Json } from "../../src/dsl/json.ts";
 import {
   compileFlow,
@@ -14,7 +14,7 @@ import {
   waitForRun,
 } from "../../src/client/mod.ts";
 import { freshDatabase } from "../_db.ts";
-import { testWorker } from "../worker/_helpers.ts";
+import { testWorker, uniqueSlug, waitUntil } from "../worker/_helpers.ts";
 
 const orders = new Flow<{ orderId: number }>({ slug: "orders", timeout: 30 })
   .step({ slug: "load" }, (input) => ({ id: input.orderId }))
@@ -159,6 +159,42 @@ Deno.test("startFlow() starts by flow, by name and with a chosen run id; getRun(
     /already exists/,
   );
   await assert.rejects(startFlow(db.sql, "unknown", {}), /no flow or alias has that name/);
+});
+
+Deno.test("getRun() reads a waiting step with its key or due time and when it started waiting", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow<{ id: string }>({ slug: uniqueSlug("get_run_waits") })
+    .step({ slug: "ask" }, (input) => ({ id: input.id }))
+    .waitForSignal({
+      slug: "decision",
+      dependsOn: ["ask"],
+      key: (deps) => `approval:${deps.ask.id}`,
+      payload: signalPayload<boolean>(),
+      timeoutSeconds: 3600,
+    })
+    .sleep({ slug: "pause", dependsOn: ["ask"] }, () => ({ seconds: 86400 }));
+  await using _worker = await testWorker(flow, db);
+  const runId = await startFlow(db.sql, flow, { id: "r1" });
+  await waitUntil(
+    async () => (await getRun(db.sql, runId))?.steps.every((s) => s.status !== "created"),
+    "both waits waiting",
+  );
+  const run = await getRun(db.sql, runId);
+  const [ask, decision, pause] = run!.steps;
+  assert.deepEqual(
+    [decision, pause].map((s) => [s.stepSlug, s.status, s.waitKey, s.startedAt, s.initialTasks]),
+    [["decision", "waiting", "approval:r1", null, null], ["pause", "waiting", null, null, null]],
+  );
+  // Both count from when they started waiting (the same transaction's now()).
+  assert.ok(decision.waitingAt instanceof Date && pause.waitingAt instanceof Date);
+  assert.equal(decision.waitUntil!.getTime() - decision.waitingAt.getTime(), 3600_000);
+  assert.equal(pause.waitUntil!.getTime() - pause.waitingAt.getTime(), 86400_000);
+  assert.deepEqual([ask.status, ask.waitKey, ask.waitUntil, ask.waitingAt], [
+    "completed",
+    null,
+    null,
+    null,
+  ]);
 });
 
 Deno.test("waitForRun() resolves with the typed output, or rejects with the run's failure", async () => {

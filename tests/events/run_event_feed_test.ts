@@ -53,3 +53,25 @@ Deno.test("RunEventFeed: a retried run's run:retried passes once per retry, and 
     "run:cancelled:",
   ]);
 });
+
+Deno.test("RunEventFeed: a wait step's step:waiting is its start: a repeat is dropped, its release passes", async () => {
+  const state = [started, step("step:completed", "ask"), step("step:waiting", "decision")];
+  const feed = new RunEventFeed(runId, () => Promise.resolve(state));
+  const events = feed.events();
+  const seen: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const { value } = await events.next();
+    seen.push(`${value!.type}:${value!.stepSlug ?? ""}`);
+  }
+  feed.push(step("step:waiting", "decision"));
+  feed.push(step("step:completed", "decision"));
+  feed.push(completed);
+  for await (const event of events) seen.push(`${event.type}:${event.stepSlug ?? ""}`);
+  assert.deepEqual(seen, [
+    "run:started:",
+    "step:completed:ask",
+    "step:waiting:decision",
+    "step:completed:decision",
+    "run:completed:",
+  ]);
+});

@@ -7,12 +7,19 @@ import {
   type FlowOutput,
   type Json,
   type RunEvent,
+  type SkipReason,
   type StepSlug,
+  type StepState,
+  type StepStatus,
   watchRun,
   type withStepQueues,
 } from "../../mod.ts";
 import type { SupabaseClient } from "@supabase/supabase-js";
-import { startRun, subscribeToRun } from "../../src/browser/mod.ts";
+import {
+  startRun,
+  type StepWaitingEvent as BrowserStepWaitingEvent,
+  subscribeToRun,
+} from "../../src/browser/mod.ts";
 import type { Equals } from "./_equals.ts";
 
 const flow = new Flow<{ emails: string[] }>({ slug: "signup" })
@@ -34,6 +41,7 @@ const _types: Equals<
   | "run:cancelled"
   | "run:retried"
   | "step:started"
+  | "step:waiting"
   | "step:progress"
   | "step:completed"
   | "step:failed"
@@ -77,8 +85,29 @@ const _failedRunSlug: Equals<
 > = true;
 const _skipReason: Equals<
   Extract<Event, { type: "step:skipped" }>["reason"],
-  "condition_unmet" | "retries_exhausted" | "dependency_skipped"
+  "condition_unmet" | "retries_exhausted" | "dependency_skipped" | "wait_timed_out"
 > = true;
+
+// A waiting step carries what sluice.step_event sends for it: its key (null for a sleep) and its
+// due time or timeout (null for a signal wait without one), nothing else.
+type Waiting = Extract<Event, { type: "step:waiting" }>;
+const _waitingFields: Equals<
+  keyof Waiting,
+  "type" | "runId" | "stepSlug" | "key" | "until" | "at"
+> = true;
+const _waitingKey: Equals<Waiting["key"], string | null> = true;
+const _waitingUntil: Equals<Waiting["until"], string | null> = true;
+const _waitingSlug: Equals<Waiting["stepSlug"], StepSlug<typeof flow>> = true;
+
+// getRun() reads a waiting step with its key, due time and when it started waiting.
+const _stepStatus: Equals<
+  StepStatus,
+  "created" | "started" | "waiting" | "completed" | "failed" | "skipped" | "cancelled"
+> = true;
+const _waitKey: Equals<StepState["waitKey"], string | null> = true;
+const _waitUntil: Equals<StepState["waitUntil"], Date | null> = true;
+const _waitingAt: Equals<StepState["waitingAt"], Date | null> = true;
+const _stateSkip: Equals<StepState["skipReason"], SkipReason | null> = true;
 
 // Without a flow type: any slug, JSON outputs.
 type Untyped = RunEvent;
@@ -101,6 +130,9 @@ async function _watch(sql: ReturnType<typeof connect>) {
     const _byId: Equals<typeof event, Untyped> = true;
   }
 }
+
+// The browser entry point exports the waiting event as the main one does.
+const _browserWaiting: Equals<BrowserStepWaitingEvent<StepSlug<typeof flow>>, Waiting> = true;
 
 // The browser client yields the same union, and types a run's input by its flow.
 async function _browser(supabase: SupabaseClient) {

@@ -1,7 +1,8 @@
 /**
  * `deno task ops run <run_id> [--watch]`: one run's steps as a tree in dependency order with
- * their state, tasks done/total, attempts and timings, and the last error of every task that
- * failed an attempt (and who cancelled or retried it); `--watch` follows the run's live events
+ * their state, tasks done/total, attempts and timings, what each waiting step waits for (its
+ * signal key or due time), and the last error of every task that failed an attempt (and who
+ * cancelled or retried it); `--watch` follows the run's live events
  * (docs/events.md) and prints the tree again as they change it, until the run is completed,
  * failed or cancelled.
  *
@@ -50,9 +51,9 @@ async function readRun(sql: Sql, runId: string): Promise<RunDetail | null> {
   };
 }
 
-/** How far a step has come: 0 created, 1 started, 2 finished (any terminal status). */
+/** How far a step has come: 0 created, 1 started or waiting, 2 finished (any terminal status). */
 function stage(status: StepState["status"]): number {
-  return status === "created" ? 0 : status === "started" ? 1 : 2;
+  return status === "created" ? 0 : status === "started" || status === "waiting" ? 1 : 2;
 }
 
 /**
@@ -94,7 +95,8 @@ function applyEvent(detail: RunDetail, event: RunEvent): RunDetail {
   if (current === undefined) return detail;
   const moves = event.type === "step:progress"
     ? stage(current.status) === 1 && event.done > current.done
-    : stage(current.status) < (event.type === "step:started" ? 1 : 2);
+    : stage(current.status) <
+      (event.type === "step:started" || event.type === "step:waiting" ? 1 : 2);
   if (!moves) return detail;
   const steps = detail.steps.map((step): StepDetail => {
     if (step !== current) return step;
@@ -107,6 +109,14 @@ function applyEvent(detail: RunDetail, event: RunEvent): RunDetail {
           initialTasks: event.tasks,
           total: event.tasks,
           done: 0,
+        };
+      case "step:waiting":
+        return {
+          ...step,
+          status: "waiting",
+          waitingAt: at,
+          waitKey: event.key,
+          waitUntil: event.until === null ? null : new Date(event.until),
         };
       case "step:progress":
         return { ...step, done: event.done, total: event.total };
@@ -152,6 +162,7 @@ function render({ run, steps }: RunDetail): string[] {
     depth.set(step.stepSlug, Math.max(-1, ...step.dependsOn.map((dep) => depth.get(dep)!)) + 1);
   }
   lines.push("");
+  // A wait step queues no task: it counts from when it started waiting.
   lines.push(...formatTable(
     ["STEP", "STATUS", "TASKS", "ATTEMPTS", "STARTED", "DURATION", "AFTER"],
     steps.map((step) => {
@@ -161,9 +172,9 @@ function render({ run, steps }: RunDetail): string[] {
         step.status,
         step.initialTasks === null ? "-" : `${step.done}/${step.total}`,
         String(step.tasks.reduce((sum, task) => sum + task.attempts, 0)),
-        formatTime(step.startedAt),
+        formatTime(step.startedAt ?? step.waitingAt),
         formatDuration(
-          step.startedAt,
+          step.startedAt ?? step.waitingAt,
           step.completedAt ?? step.failedAt ?? step.skippedAt ?? step.cancelledAt,
         ),
         step.dependsOn.length === 0 ? "-" : step.dependsOn.join(", "),
@@ -182,9 +193,22 @@ function render({ run, steps }: RunDetail): string[] {
     }
   }
   for (const step of steps) {
+    if (step.status === "waiting") lines.push(waitingLine(step));
     if (step.skipReason !== null) lines.push(`${step.stepSlug} skipped: ${step.skipReason}`);
   }
   return lines;
+}
+
+/**
+ * What a waiting step waits for: a sleep its due time, a signal wait its key (JSON-quoted: a key
+ * is any text) and when it times out.
+ */
+function waitingLine(step: StepState): string {
+  if (step.waitKey === null) return `${step.stepSlug} waiting until ${formatTime(step.waitUntil)}`;
+  const timeout = step.waitUntil === null
+    ? "no timeout"
+    : `times out ${formatTime(step.waitUntil)}`;
+  return `${step.stepSlug} waiting for signal ${JSON.stringify(step.waitKey)} (${timeout})`;
 }
 
 /** `--json`: the run (camelCase, as `getRun` returns it) with each step's `dependsOn` and `tasks`. */
@@ -212,9 +236,10 @@ export const runCommand: OpsCommand = {
   description:
     "Shows the run's steps as a tree (a step under the dependencies it waits for) with\n" +
     "state, tasks done/total, attempts, when it started and how long it took, then the last\n" +
-    "error of every task that failed an attempt. --watch follows the run's live events and\n" +
-    "prints the view again whenever they change it, until the run is terminal (with --json:\n" +
-    "once, then), and exits 0 when it completed, 1 when it failed or was cancelled.",
+    "error of every task that failed an attempt and what each waiting step waits for (its\n" +
+    "signal key or due time). --watch follows the run's live events and prints the view\n" +
+    "again whenever they change it, until the run is terminal (with --json: once, then), and\n" +
+    "exits 0 when it completed, 1 when it failed or was cancelled.",
   async run(sql, args, io) {
     const [runId] = args.positional;
     const watch = args.options.watch === true;
