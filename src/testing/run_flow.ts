@@ -82,16 +82,35 @@ export class FlowRunTimeoutError extends Error {
   runId: string;
   /** The limit, in milliseconds. */
   timeoutMs: number;
+  /** The run's steps still waiting (durable waits) when the limit passed, with their key. */
+  waiting: { stepSlug: string; waitKey: string | null; waitUntil: Date | null }[];
 
   /**
    * @param runId The run id.
    * @param timeoutMs The limit, in milliseconds.
+   * @param waiting The run's steps still waiting then.
    */
-  constructor(runId: string, timeoutMs: number) {
-    super(`Cannot finish run ${runId}: not resolved within ${timeoutMs} ms`);
+  constructor(
+    runId: string,
+    timeoutMs: number,
+    waiting: { stepSlug: string; waitKey: string | null; waitUntil: Date | null }[] = [],
+  ) {
+    const waits = waiting.map((step) =>
+      step.waitKey === null
+        ? `step "${step.stepSlug}" sleeps until ${step.waitUntil?.toISOString()}`
+        : `step "${step.stepSlug}" waits for a signal with key ${JSON.stringify(step.waitKey)}`
+    );
+    super(
+      `Cannot finish run ${runId}: not resolved within ${timeoutMs} ms` +
+        (waits.length === 0
+          ? ""
+          : `; ${waits.join(", ")} (send it with sendSignal before or during the run, or ` +
+            "time it out with the option timeOutWaits)"),
+    );
     this.name = "FlowRunTimeoutError";
     this.runId = runId;
     this.timeoutMs = timeoutMs;
+    this.waiting = waiting;
   }
 }
 
@@ -140,7 +159,11 @@ export async function runFlow<F extends DeployableFlow>(
     const deadline = Date.now() + timeoutMs;
     let run = await getRun<FlowInput<F>, FlowOutput<F>>(db.sql, runId);
     while (run === null || run.status === "started") {
-      if (Date.now() > deadline) throw new FlowRunTimeoutError(runId, timeoutMs);
+      if (Date.now() > deadline) {
+        const waiting = (run?.steps ?? []).filter((step) => step.status === "waiting")
+          .map(({ stepSlug, waitKey, waitUntil }) => ({ stepSlug, waitKey, waitUntil }));
+        throw new FlowRunTimeoutError(runId, timeoutMs, waiting);
+      }
       if (options.skipDelays !== false) await skipRetryDelays(db.sql, runId);
       await releaseRunWaits(db.sql, runId, {
         sleeps: options.skipSleeps !== false,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { defineDeployedFlow, Flow, sendSignal, signalPayload, withStepQueues } from "../../mod.ts";
 import { waitUntil } from "../_support.ts";
-import { runFlow, startTestDatabase } from "../../src/testing/mod.ts";
+import { FlowRunTimeoutError, runFlow, startTestDatabase } from "../../src/testing/mod.ts";
 
 // DATABASE_URL would point the kit at a real server; these tests exercise the embedded default.
 Deno.env.delete("DATABASE_URL");
@@ -131,7 +131,15 @@ Deno.test("testing kit: a flow that waits: a signal sent first is kept, the thre
   // Without a signal and without timeOutWaits, the run waits: runFlow says so by its timeout.
   await assert.rejects(
     runFlow(db, flow, { id: "c" }, { timeoutMs: 2_000 }),
-    { name: "FlowRunTimeoutError", timeoutMs: 2_000 },
+    (error: unknown) => {
+      assert.ok(error instanceof FlowRunTimeoutError);
+      assert.equal(error.timeoutMs, 2_000);
+      assert.deepEqual(error.waiting.map((w) => [w.stepSlug, w.waitKey]), [
+        ["decision", "refund:c"],
+      ]);
+      assert.match(error.message, /step "decision" waits for a signal with key "refund:c"/);
+      return true;
+    },
   );
 });
 
