@@ -1,82 +1,50 @@
 // docs/schedules.md's pg_cron job on the real pg_cron (Debian's postgresql-15-cron, loaded through
-// shared_preload_libraries in a private server): with no worker and no Deno firer, pg_cron fires
-// the due tick and starts its run; the next due time waits for a Deno sweep, which computes it.
-// pg_cron 1.4 ticks once a minute, so this test waits up to a minute. Ignored where the package is
-// not installed, except under CI (CI=true), where scripts/setup.sh installs it and its absence fails.
+// shared_preload_libraries in a private server, tests/sql/_pg_cron.ts): with no worker and no Deno
+// firer, pg_cron fires the due tick and starts its run; the next due time waits for a Deno sweep,
+// which computes it.
+// pg_cron 1.4 ticks once a minute, so this test waits up to a minute.
 import assert from "node:assert/strict";
-import postgres from "postgres";
-import { startTempPostgres } from "../../dev/temp_postgres.ts";
 import { fireDueSchedules, Flow, getSchedule, getScheduleTicks, schedule } from "../../mod.ts";
 import { compileFlow } from "../../src/client/compile_flow.ts";
-import { migrate } from "../../src/ops/migrate.ts";
 import { waitUntil } from "../_support.ts";
-
-const PG_CRON = "/usr/lib/postgresql/15/lib/pg_cron.so";
-const installed = await Deno.stat(PG_CRON).then(() => true, () => false);
-const CI = Deno.env.get("CI") === "true";
-
-/** The statement of docs/schedules.md's sql block. */
-async function documentedJob(): Promise<string> {
-  const doc = await Deno.readTextFile(new URL("../../docs/schedules.md", import.meta.url));
-  const statement = /```sql\n(select cron\.schedule\(.*\);)\n```/.exec(doc)?.[1];
-  assert.ok(statement, "docs/schedules.md shows the cron.schedule statement");
-  return statement;
-}
+import { documentedCronJob, ignorePgCron, startPgCronServer } from "./_pg_cron.ts";
 
 Deno.test({
   name: "pg_cron alone fires a due tick once; the next due time comes from the next Deno sweep",
-  ignore: !installed && !CI,
+  ignore: ignorePgCron,
   async fn() {
-    assert.ok(
-      installed,
-      `${PG_CRON} is missing: run 'apt-get install postgresql-15-cron' as root (scripts/setup.sh does)`,
-    );
-    await using server = await startTempPostgres({
-      path: "/usr/lib/postgresql/15/bin",
-      settings: {
-        shared_preload_libraries: "pg_cron",
-        "cron.database_name": "postgres",
-        // Jobs run in background workers: no libpq connection back to the private server.
-        "cron.use_background_workers": "on",
+    await using server = await startPgCronServer();
+    const { sql } = server;
+    const flow = new Flow<{ n: number }>({ slug: "cron_fired" })
+      .step({ slug: "echo" }, (input) => input.n);
+    await compileFlow(sql, flow);
+    await schedule(sql, flow, { cron: "* * * * *", input: { n: 1 } });
+    await sql.unsafe(await documentedCronJob("docs/schedules.md"));
+
+    const ticks = await waitUntil(
+      async () => {
+        const fired = await getScheduleTicks(sql, "cron_fired");
+        return fired.length > 0 ? fired : null;
       },
-    });
-    const sql = postgres(server.url, { max: 2, onnotice: () => {} });
-    try {
-      await migrate(sql);
-      await sql`create extension pg_cron`;
-      const flow = new Flow<{ n: number }>({ slug: "cron_fired" })
-        .step({ slug: "echo" }, (input) => input.n);
-      await compileFlow(sql, flow);
-      await schedule(sql, flow, { cron: "* * * * *", input: { n: 1 } });
-      await sql.unsafe(await documentedJob());
+      "pg_cron to fire the first tick",
+      90_000,
+    );
+    assert.equal(ticks.length, 1);
+    assert.equal(ticks[0].error, null);
+    const [run] = await sql`select flow_slug, status from sluice.runs where run_id = ${
+      ticks[0].runId
+    }`;
+    assert.deepEqual({ ...run }, { flow_slug: "cron_fired", status: "started" });
+    const [job] = await sql`
+      select status from cron.job_run_details order by start_time desc limit 1`;
+    assert.equal(job.status, "succeeded");
 
-      const ticks = await waitUntil(
-        async () => {
-          const fired = await getScheduleTicks(sql, "cron_fired");
-          return fired.length > 0 ? fired : null;
-        },
-        "pg_cron to fire the first tick",
-        90_000,
-      );
-      assert.equal(ticks.length, 1);
-      assert.equal(ticks[0].error, null);
-      const [run] = await sql`select flow_slug, status from sluice.runs where run_id = ${
-        ticks[0].runId
-      }`;
-      assert.deepEqual({ ...run }, { flow_slug: "cron_fired", status: "started" });
-      const [job] = await sql`
-        select status from cron.job_run_details order by start_time desc limit 1`;
-      assert.equal(job.status, "succeeded");
-
-      // SQL never parses cron: no Deno process has computed the next tick yet.
-      assert.equal((await getSchedule(sql, "cron_fired"))?.nextDueAt, null);
-      assert.deepEqual(await fireDueSchedules(sql), { fired: 0, advanced: 1 });
-      const next = (await getSchedule(sql, "cron_fired"))?.nextDueAt;
-      assert.ok(next !== null && next !== undefined && next > ticks[0].dueAt);
-      assert.equal(next.getTime() - ticks[0].dueAt.getTime(), 60_000);
-      await sql`select cron.unschedule('sluice-schedules')`;
-    } finally {
-      await sql.end();
-    }
+    // SQL never parses cron: no Deno process has computed the next tick yet.
+    assert.equal((await getSchedule(sql, "cron_fired"))?.nextDueAt, null);
+    assert.deepEqual(await fireDueSchedules(sql), { fired: 0, advanced: 1 });
+    const next = (await getSchedule(sql, "cron_fired"))?.nextDueAt;
+    assert.ok(next !== null && next !== undefined && next > ticks[0].dueAt);
+    assert.equal(next.getTime() - ticks[0].dueAt.getTime(), 60_000);
+    await sql`select cron.unschedule('sluice-schedules')`;
   },
 });
