@@ -164,10 +164,18 @@ Deno.test("testing kit: the test clock releases a sleep and a wait's timeout tha
   assert.deepEqual(result.stepOutput("decision"), { approved: false });
 });
 
-Deno.test("testing kit: a step-queued flow with a wait gets a worker for every step but the wait", async () => {
+Deno.test("testing kit: step-queued and deployed flows with a wait get a worker for every step but the wait", async () => {
   await using db = await startTestDatabase();
   const flow = withStepQueues(refundFlow("kit_refund_queued"));
   await sendSignal(db.sql, { key: "refund:e", payload: { approved: false }, signalId: "e" });
   const result = await runFlow(db, flow, { id: "e" }, { timeoutMs: 10_000 });
   assert.deepEqual(result.output, { payout: "declined" });
+  // Behind an alias: activation needs no worker for the wait step either.
+  const deployed = defineDeployedFlow(withStepQueues(refundFlow("kit_refund_v1")), {
+    alias: "kit_refund",
+  });
+  await sendSignal(db.sql, { key: "refund:f", payload: { approved: true }, signalId: "f" });
+  const viaAlias = await runFlow(db, deployed, { id: "f" }, { timeoutMs: 10_000 });
+  assert.equal(viaAlias.run.flowSlug, "kit_refund_v1");
+  assert.match(viaAlias.output?.payout ?? "", /^paid after /);
 });
