@@ -73,6 +73,7 @@ function expectedDefinition(queueMode: "flow" | "step", queues: string[]): FlowD
         when_unmet: "skip",
         when_exhausted: "fail",
         options: { max_attempts: 2, base_delay: null, timeout: 10, start_delay: null },
+        wait: null,
       },
       {
         step_slug: "total",
@@ -85,6 +86,7 @@ function expectedDefinition(queueMode: "flow" | "step", queues: string[]): FlowD
         when_unmet: "skip",
         when_exhausted: "fail",
         options: { max_attempts: null, base_delay: null, timeout: null, start_delay: 5 },
+        wait: null,
       },
       {
         step_slug: "invoice",
@@ -97,6 +99,7 @@ function expectedDefinition(queueMode: "flow" | "step", queues: string[]): FlowD
         when_unmet: "fail",
         when_exhausted: "fail",
         options: noOptions,
+        wait: null,
       },
       {
         step_slug: "emails",
@@ -109,6 +112,7 @@ function expectedDefinition(queueMode: "flow" | "step", queues: string[]): FlowD
         when_unmet: "skip",
         when_exhausted: "skip",
         options: { max_attempts: null, base_delay: 3, timeout: null, start_delay: null },
+        wait: null,
       },
       {
         step_slug: "send",
@@ -121,6 +125,7 @@ function expectedDefinition(queueMode: "flow" | "step", queues: string[]): FlowD
         when_unmet: "skip-cascade",
         when_exhausted: "skip-cascade",
         options: noOptions,
+        wait: null,
       },
       {
         step_slug: "audit",
@@ -133,6 +138,7 @@ function expectedDefinition(queueMode: "flow" | "step", queues: string[]): FlowD
         when_unmet: "skip",
         when_exhausted: "fail",
         options: noOptions,
+        wait: null,
       },
     ],
     routes: slugs.map((step_slug, index) => ({ step_slug, queue_name: queues[index] })),

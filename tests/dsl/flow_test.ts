@@ -76,6 +76,7 @@ Deno.test("step definitions record index, type, sorted deps, map source, policie
         ifNot: null,
         whenUnmet: "skip",
         whenExhausted: "fail",
+        wait: null,
         options: {},
       },
       {
@@ -88,6 +89,7 @@ Deno.test("step definitions record index, type, sorted deps, map source, policie
         ifNot: null,
         whenUnmet: "skip",
         whenExhausted: "fail",
+        wait: null,
         options: {},
       },
       {
@@ -100,6 +102,7 @@ Deno.test("step definitions record index, type, sorted deps, map source, policie
         ifNot: null,
         whenUnmet: "fail",
         whenExhausted: "fail",
+        wait: null,
         options: { startDelay: 0 },
       },
       {
@@ -112,6 +115,7 @@ Deno.test("step definitions record index, type, sorted deps, map source, policie
         ifNot: null,
         whenUnmet: "skip",
         whenExhausted: "skip-cascade",
+        wait: null,
         options: {},
       },
     ],
