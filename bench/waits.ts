@@ -198,6 +198,7 @@ interface Window {
   releases: number;
   releaseBuffers: number;
   releaseMs: number;
+  lookupBuffers: number;
   claims: number;
   handlerRuns: number;
   statements: number;
@@ -221,19 +222,22 @@ async function idleWindow(waiting: number): Promise<Window> {
   const handlersBefore = handlerTotal();
   const mark = await costMark(admin);
   await sleepMs(options.window * 1000);
-  const statement = async (pattern: string) => {
+  const statement = async (pattern: string, toplevel = true) => {
     const [row] = await admin<{ calls: number; buffers: number; ms: number }[]>`
       select coalesce(sum(calls), 0)::int as calls,
         coalesce(sum(shared_blks_hit + shared_blks_read)::float8 / nullif(sum(calls), 0), 0)
           as buffers,
         coalesce(sum(total_exec_time) / nullif(sum(calls), 0), 0) as ms
       from pg_stat_statements
-      where toplevel and query like ${pattern}
+      where toplevel = ${toplevel} and query like ${pattern}
         and dbid = (select oid from pg_database where datname = current_database())`;
     return row;
   };
   const poll = await statement("%sluice.start_tasks(%");
   const release = await statement("%sluice.release_due_waits(%");
+  // The sweep's lookup of due waits inside release_due_waits, alone: its execution's buffers,
+  // without the planning of the function's statements that the call's figure includes.
+  const lookup = await statement("%ss.wait_until <= now()%", false);
   const cost = await costSince(admin, mark);
   return {
     label: whole(waiting),
@@ -243,6 +247,7 @@ async function idleWindow(waiting: number): Promise<Window> {
     releases: release.calls,
     releaseBuffers: release.buffers,
     releaseMs: release.ms,
+    lookupBuffers: lookup.buffers,
     claims: (await attempts()) - claimsBefore,
     handlerRuns: handlerTotal() - handlersBefore,
     statements: cost.clientStatements + cost.nestedStatements,
@@ -450,6 +455,7 @@ console.log(markdownTable(
     "release_due_waits calls",
     "its buffers / call",
     "its ms / call",
+    "its due-wait lookup buffers / call",
     "statements (all, nested included)",
     "WAL bytes",
     "load",
@@ -464,6 +470,7 @@ console.log(markdownTable(
     String(w.releases),
     w.releaseBuffers.toFixed(1),
     w.releaseMs.toFixed(3),
+    w.lookupBuffers.toFixed(1),
     whole(w.statements),
     whole(w.walBytes),
     w.load,
