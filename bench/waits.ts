@@ -216,8 +216,9 @@ const handlerTotal = () => Object.values(executions).reduce((a, b) => a + b, 0);
 async function idleWindow(waiting: number): Promise<Window> {
   await admin`vacuum analyze`;
   // Outside the window: the vacuum's own WAL, and the first polls and beats after it, which plan
-  // their statements again (the new statistics invalidate every session's cached plans).
-  await sleepMs(Math.max(3000, 3 * options.heartbeatMs));
+  // their statements again (the new statistics invalidate every session's cached plans), on each
+  // connection of the worker's pool.
+  await sleepMs(Math.max(6000, 6 * options.heartbeatMs));
   const claimsBefore = await attempts();
   const handlersBefore = handlerTotal();
   const mark = await costMark(admin);
@@ -372,8 +373,7 @@ try {
   await until("the timer warm-up run", () => Promise.resolve(executions.after === 1));
   timerLatencies.length = 0;
   log(`${options.timers} timers due over ${options.spread} s`);
-  const timerMark = await costMark(admin);
-  const lead = 3000;
+  const lead = 4000;
   const first = Date.now() + lead;
   await startMany(
     "bench_timer",
@@ -382,6 +382,18 @@ try {
       options.spread * 1000
     }::bigint / ${options.timers}))`,
   );
+  // The cost counted from here is the releases' (and their next steps'), as for the signals.
+  await until(`${options.timers} sleeping runs`, async () => {
+    const [{ n }] = await admin<{ n: number }[]>`
+      select count(*)::int as n from sluice.step_states
+      where step_slug = 'before' and status = 'completed'`;
+    return n === options.timers + 1;
+  });
+  const timerMark = await costMark(admin);
+  const [{ released }] = await admin<{ released: number }[]>`
+    select count(*)::int as released from sluice.step_states
+    where step_slug = 'pause' and status = 'completed'`;
+  if (released > 1) log(`${released - 1} timers were released before the cost mark`);
   await until("the timers to complete", async () => (await runsStarted("bench_timer")) === 0);
   const [{ early }] = await admin<{ early: number }[]>`
     select count(*)::int as early from sluice.step_states ss
@@ -486,7 +498,7 @@ console.log(markdownTable(
     "waits",
     "latency p50 / p95 / max",
     "to run completed p50 / p95",
-    "statements / wait",
+    "statements / wait (release to run completed)",
     "WAL bytes / wait",
     "load",
     "note",
