@@ -257,12 +257,27 @@ async function idleWindow(waiting: number): Promise<Window> {
   };
 }
 
+/**
+ * Due time to release of the sleeps whose run input has `dueAt` in [from, to]: the sleep step's
+ * `completed_at` is the releasing transaction's start.
+ */
+async function dueToReleased(from: number, to: number): Promise<number[]> {
+  const rows = await admin<{ ms: number }[]>`
+    select extract(epoch from ss.completed_at - ss.wait_until)::float8 * 1000 as ms
+    from sluice.step_states ss join sluice.runs r using (run_id)
+    where ss.step_slug = 'pause' and ss.status = 'completed'
+      and (r.input ->> 'dueAt')::bigint between ${from} and ${to}`;
+  return rows.map((row) => row.ms);
+}
+
 /** One release measurement's figures. */
 interface Release {
   label: string;
   released: number;
   latencies: number[];
   toCompletion: number[];
+  /** For timers: due time to the release's transaction. */
+  toRelease: number[];
   cost: Cost;
   load: string;
   note: string;
@@ -349,6 +364,7 @@ try {
     released: options.signals,
     latencies,
     toCompletion: completed.map((row) => row.at - committedAt.get(row.n)!),
+    toRelease: [],
     cost: await costSince(admin, signalMark),
     load: await loadAverage(),
     note: `${whole(options.runs - options.signals)} other runs waiting`,
@@ -405,6 +421,7 @@ try {
     released: options.timers,
     latencies: [...timerLatencies],
     toCompletion: [],
+    toRelease: await dueToReleased(first, first + options.spread * 1000),
     cost: await costSince(admin, timerMark),
     load: await loadAverage(),
     note: early === 0
@@ -415,10 +432,11 @@ try {
   if (options.burst > 0) {
     timerLatencies.length = 0;
     log(`a burst of ${options.burst} timers due at once`);
+    const burstInput = Date.now() + 3_600_000;
     await startMany(
       "bench_timer",
       options.burst,
-      `jsonb_build_object('dueAt', ${Date.now() + 3_600_000}::bigint)`,
+      `jsonb_build_object('dueAt', ${burstInput}::bigint)`,
     );
     await until(
       `${options.burst} sleeping runs`,
@@ -434,6 +452,7 @@ try {
       released: options.burst,
       latencies: [...timerLatencies],
       toCompletion: [],
+      toRelease: await dueToReleased(burstInput, burstInput),
       cost: await costSince(admin, burstMark),
       load: await loadAverage(),
       note: `at most 100 released per beat: ${Math.ceil(options.burst / 100)} beats`,
@@ -497,6 +516,7 @@ console.log(markdownTable(
     "release",
     "waits",
     "latency p50 / p95 / max",
+    "of it, due → released p50 / p95",
     "to run completed p50 / p95",
     "statements / wait (release to run completed)",
     "WAL bytes / wait",
@@ -507,6 +527,7 @@ console.log(markdownTable(
     r.label,
     whole(r.released),
     `${p(r.latencies, 0.5)} / ${p(r.latencies, 0.95)} / ${p(r.latencies, 1)}`,
+    r.toRelease.length === 0 ? "–" : `${p(r.toRelease, 0.5)} / ${p(r.toRelease, 0.95)}`,
     r.toCompletion.length === 0 ? "–" : `${p(r.toCompletion, 0.5)} / ${p(r.toCompletion, 0.95)}`,
     ((r.cost.clientStatements + r.cost.nestedStatements) / r.released).toFixed(1),
     whole(r.cost.walBytes / r.released),
