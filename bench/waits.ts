@@ -3,13 +3,14 @@
  * `startWorker` worker, and how soon a released wait's next step runs. See bench/README.md.
  *
  * 1. Idle cost: the worker idles for a window with no waiting run, then again with `--runs`
- *    runs of `prepare -> waitForSignal -> finish` waiting; both windows count claims (attempts in
+ *    runs of `prepare -> waitForSignal -> finish` waiting, then (the control) with the same tables
+ *    once the runs not signalled are cancelled; each window counts claims (attempts in
  *    `sluice.step_tasks`) and handler executions (the handlers' own counter), which must be 0,
- *    and give the cost per call of the poll (the read-and-claim statement) and of the
+ *    and gives the cost per call of the poll (the read-and-claim statement) and of the
  *    heartbeat's `release_due_waits` from `pg_stat_statements` (shared buffers, exec time).
  * 2. Signals: `sendSignal` to a sample of the waiting runs, one at a time: time from the signal's
  *    commit (its call returned) to the `finish` handler starting, and to the run's completion.
- * 3. Timers: runs of `prepare -> sleep -> after` whose due times are spread over a few seconds
+ * 3. Timers: runs of `before -> sleep -> after` whose due times are spread over a few seconds
  *    (computed by the worker, as in production), then a burst whose waits all fall due at the same
  *    moment (set with SQL, as tests/worker/waits_test.ts does): time from the due time to the
  *    `after` handler starting. The heartbeat interval bounds it: every beat releases at most 100
@@ -24,8 +25,9 @@
  *   --burst 1000         sleeping runs due at the same moment; 0 skips the burst
  *   --heartbeat-ms 1000  the worker's heartbeatIntervalMs (the worker's default is 5000)
  *
- * Always a throwaway cluster (with `pg_stat_statements`, autovacuum off: its WAL and buffer
- * accesses would land in whichever window it ran during; the bench vacuums before each window).
+ * Always a throwaway cluster, with `pg_stat_statements` (planning not tracked) and autovacuum off:
+ * its WAL and buffer accesses would land in whichever window it ran during; the bench vacuums
+ * before each window and analyzes as it starts runs.
  *
  * @module
  */
@@ -176,7 +178,7 @@ async function until(what: string, done: () => Promise<boolean>, timeoutMs = 600
   }
 }
 
-/** Starts runs of `flowSlug` in SQL, 1,000 per statement, with inputs from `input(i)`. */
+/** Starts runs of `flowSlug` in SQL, 1,000 per statement, the input an SQL expression of `i`. */
 async function startMany(flowSlug: string, total: number, inputSql: string) {
   for (let from = 0; from < total; from += 1000) {
     const to = Math.min(total, from + 1000) - 1;
