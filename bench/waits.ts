@@ -449,6 +449,7 @@ try {
     await admin`update sluice.step_states set wait_until = now() + interval '1 second'
       where step_slug = 'pause' and status = 'waiting'`;
     await until("the burst to complete", async () => (await runsStarted("bench_timer")) === 0);
+    const beats = Math.ceil(options.burst / 100);
     releases.push({
       label: `burst: ${whole(options.burst)} due at once → next step's handler`,
       released: options.burst,
@@ -457,7 +458,7 @@ try {
       toRelease: await dueToReleased(burstInput, burstInput),
       cost: await costSince(admin, burstMark),
       load: await loadAverage(),
-      note: `at most 100 released per beat: ${Math.ceil(options.burst / 100)} beats`,
+      note: `at most 100 released per beat: ${beats} beat${beats === 1 ? "" : "s"}`,
     });
   }
 } finally {
