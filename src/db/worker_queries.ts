@@ -306,13 +306,14 @@ export async function requeueStalledTasks(sql: Sql): Promise<number> {
 }
 
 /**
- * `sluice.release_due_waits`: releases the sleeps and signal timeouts that are due (docs/waits.md);
- * returns how many it released.
+ * `sluice.release_due_waits`: releases up to `batchSize` of the sleeps and signal timeouts that are
+ * due (docs/waits.md); returns how many it released.
  */
-export async function releaseDueWaits(sql: Sql): Promise<number> {
+export async function releaseDueWaits(sql: Sql, batchSize: number): Promise<number> {
   const row = onlyRow(
     "release_due_waits",
-    await sql<{ released: number }[]>`select sluice.release_due_waits() as released`,
+    await sql<{ released: number }[]>`
+      select sluice.release_due_waits(${batchSize}::integer) as released`,
   );
   return row.released;
 }

@@ -19,6 +19,9 @@ import { type OutageTracker, sleep } from "./_retry.ts";
 import type { RunningAttempts } from "./_running_attempts.ts";
 import type { Logger } from "./logger.ts";
 
+/** Due waits one `release_due_waits` call releases (its runs are locked together). */
+const WAIT_RELEASE_BATCH = 100;
+
 /** Settings of a {@linkcode Heartbeat}. */
 export interface HeartbeatSettings {
   readonly workerId: string;
@@ -130,15 +133,24 @@ export class Heartbeat {
   }
 
   // Every beat, like schedules: the beat interval bounds how late a due sleep or timeout is
-  // released while any worker runs. With nothing due it is one indexed lookup.
+  // released while any worker runs. With nothing due it is one indexed lookup. A full batch may
+  // leave more due (a burst of sleeps due at one instant): the beat keeps sweeping, one short
+  // transaction per batch, for at most half an interval, so a burst drains in one beat instead of
+  // one batch per beat.
   async #releaseWaits(): Promise<void> {
+    const until = performance.now() + this.#settings.intervalMs / 2;
+    let total = 0;
     try {
-      const released = await releaseDueWaits(this.#sql);
-      this.#outage.answered();
-      if (released > 0) this.#logger.info("due waits released", { waits: released });
+      for (;;) {
+        const released = await releaseDueWaits(this.#sql, WAIT_RELEASE_BATCH);
+        this.#outage.answered();
+        total += released;
+        if (released < WAIT_RELEASE_BATCH || performance.now() >= until) break;
+      }
     } catch (error) {
       this.#failed("release_due_waits", error);
     }
+    if (total > 0) this.#logger.info("due waits released", { waits: total });
   }
 
   // A stored expression croner no longer reads must not stop every other schedule's sweep: the

@@ -267,3 +267,33 @@ Deno.test("a step worker for a wait step is refused before touching the database
     },
   );
 });
+
+Deno.test("one heartbeat releases a burst of due sleeps larger than a batch, not 100 per beat", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow<{ n: number }>({ slug: uniqueSlug("burst") })
+    .step({ slug: "first" }, (input) => input.n)
+    .sleep({ slug: "pause", dependsOn: ["first"] }, () => ({ seconds: 3600 }))
+    .step({ slug: "after", dependsOn: ["pause"] }, (deps) => deps.pause.length);
+  const burst = 250;
+  {
+    await using _worker = await testWorker(flow, db, { maxConcurrent: 20 });
+    await db.sql`select sluice.start_flow(${flow.slug}, jsonb_build_object('n', i))
+      from generate_series(1, ${burst}) i`;
+    await waitUntil(async () => {
+      const [{ n }] = await db.sql<{ n: number }[]>`
+        select count(*)::integer as n from sluice.step_states where status = 'waiting'`;
+      return n === burst;
+    }, `${burst} waiting sleeps`);
+  }
+  await db.sql`update sluice.step_states set wait_until = now() - interval '1 second'
+    where status = 'waiting'`;
+  // The first beat comes after one interval and may sweep for half of one (5 s): it releases
+  // all of them, where one batch per beat would log 100 first.
+  await using worker = await testWorker(flow, db, { heartbeatIntervalMs: 10_000 });
+  await waitUntil(
+    () => worker.logs.find("info", "due waits released").length > 0,
+    "the first beat's release",
+    30_000,
+  );
+  assert.equal(worker.logs.find("info", "due waits released")[0].fields.waits, burst);
+});
