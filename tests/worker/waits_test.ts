@@ -8,6 +8,7 @@ import { startWorker } from "../../src/worker/mod.ts";
 import { cancelRun } from "../../src/client/cancel_run.ts";
 import { RunFailedError } from "../../src/client/errors.ts";
 import { getRun } from "../../src/client/get_run.ts";
+import { getVersionDrain } from "../../src/deploy/aliases.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
@@ -296,4 +297,20 @@ Deno.test("one heartbeat releases a burst of due sleeps larger than a batch, not
     30_000,
   );
   assert.equal(worker.logs.find("info", "due waits released")[0].fields.waits, burst);
+});
+
+Deno.test("a waiting run keeps its version from draining: active, with no task queued or started", async () => {
+  await using db = await freshDatabase();
+  const flow = approvalFlow("drain_waits");
+  await using _worker = await testWorker(flow, db);
+  const runId = await startFlow(db.sql, flow, { id: "d1" });
+  await waiting(db, runId, "decision");
+  const during = await getVersionDrain(db.sql, flow.slug);
+  assert.deepEqual(
+    [during?.activeRuns, during?.queuedTasks, during?.startedTasks, during?.workDrained],
+    [1, 0, 0, false],
+  );
+  await sendSignal(db.sql, { key: "approval:d1", payload: { approved: true }, signalId: "d1" });
+  await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
+  assert.equal((await getVersionDrain(db.sql, flow.slug))?.workDrained, true);
 });
