@@ -1,6 +1,6 @@
 // The producer client: connect, compileFlow, startFlow, getRun, getRunTasks, waitForRun.
 import assert from "node:assert/strict";
-import { Flow, signalPayload } from "../../src/dsl/flow.ts";
+import { Flow } from "../../src/dsl/flow.ts";
 import type { Json } from "../../src/dsl/json.ts";
 import {
   compileFlow,
@@ -13,8 +13,9 @@ import {
   startFlow,
   waitForRun,
 } from "../../src/client/mod.ts";
+import { startWaitingRun, waitingFlow } from "../worker/_waiting_run.ts";
 import { freshDatabase } from "../_db.ts";
-import { testWorker, uniqueSlug, waitUntil } from "../worker/_helpers.ts";
+import { testWorker } from "../worker/_helpers.ts";
 
 const orders = new Flow<{ orderId: number }>({ slug: "orders", timeout: 30 })
   .step({ slug: "load" }, (input) => ({ id: input.orderId }))
@@ -163,24 +164,13 @@ Deno.test("startFlow() starts by flow, by name and with a chosen run id; getRun(
 
 Deno.test("getRun() reads a waiting step with its key or due time and when it started waiting", async () => {
   await using db = await freshDatabase();
-  const flow = new Flow<{ id: string }>({ slug: uniqueSlug("get_run_waits") })
-    .step({ slug: "ask" }, (input) => ({ id: input.id }))
-    .waitForSignal({
-      slug: "decision",
-      dependsOn: ["ask"],
-      key: (deps) => `approval:${deps.ask.id}`,
-      payload: signalPayload<boolean>(),
-      timeoutSeconds: 3600,
-    })
-    .sleep({ slug: "pause", dependsOn: ["ask"] }, () => ({ seconds: 86400 }));
-  await using _worker = await testWorker(flow, db);
-  const runId = await startFlow(db.sql, flow, { id: "r1" });
-  await waitUntil(
-    async () => (await getRun(db.sql, runId))?.steps.every((s) => s.status !== "created"),
-    "both waits waiting",
+  const { worker, runId, run: waiting } = await startWaitingRun(
+    db,
+    waitingFlow("get_run_waits"),
+    "r1",
   );
-  const run = await getRun(db.sql, runId);
-  const [ask, decision, pause] = run!.steps;
+  await using _worker = worker;
+  const [ask, decision, pause] = waiting.steps;
   assert.deepEqual(
     [decision, pause].map((s) => [s.stepSlug, s.status, s.waitKey, s.startedAt, s.initialTasks]),
     [["decision", "waiting", "approval:r1", null, null], ["pause", "waiting", null, null, null]],

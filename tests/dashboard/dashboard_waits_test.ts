@@ -1,11 +1,9 @@
 // How the dashboard's run page shows durable waits (docs/waits.md): a waiting step has status
 // waiting (its colour class, its words in the DAG) and its signal key or due time, escaped.
 import assert from "node:assert/strict";
-import { Flow, sendSignal, signalPayload } from "../../mod.ts";
-import { getRun } from "../../src/client/get_run.ts";
-import { startFlow } from "../../src/client/start_flow.ts";
+import { sendSignal } from "../../mod.ts";
 import { freshDatabase } from "../_db.ts";
-import { testWorker, uniqueSlug, waitUntil } from "../worker/_helpers.ts";
+import { startWaitingRun, waitingFlow } from "../worker/_waiting_run.ts";
 import { dashboard } from "./_browser.ts";
 
 /** The time as the dashboard prints it. */
@@ -13,24 +11,11 @@ const shown = (at: Date | null) => at!.toISOString().replace("T", " ").replace(/
 
 Deno.test("dashboard run page shows a waiting step as waiting with its signal key (escaped) and timeout, or its due time", async () => {
   await using db = await freshDatabase();
-  const flow = new Flow<{ id: string }>({ slug: uniqueSlug("dash_waits") })
-    .step({ slug: "ask" }, (input) => ({ id: input.id }))
-    .waitForSignal({
-      slug: "decision",
-      dependsOn: ["ask"],
-      // The key is the application's text: markup in it must stay text.
-      key: (deps) => `approval <b>${deps.ask.id}</b> & "more"`,
-      payload: signalPayload<boolean>(),
-      timeoutSeconds: 3600,
-    })
-    .sleep({ slug: "pause", dependsOn: ["ask"] }, () => ({ seconds: 86400 }));
-  await using _worker = await testWorker(flow, db);
-  const runId = await startFlow(db.sql, flow, { id: "r1" });
-  await waitUntil(
-    async () => (await getRun(db.sql, runId))?.steps.every((s) => s.status !== "created"),
-    "both waits waiting",
-  );
-  const [, decision, pause] = (await getRun(db.sql, runId))!.steps;
+  // The key is the application's text: markup in it must stay text.
+  const flow = waitingFlow("dash_waits", (id) => `approval <b>${id}</b> & "more"`);
+  const { worker, runId, run } = await startWaitingRun(db, flow, "r1");
+  await using _worker = worker;
+  const [, decision, pause] = run.steps;
   await using server = dashboard(db);
   const response = await fetch(`${server.root}/runs/${runId}`, {
     headers: { authorization: `Bearer ${server.token}` },

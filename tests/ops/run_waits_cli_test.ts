@@ -2,41 +2,22 @@
 // it started waiting, with a line naming its signal key or its due time.
 import assert from "node:assert/strict";
 import { Flow, sendSignal, signalPayload } from "../../mod.ts";
-import { getRun } from "../../src/client/get_run.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { freshDatabase } from "../_db.ts";
 import { testWorker, uniqueSlug, waitUntil } from "../worker/_helpers.ts";
+import { startWaitingRun, waitingFlow } from "../worker/_waiting_run.ts";
 import { ops, opsDone } from "./_ops.ts";
-
-/** A signal wait with a timeout and a sleep of a day, both after `ask`. */
-function waitsFlow(slug: string) {
-  return new Flow<{ id: string }>({ slug: uniqueSlug(slug) })
-    .step({ slug: "ask" }, (input) => ({ id: input.id }))
-    .waitForSignal({
-      slug: "decision",
-      dependsOn: ["ask"],
-      // A key is any text: the view quotes it.
-      key: (deps) => `approval "${deps.ask.id}"`,
-      payload: signalPayload<boolean>(),
-      timeoutSeconds: 3600,
-    })
-    .sleep({ slug: "pause", dependsOn: ["ask"] }, () => ({ seconds: 86400 }));
-}
 
 /** The time as `ops run` prints it. */
 const shown = (at: Date | null) => at!.toISOString().replace(/\.\d{3}Z$/, "Z");
 
 Deno.test("ops run shows a waiting step as waiting, since it started waiting, with its signal key and timeout or its due time", async () => {
   await using db = await freshDatabase();
-  const flow = waitsFlow("cli_waits");
-  await using _worker = await testWorker(flow, db);
-  const runId = await startFlow(db.sql, flow, { id: "r1" });
-  await waitUntil(
-    async () => (await getRun(db.sql, runId))?.steps.every((s) => s.status !== "created"),
-    "both waits waiting",
-  );
-  const run = await getRun(db.sql, runId);
-  const [, decision, pause] = run!.steps;
+  // A key is any text: the view quotes it.
+  const flow = waitingFlow("cli_waits", (id) => `approval "${id}"`);
+  const { worker, runId, run } = await startWaitingRun(db, flow, "r1");
+  await using _worker = worker;
+  const [, decision, pause] = run.steps;
 
   const view = await opsDone(db, "run", runId);
   assert.equal(view.code, 0, view.err);

@@ -9,38 +9,60 @@ import { serveRegistry } from "../cli/_registry.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 
+/** A temporary user project holding `files`, with sluice mapped as install maps it. */
+interface UserProject extends AsyncDisposable {
+  /** Runs `deno <args>` in it, without DATABASE_URL; fails the test on a non-zero exit. */
+  deno(args: string[]): Promise<string>;
+}
+
+async function userProject(files: Record<string, string>): Promise<UserProject> {
+  const registry = await serveRegistry();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-user-testing-" });
+  // As install maps it; `@sluice/sluice/testing` resolves through the same entry.
+  const imports = { [registry.name]: `jsr:${registry.name}@${registry.version}` };
+  await Deno.writeTextFile(join(dir, "deno.json"), JSON.stringify({ imports }, null, 2));
+  for (const [name, code] of Object.entries(files)) await Deno.writeTextFile(join(dir, name), code);
+  const env: Record<string, string> = {
+    ...Deno.env.toObject(),
+    JSR_URL: registry.url,
+    NO_COLOR: "1",
+  };
+  delete env.DATABASE_URL;
+  return {
+    async deno(args) {
+      const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+        args,
+        cwd: dir,
+        env,
+        clearEnv: true,
+        stdin: "null",
+      }).output();
+      const out = new TextDecoder().decode(stdout);
+      const err = new TextDecoder().decode(stderr);
+      assert.equal(
+        code,
+        0,
+        `deno ${args.join(" ")} exited ${code}\nstdout:\n${out}\nstderr:\n${err}`,
+      );
+      return out;
+    },
+    async [Symbol.asyncDispose]() {
+      await Deno.remove(dir, { recursive: true });
+      await registry[Symbol.asyncDispose]();
+    },
+  };
+}
+
+const CONFIG = ["--no-lock", "--config", "deno.json"];
+
 Deno.test("docs/testing.md's test file passes in a user project on the embedded database", async () => {
   const doc = await Deno.readTextFile(new URL("docs/testing.md", ROOT));
   const code = doc.match(/```ts\n([\s\S]*?)```/)?.[1];
   assert.ok(code, "docs/testing.md has no ts block");
-  await using registry = await serveRegistry();
-  const dir = await Deno.makeTempDir({ prefix: "sluice-user-testing-" });
-  try {
-    // As install maps it; `@sluice/sluice/testing` resolves through the same entry.
-    const imports = { [registry.name]: `jsr:${registry.name}@${registry.version}` };
-    await Deno.writeTextFile(join(dir, "deno.json"), JSON.stringify({ imports }, null, 2));
-    await Deno.writeTextFile(join(dir, "prices_test.ts"), code);
-    const env: Record<string, string> = {
-      ...Deno.env.toObject(),
-      JSR_URL: registry.url,
-      NO_COLOR: "1",
-    };
-    delete env.DATABASE_URL;
-    const { code: exit, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: ["test", "-A", "--no-lock", "--config", "deno.json", "prices_test.ts"],
-      cwd: dir,
-      env,
-      clearEnv: true,
-      stdin: "null",
-    }).output();
-    const out = new TextDecoder().decode(stdout);
-    const err = new TextDecoder().decode(stderr);
-    assert.equal(exit, 0, `deno test exited ${exit}\nstdout:\n${out}\nstderr:\n${err}`);
-    assert.match(out, /prices retries the rate lookup and prices every sku \.\.\. ok/);
-    assert.match(out, /ok \| 1 passed \| 0 failed/);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using project = await userProject({ "prices_test.ts": code });
+  const out = await project.deno(["test", "-A", ...CONFIG, "prices_test.ts"]);
+  assert.match(out, /prices retries the rate lookup and prices every sku \.\.\. ok/);
+  assert.match(out, /ok \| 1 passed \| 0 failed/);
 });
 
 Deno.test("docs/waits.md's flows and test file pass in a user project on the embedded database", async () => {
@@ -68,46 +90,13 @@ Deno.test("docs/waits.md's flows and test file pass in a user project on the emb
     "waits_test.ts": pick("with Deno.test", blocks.find((b) => b.includes("Deno.test"))),
   };
   assert.equal(blocks.length, Object.keys(files).length, "every ts block of docs/waits.md runs");
-  await using registry = await serveRegistry();
-  const dir = await Deno.makeTempDir({ prefix: "sluice-user-waits-" });
-  try {
-    const imports = { [registry.name]: `jsr:${registry.name}@${registry.version}` };
-    await Deno.writeTextFile(join(dir, "deno.json"), JSON.stringify({ imports }, null, 2));
-    for (const [name, code] of Object.entries(files)) {
-      await Deno.writeTextFile(join(dir, name), code);
-    }
-    const env: Record<string, string> = {
-      ...Deno.env.toObject(),
-      JSR_URL: registry.url,
-      NO_COLOR: "1",
-    };
-    delete env.DATABASE_URL;
-    const deno = async (args: string[]) => {
-      const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-        args,
-        cwd: dir,
-        env,
-        clearEnv: true,
-        stdin: "null",
-      }).output();
-      const out = new TextDecoder().decode(stdout);
-      const err = new TextDecoder().decode(stderr);
-      assert.equal(
-        code,
-        0,
-        `deno ${args.join(" ")} exited ${code}\nstdout:\n${out}\nstderr:\n${err}`,
-      );
-      return out;
-    };
-    await deno(["check", "--no-lock", "--config", "deno.json", "send_signal.ts"]);
-    const out = await deno(["test", "-A", "--no-lock", "--config", "deno.json", "waits_test.ts"]);
-    assert.match(
-      out,
-      /a refund waits for a decision; without one it is declined after 48 hours \.\.\. ok/,
-    );
-    assert.match(out, /the reminder goes out after three days, at once in a test \.\.\. ok/);
-    assert.match(out, /ok \| 2 passed \| 0 failed/);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using project = await userProject(files);
+  await project.deno(["check", ...CONFIG, "send_signal.ts"]);
+  const out = await project.deno(["test", "-A", ...CONFIG, "waits_test.ts"]);
+  assert.match(
+    out,
+    /a refund waits for a decision; without one it is declined after 48 hours \.\.\. ok/,
+  );
+  assert.match(out, /the reminder goes out after three days, at once in a test \.\.\. ok/);
+  assert.match(out, /ok \| 2 passed \| 0 failed/);
 });

@@ -9,12 +9,17 @@ import {
   startTempPostgres,
   type TempPostgres,
 } from "../../dev/temp_postgres.ts";
-import { adminUrl } from "../_db.ts";
+import { migrate } from "../../src/ops/migrate.ts";
+import { adminUrl, installedPgmq, type TestDatabase } from "../_db.ts";
 
-/** A private server and how to restart it. */
+/** A private server, migrated, and how to restart it. */
 export interface PrivateServer extends AsyncDisposable {
   /** The server. */
   readonly server: TempPostgres;
+  /** A client of its database, where sluice is installed. */
+  readonly sql: postgres.Sql;
+  /** The database, as the worker test helpers take it. */
+  readonly db: TestDatabase;
   /** Restarts it with `pg_ctl restart`: `fast` shuts down cleanly, `immediate` as after a crash. */
   restart(mode: "fast" | "immediate"): Promise<void>;
 }
@@ -32,7 +37,8 @@ async function suiteBinDir(): Promise<string> {
 }
 
 /**
- * Starts a private server with the suite server's binaries. Its commits are synchronous (the test
+ * Starts a private server with the suite server's binaries and installs sluice (with the suite's
+ * PGMQ: the extension where the binaries offer it). Its commits are synchronous (the test
  * defaults turn that off for speed), so an `immediate` restart loses no committed transaction, as
  * on a production server; fsync stays off, since the operating system does not crash here.
  */
@@ -40,8 +46,19 @@ export async function startPrivateServer(): Promise<PrivateServer> {
   const binDir = await suiteBinDir();
   const server = await startTempPostgres({ path: binDir, settings: { synchronous_commit: true } });
   const { pgCtl } = await findPostgresBinaries({ path: binDir });
+  const sql = postgres(server.url, { max: 2, onnotice: () => {} });
+  try {
+    const { pgmq } = await migrate(sql);
+    assert.equal(pgmq, installedPgmq(), "the private server offers the suite's PGMQ");
+  } catch (error) {
+    await sql.end();
+    await server[Symbol.asyncDispose]();
+    throw error;
+  }
   return {
     server,
+    sql,
+    db: { url: server.url } as TestDatabase,
     async restart(mode) {
       const command = [
         pgCtl,
@@ -64,6 +81,9 @@ export async function startPrivateServer(): Promise<PrivateServer> {
       }).output();
       assert.equal(code, 0, `pg_ctl restart failed: ${new TextDecoder().decode(stderr)}`);
     },
-    [Symbol.asyncDispose]: () => server[Symbol.asyncDispose](),
+    async [Symbol.asyncDispose]() {
+      await sql.end();
+      await server[Symbol.asyncDispose]();
+    },
   };
 }

@@ -6,8 +6,7 @@ import postgres from "postgres";
 import { Flow, sendSignal, signalPayload } from "../../mod.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
-import { migrate } from "../../src/ops/migrate.ts";
-import { freshDatabase, installedPgmq, type TestDatabase } from "../_db.ts";
+import { freshDatabase } from "../_db.ts";
 import { testWorker, waitUntil } from "./_helpers.ts";
 import { startPrivateServer } from "./_private_server.ts";
 import { waitCrashFlow } from "./_wait_crash_flow.ts";
@@ -22,78 +21,72 @@ async function stepStatuses(sql: postgres.Sql, runId: string): Promise<string> {
 
 Deno.test("a server restart (immediate, as after a crash) while a sleep and a signal wait: both are released once afterwards", async () => {
   await using server = await startPrivateServer();
+  const { sql, db } = server;
   const url = server.server.url;
-  const sql = postgres(url, { max: 2, onnotice: () => {} });
-  try {
-    const { pgmq } = await migrate(sql);
-    assert.equal(pgmq, installedPgmq(), "the private server offers the suite's PGMQ");
-    const executions: string[] = [];
-    const flow = new Flow<{ id: string }>({ slug: "restart_waits", timeout: 5 })
-      .step({ slug: "ask" }, (input) => {
-        executions.push(`ask:${input.id}`);
-        return input.id;
-      })
-      // Due a few seconds after the wait starts: after the restart below.
-      .sleep({ slug: "pause", dependsOn: ["ask"] }, () => ({ seconds: 3 }))
-      .waitForSignal({
-        slug: "decision",
-        dependsOn: ["ask"],
-        key: (deps) => `restart:${deps.ask}`,
-        payload: signalPayload<{ approved: boolean }>(),
-      })
-      .step({ slug: "finish", dependsOn: ["pause", "decision"] }, (deps) => {
-        executions.push("finish");
-        return { woke: deps.pause, approved: deps.decision.approved };
-      });
-    await using _worker = await testWorker(flow, { url } as TestDatabase, {
-      heartbeatIntervalMs: 100,
+  const executions: string[] = [];
+  const flow = new Flow<{ id: string }>({ slug: "restart_waits", timeout: 5 })
+    .step({ slug: "ask" }, (input) => {
+      executions.push(`ask:${input.id}`);
+      return input.id;
+    })
+    // Due a few seconds after the wait starts: after the restart below.
+    .sleep({ slug: "pause", dependsOn: ["ask"] }, () => ({ seconds: 3 }))
+    .waitForSignal({
+      slug: "decision",
+      dependsOn: ["ask"],
+      key: (deps) => `restart:${deps.ask}`,
+      payload: signalPayload<{ approved: boolean }>(),
+    })
+    .step({ slug: "finish", dependsOn: ["pause", "decision"] }, (deps) => {
+      executions.push("finish");
+      return { woke: deps.pause, approved: deps.decision.approved };
     });
-    const runId = await startFlow(sql, flow, { id: "r1" });
-    await waitUntil(
-      async () =>
-        await stepStatuses(sql, runId) === "ask:completed decision:waiting " +
-            "finish:created pause:waiting",
-      "both waits waiting",
-    );
-    const [{ due }] = await sql<{ due: Date }[]>`
+  await using _worker = await testWorker(flow, db, {
+    heartbeatIntervalMs: 100,
+  });
+  const runId = await startFlow(sql, flow, { id: "r1" });
+  await waitUntil(
+    async () =>
+      await stepStatuses(sql, runId) === "ask:completed decision:waiting " +
+          "finish:created pause:waiting",
+    "both waits waiting",
+  );
+  const [{ due }] = await sql<{ due: Date }[]>`
       select wait_until as due from sluice.step_states
       where run_id = ${runId} and step_slug = 'pause'`;
-    assert.ok(due.getTime() > Date.now(), "the sleep is still due when the server restarts");
+  assert.ok(due.getTime() > Date.now(), "the sleep is still due when the server restarts");
 
-    await server.restart("immediate");
-    // The waits survived the crash: still waiting, with no task and no message for them.
-    const after = postgres(url, { max: 1, onnotice: () => {} });
-    try {
-      await waitUntil(async () => {
-        try {
-          return (await stepStatuses(after, runId)).includes("decision:waiting");
-        } catch {
-          return false; // the server is still recovering
-        }
-      }, "the wait after the restart");
-      const [{ tasks }] = await after<{ tasks: number }[]>`
+  await server.restart("immediate");
+  // The waits survived the crash: still waiting, with no task and no message for them.
+  const after = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await waitUntil(async () => {
+      try {
+        return (await stepStatuses(after, runId)).includes("decision:waiting");
+      } catch {
+        return false; // the server is still recovering
+      }
+    }, "the wait after the restart");
+    const [{ tasks }] = await after<{ tasks: number }[]>`
         select count(*)::integer as tasks from sluice.step_tasks
         where run_id = ${runId} and step_slug in ('pause', 'decision')`;
-      assert.equal(tasks, 0);
-      assert.deepEqual(
-        await sendSignal(after, {
-          key: "restart:r1",
-          payload: { approved: true },
-          signalId: "after-restart",
-        }),
-        { signalId: "after-restart", outcome: "sent", released: 1 },
-      );
-      // The sleep is released by the heartbeat of the worker, which reconnected by itself.
-      const output = await waitForRun(after, runId, { timeoutMs: 30_000, flow });
-      assert.deepEqual(output, {
-        finish: { woke: due.toISOString(), approved: true },
-      });
-      assert.deepEqual(executions, ["ask:r1", "finish"]);
-    } finally {
-      await after.end();
-    }
+    assert.equal(tasks, 0);
+    assert.deepEqual(
+      await sendSignal(after, {
+        key: "restart:r1",
+        payload: { approved: true },
+        signalId: "after-restart",
+      }),
+      { signalId: "after-restart", outcome: "sent", released: 1 },
+    );
+    // The sleep is released by the heartbeat of the worker, which reconnected by itself.
+    const output = await waitForRun(after, runId, { timeoutMs: 30_000, flow });
+    assert.deepEqual(output, {
+      finish: { woke: due.toISOString(), approved: true },
+    });
+    assert.deepEqual(executions, ["ask:r1", "finish"]);
   } finally {
-    await sql.end();
+    await after.end();
   }
 });
 
