@@ -5,11 +5,12 @@ import assert from "node:assert/strict";
 import postgres, { type Sql } from "postgres";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
-import { Flow } from "../../src/dsl/flow.ts";
+import { Flow, signalPayload } from "../../src/dsl/flow.ts";
 import { migrate } from "../../src/ops/migrate.ts";
 import { startWorker } from "../../src/worker/start_worker.ts";
 import { adminUrl, freshDatabase, installedPgmq, pgmqFlavour } from "../_db.ts";
 import { definition } from "./_fixtures.ts";
+import { testWorker, waitUntil } from "../worker/_helpers.ts";
 
 const AUTHENTICATOR = "sluice_test_authenticator";
 
@@ -480,4 +481,65 @@ Deno.test({
       );
     }
   },
+});
+
+Deno.test("docs/waits.md's decide_refund: an approver's session completes the wait, anyone else is refused, a second click is a duplicate", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  // Supabase's auth.uid(): the JWT's subject, which the Data API sets for each request.
+  await db.sql.unsafe(`
+    create schema auth;
+    create function auth.uid() returns uuid language sql stable
+      as $$ select nullif(current_setting('request.jwt.claim.sub', true), '')::uuid $$;
+    grant usage on schema auth to authenticated;`);
+  const doc = await Deno.readTextFile(new URL("../../docs/waits.md", import.meta.url));
+  const block = [...doc.matchAll(/^```sql\n([\s\S]*?)^```$/gm)].map((m) => m[1])
+    .find((body) => body.includes("public.decide_refund"));
+  assert.ok(block, "docs/waits.md shows decide_refund in an sql block");
+  await db.sql.unsafe(block);
+  const approver = crypto.randomUUID();
+  await db.sql`insert into public.refund_approvers (user_id) values (${approver})`;
+
+  const flow = new Flow<{ refundId: string }>({ slug: "browser_refunds" })
+    .step({ slug: "request" }, (input) => ({ id: input.refundId }))
+    .waitForSignal({
+      slug: "decision",
+      dependsOn: ["request"],
+      key: (deps) => `refund:${deps.request.id}`,
+      payload: signalPayload<{ approved: boolean; by: string }>(),
+    })
+    .step({ slug: "settle", dependsOn: ["decision"] }, (deps) => deps.decision);
+  await using _worker = await testWorker(flow, db);
+  const runId = await startFlow(db.sql, flow, { refundId: "r_9" });
+  await waitUntil(async () => {
+    const [row] = await db.sql`select status from sluice.step_states
+      where run_id = ${runId} and step_slug = 'decision'`;
+    return row?.status === "waiting";
+  }, "the decision waiting");
+
+  const browser = connectAs(db.url, "authenticated");
+  try {
+    const decide = (user: string) =>
+      browser.begin(async (tx) => {
+        await tx`select set_config('request.jwt.claim.sub', ${user}, true)`;
+        const [{ released }] = await tx<{ released: number }[]>`
+          select public.decide_refund('r_9', true) as released`;
+        return released;
+      });
+    await assert.rejects(decide(crypto.randomUUID()), {
+      code: "42501",
+      message: /Cannot decide refund r_9: not an approver/,
+    });
+    await assert.rejects(
+      browser`select sluice.send_signal('refund:r_9', 'true', 'direct')`,
+      { code: "42501" },
+    );
+    assert.equal(await decide(approver), 1);
+    assert.equal(await decide(approver), 0, "a second click is a duplicate");
+  } finally {
+    await browser.end();
+  }
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+    settle: { approved: true, by: approver },
+  });
 });
