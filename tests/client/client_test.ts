@@ -164,7 +164,7 @@ Deno.test("startFlow() starts by flow, by name and with a chosen run id; getRun(
 
 Deno.test("getRun() reads a waiting step with its key or due time and when it started waiting", async () => {
   await using db = await freshDatabase();
-  const { worker, runId, run: waiting } = await startWaitingRun(
+  const { worker, run: waiting } = await startWaitingRun(
     db,
     waitingFlow("get_run_waits"),
     "r1",
