@@ -112,7 +112,7 @@ export const webhookFanout = withStepQueues(
       return rows.map((row) => ({ id: row.id, url: row.url }));
     })
     .map(
-      { slug: "deliver", array: "endpoints", maxAttempts: 5, baseDelay: 1 },
+      { slug: "deliver", array: "endpoints", maxAttempts: 4, baseDelay: 1 },
       async (endpoint, ctx) => {
         const [event] = await ctx.sql<{ type: string; payload: unknown }[]>`
           select type, payload from public.webhook_events where id = ${ctx.flowInput.eventId}`;
