@@ -6,9 +6,10 @@
  * heavy step on a shared queue. See bench/README.md for how the grouped layout is built.
  *
  * Options:
- *   --quick           smoke run: 10 s idle windows, a flood of 200, 15 probes
+ *   --quick           smoke run: 10 s idle windows, a flood of 200, a burst of 500, 15 probes
  *   --idle-seconds 30 length of each idle window
  *   --flood 1000      heavy tasks started before the probes
+ *   --burst 3000      bulk (digest) tasks started before the probes of the burst scenario
  *   --probes 40       light probe runs, one every --interval ms
  *   --interval 100    ms between two probe starts
  *   --heavy-ms 200    duration of the heavy step's handler (the image resize stand-in)
@@ -25,7 +26,7 @@ import { startFlow } from "../src/client/start_flow.ts";
 import { Flow } from "../src/dsl/flow.ts";
 import { withStepQueues } from "../src/dsl/step_queues.ts";
 import type { DeployableFlow } from "../src/dsl/types.ts";
-import { resolveWorkerTarget, startWorker, type WorkerHandle } from "../src/worker/mod.ts";
+import { startWorker, type WorkerHandle } from "../src/worker/mod.ts";
 import { migrate } from "../src/ops/migrate.ts";
 import { PROJECT_MIGRATIONS } from "../examples/back_office/setup.ts";
 import { startFunctionWorker } from "../examples/back_office/dev/harness.ts";
@@ -51,6 +52,7 @@ const WARM_UP_RUNS = 100;
 interface Settings {
   readonly idleSeconds: number;
   readonly flood: number;
+  readonly burst: number;
   readonly probes: number;
   readonly intervalMs: number;
   readonly heavyMs: number;
@@ -189,6 +191,8 @@ interface IdleResult {
   readonly connectionsMean: number;
   readonly connectionsMax: number;
   readonly serverCpuMs: number | null;
+  /** The top-level statements sent, most calls first. */
+  readonly top: readonly { readonly query: string; readonly calls: number }[];
 }
 
 async function connections(sql: Sql): Promise<{ count: number; pids: number[] }> {
@@ -252,9 +256,16 @@ async function measureIdle(
       from pg_stat_statements
       where dbid = (select oid from pg_database where datname = current_database())
         and query not like '%pg_stat%'`;
+    const top = await sql<{ query: string; calls: number }[]>`
+      select regexp_replace(query, '\\s+', ' ', 'g') as query, calls::int
+      from pg_stat_statements
+      where dbid = (select oid from pg_database where datname = current_database())
+        and toplevel and query not like '%pg_stat%'
+      order by calls desc limit 8`;
     return {
       layout,
       listen,
+      top: top.map((row) => ({ ...row })),
       workers: workers.length,
       seconds,
       ...stats,
@@ -295,15 +306,25 @@ function idleTable(results: IdleResult[]): string {
   );
 }
 
+function statementTable(result: IdleResult): string {
+  return markdownTable(
+    ["calls / min per idle worker", "statement"],
+    result.top.map((row) => [
+      (row.calls * 60 / result.seconds / result.workers).toFixed(1),
+      `\`${row.query.slice(0, 100).replaceAll("|", "\\|")}\``,
+    ]),
+  );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Starvation: a heavy step sharing a queue with light steps, and on its own queue
 
-type Kind = "heavy" | "light";
+type Kind = "heavy" | "light" | "bulk";
 
 /**
  * The bench's stand-in for a shared queue: one carrier flow whose two root steps run the
  * example's heavy work (the image resize stand-in, then storing the thumbnail) and its light work
- * (a password-reset mail), chosen by the input. As a plain flow both steps' tasks wait in one
+ * (a password-reset mail), or a digest mail (light, but sent in bursts), chosen by the input. As a plain flow both steps' tasks wait in one
  * queue and one pool of workers claims them in order, which is what a shared queue with a
  * multi-flow worker does; wrapped with `withStepQueues()` each gets its own queue and workers.
  */
@@ -324,15 +345,27 @@ function carrier(slug: string, heavyMs: number, accountId: number) {
         body: "https://app.example/reset",
       }, ctx.signal);
       return { emailId };
+    })
+    .step({ slug: "bulk", if: { kind: "bulk" } }, async (_input, ctx) => {
+      // A weekly digest: light work too, but it comes as a burst of one task per account.
+      const account = await loadAccount(ctx.sql, accountId);
+      const emailId = await mailOnce(ctx.sql, services, account, {
+        kind: "weekly_digest",
+        dedupeKey: ctx.runId,
+        subject: "Your week",
+        body: "A quiet week.",
+      }, ctx.signal);
+      return { emailId };
     });
 }
 
 interface StarvationLayout {
   readonly label: string;
   readonly workers: string;
+  /** The step whose tasks flood the queue. */
+  readonly flooding: "heavy" | "bulk";
   readonly flow: DeployableFlow;
   readonly slug: string;
-  readonly lightQueue: string;
   start(url: string): Promise<WorkerHandle[]>;
 }
 
@@ -343,33 +376,35 @@ function starvationLayouts(heavyMs: number, accountId: number): StarvationLayout
     logLevel: "warn" as const,
     env: {},
   });
-  const shared = carrier("office_shared", heavyMs, accountId);
-  const split = withStepQueues(carrier("office_split", heavyMs, accountId));
-  return [
-    {
-      label: "heavy shares the light steps' queue",
-      workers: `2 × ${MAX_CONCURRENT} on the shared queue`,
-      flow: shared,
-      slug: shared.slug,
-      lightQueue: resolveWorkerTarget(shared).queueName,
-      async start(url) {
-        return [await startWorker(shared, options(url)), await startWorker(shared, options(url))];
+  return (["heavy", "bulk"] as const).flatMap((flooding): StarvationLayout[] => {
+    const shared = carrier(`office_shared_${flooding}`, heavyMs, accountId);
+    const split = withStepQueues(carrier(`office_split_${flooding}`, heavyMs, accountId));
+    return [
+      {
+        label: `${flooding} shares the light step's queue`,
+        workers: `2 × ${MAX_CONCURRENT} on the shared queue`,
+        flooding,
+        flow: shared,
+        slug: shared.slug,
+        async start(url) {
+          return [await startWorker(shared, options(url)), await startWorker(shared, options(url))];
+        },
       },
-    },
-    {
-      label: "heavy on its own queue",
-      workers: `1 × ${MAX_CONCURRENT} light + 1 × ${MAX_CONCURRENT} heavy`,
-      flow: split,
-      slug: split.flow.slug,
-      lightQueue: resolveWorkerTarget(split, { stepSlug: "light" }).queueName,
-      async start(url) {
-        return [
-          await startWorker(split, { ...options(url), stepSlug: "light" }),
-          await startWorker(split, { ...options(url), stepSlug: "heavy" }),
-        ];
+      {
+        label: `${flooding} on its own queue`,
+        workers: `1 × ${MAX_CONCURRENT} light + 1 × ${MAX_CONCURRENT} ${flooding}`,
+        flooding,
+        flow: split,
+        slug: split.flow.slug,
+        async start(url) {
+          return [
+            await startWorker(split, { ...options(url), stepSlug: "light" }),
+            await startWorker(split, { ...options(url), stepSlug: flooding }),
+          ];
+        },
       },
-    },
-  ];
+    ];
+  });
 }
 
 async function flood(sql: Sql, slug: string, runs: number, kind: Kind): Promise<void> {
@@ -400,7 +435,8 @@ async function probe(
 ): Promise<{ latenciesMs: number[]; backlog: number }> {
   const [{ backlog }] = await sql<{ backlog: number }[]>`
     select count(*)::int as backlog from sluice.step_tasks
-    where flow_slug = ${layout.slug} and step_slug = 'heavy' and status in ('queued', 'started')`;
+    where flow_slug = ${layout.slug} and step_slug = ${layout.flooding}
+      and status in ('queued', 'started')`;
   const runIds: string[] = [];
   const first = performance.now();
   for (let i = 0; i < settings.probes; i++) {
@@ -436,14 +472,15 @@ async function measureStarvation(
 ): Promise<StarvationResult> {
   const workers = await layout.start(url);
   try {
-    await flood(sql, layout.slug, WARM_UP_RUNS / 2, "heavy");
+    await flood(sql, layout.slug, WARM_UP_RUNS / 2, layout.flooding);
     await flood(sql, layout.slug, WARM_UP_RUNS / 2, "light");
     await drained(sql, layout.slug, 120_000);
     await sql`vacuum analyze`;
     log(`${layout.slug}: idle probes`);
     const idle = await probe(sql, layout, settings);
-    log(`${layout.slug}: ${whole(settings.flood)} heavy tasks, then probes`);
-    await flood(sql, layout.slug, settings.flood, "heavy");
+    const count = layout.flooding === "heavy" ? settings.flood : settings.burst;
+    log(`${layout.slug}: ${whole(count)} ${layout.flooding} tasks, then probes`);
+    await flood(sql, layout.slug, count, layout.flooding);
     const flooded = await probe(sql, layout, settings);
     const load = (await loadAverage()).split(" ")[0];
     await drained(
@@ -471,7 +508,7 @@ function starvationTable(results: StarvationResult[]): string {
       "light latency idle p50 / p95",
       "light latency flooded p50 / p95",
       "p95 flooded / idle",
-      "heavy backlog at first probe",
+      "flooding tasks unfinished at first probe",
       "load (1 min) at end",
     ],
     results.map((r) => {
@@ -499,6 +536,7 @@ async function main(args: string[]): Promise<void> {
       quick: { type: "boolean", default: false },
       "idle-seconds": { type: "string" },
       flood: { type: "string" },
+      burst: { type: "string" },
       probes: { type: "string" },
       interval: { type: "string", default: "100" },
       "heavy-ms": { type: "string", default: "200" },
@@ -507,6 +545,7 @@ async function main(args: string[]): Promise<void> {
   const numbers = {
     "idle-seconds": Number(values["idle-seconds"] ?? (values.quick ? 10 : 30)),
     flood: Number(values.flood ?? (values.quick ? 200 : 1000)),
+    burst: Number(values.burst ?? (values.quick ? 500 : 3000)),
     probes: Number(values.probes ?? (values.quick ? 15 : 40)),
     interval: Number(values.interval),
     "heavy-ms": Number(values["heavy-ms"]),
@@ -519,6 +558,7 @@ async function main(args: string[]): Promise<void> {
   const settings: Settings = {
     idleSeconds: numbers["idle-seconds"],
     flood: numbers.flood,
+    burst: numbers.burst,
     probes: numbers.probes,
     intervalMs: numbers.interval,
     heavyMs: numbers["heavy-ms"],
@@ -529,7 +569,11 @@ async function main(args: string[]): Promise<void> {
   const counts = countFunctions(flows);
 
   await using db = await benchDatabase({
-    settings: { shared_preload_libraries: "pg_stat_statements", max_connections: 300 },
+    settings: {
+      shared_preload_libraries: "pg_stat_statements",
+      "pg_stat_statements.track": "all",
+      max_connections: 300,
+    },
   });
   log(`database ready: ${db.server}, PGMQ ${db.pgmq}`);
   const sql = connect(db.url, { max: 2 });
@@ -605,10 +649,20 @@ async function main(args: string[]): Promise<void> {
     "",
     idleTable(idle),
     "",
+    ...idle.filter((r) => r.layout.startsWith("per-step")).flatMap((r) => [
+      `What the per-step layout's idle workers send (${
+        r.listen ? "LISTEN" : "long poll"
+      }), per worker:`,
+      "",
+      statementTable(r),
+      "",
+    ]),
     "### Starvation of light steps by a heavy step",
     "",
-    `Heavy: the resize stand-in (${settings.heavyMs} ms) and a stored object; light: a ` +
-    `password-reset mail. ${whole(settings.flood)} heavy tasks started in one transaction, then ` +
+    `Heavy: the resize stand-in (${settings.heavyMs} ms) and a stored object; bulk: a digest ` +
+    "mail (light work in a burst); light: a password-reset mail. " +
+    `${whole(settings.flood)} heavy or ${whole(settings.burst)} bulk tasks started in one ` +
+    "transaction, then " +
     `${settings.probes} light runs one every ${settings.intervalMs} ms; idle: the same probes ` +
     "without the flood. Latency = the light task's completed_at − queued_at.",
     "",
