@@ -29,7 +29,7 @@ import type { DeployableFlow } from "../src/dsl/types.ts";
 import { startWorker, type WorkerHandle } from "../src/worker/mod.ts";
 import { migrate } from "../src/ops/migrate.ts";
 import { PROJECT_MIGRATIONS } from "../examples/back_office/setup.ts";
-import { startFunctionWorker } from "../examples/back_office/dev/harness.ts";
+import { startFunctionWorker, type WorkerFunction } from "../examples/back_office/dev/harness.ts";
 import {
   loadAccount,
   mailOnce,
@@ -42,6 +42,7 @@ import { duration, markdownTable, median, quantile, whole } from "./_stats.ts";
 import {
   type FlowPlacement,
   FUNCTION_LIMITS,
+  GROUPED_QUEUES,
   groupedQueues,
   placements,
 } from "./_back_office_layout.ts";
@@ -78,6 +79,12 @@ interface CountResult {
   readonly perStep: number;
   readonly grouped: number;
   readonly queues: string[];
+}
+
+/** The grouped queue whose host runs `fn`: its step's, or for a plain flow its first step's. */
+function hostOf(fn: WorkerFunction): string {
+  const queues = GROUPED_QUEUES[fn.flowSlug];
+  return fn.stepSlug === null ? Object.values(queues)[0] : queues[fn.stepSlug];
 }
 
 function countFunctions(flows: FlowPlacement[]): CountResult {
@@ -183,6 +190,8 @@ interface IdleResult {
   readonly layout: string;
   readonly listen: boolean;
   readonly workers: number;
+  /** Worker functions (processes) the workers run in. */
+  readonly hosts: number;
   readonly seconds: number;
   readonly reads: number;
   readonly heartbeats: number;
@@ -224,6 +233,8 @@ async function measureIdle(
   listen: boolean,
   seconds: number,
   start: () => Promise<WorkerHandle[]>,
+  hosts = 0,
+  close: () => Promise<void> = async () => {},
 ): Promise<IdleResult> {
   const workers = await start();
   try {
@@ -267,6 +278,7 @@ async function measureIdle(
       listen,
       top: top.map((row) => ({ ...row })),
       workers: workers.length,
+      hosts: hosts === 0 ? workers.length : hosts,
       seconds,
       ...stats,
       connectionsMean: samples.reduce((a, b) => a + b, 0) / samples.length,
@@ -275,6 +287,7 @@ async function measureIdle(
     };
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
+    await close();
   }
 }
 
@@ -295,7 +308,7 @@ function idleTable(results: IdleResult[]): string {
     results.map((r) => [
       r.layout,
       r.listen ? "LISTEN, 1 s fallback read" : "long poll (pooler), 5 s",
-      String(r.workers),
+      r.hosts === r.workers ? String(r.workers) : `${r.hosts} (${r.workers})`,
       perMinute(r.reads, r),
       perMinute(r.heartbeats, r),
       perMinute(r.statements, r),
@@ -618,6 +631,35 @@ async function main(args: string[]): Promise<void> {
                 options,
               )
             )),
+        ),
+      );
+    }
+
+    for (const listen of [true, false]) {
+      // Co-hosted: today's private per-step queues and workers, but the workers of one grouped
+      // queue's steps in one process sharing one pool (each still opens its own LISTEN session),
+      // as one function hosting several step workers would run them.
+      const pools: Sql[] = [];
+      log(`idle, co-hosted layout: ${counts.perStep} workers in ${counts.grouped} hosts`);
+      idle.push(
+        await measureIdle(
+          sql,
+          db.local,
+          "co-hosted (no API yet)",
+          listen,
+          settings.idleSeconds,
+          () =>
+            Promise.all(counts.queues.flatMap((queue) => {
+              const pool = connect(db.url, { max: 4 });
+              pools.push(pool);
+              return flows.flatMap((f) => f.perStep).filter((fn) => hostOf(fn) === queue).map((
+                fn,
+              ) => startFunctionWorker(fn, { sql: pool, logLevel: "warn", env: {}, listen }));
+            })),
+          counts.grouped,
+          async () => {
+            await Promise.all(pools.map((pool) => pool.end()));
+          },
         ),
       );
     }

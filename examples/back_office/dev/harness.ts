@@ -50,7 +50,9 @@ export async function workerFunctions(): Promise<WorkerFunction[]> {
   return manifest.functions.map((entry) => {
     const flow = BY_SLUG.get(entry.flow_slug);
     if (flow === undefined) {
-      throw new Error(`the manifest names flow "${entry.flow_slug}", which flows.ts does not export`);
+      throw new Error(
+        `the manifest names flow "${entry.flow_slug}", which flows.ts does not export`,
+      );
     }
     return {
       functionName: entry.function_name,

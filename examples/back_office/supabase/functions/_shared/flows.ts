@@ -408,7 +408,11 @@ export const weeklyDigest = withStepQueues(
       const body = items.length === 0
         ? "A quiet week."
         : items.map((item, i) => `${i + 1}. ${item}`).join("\n");
-      return { subject: `Your week of ${weekOf(new Date(ctx.flowInput.week))}`, body, count: items.length };
+      return {
+        subject: `Your week of ${weekOf(new Date(ctx.flowInput.week))}`,
+        body,
+        count: items.length,
+      };
     })
     .step({ slug: "send_digest", dependsOn: ["render_digest"] }, async (deps, ctx) => {
       const account = await loadAccount(ctx.sql, ctx.flowInput.accountId);
