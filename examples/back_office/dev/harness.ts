@@ -11,6 +11,7 @@ import type { DeployableFlow } from "@sluice/sluice";
 import { startFlow } from "@sluice/sluice";
 import { startWorker, type WorkerHandle, type WorkerOptions } from "@sluice/sluice/worker";
 import * as flows from "../supabase/functions/_shared/flows.ts";
+import { weekOf } from "../supabase/functions/_shared/office.ts";
 
 /** One generated worker function: the flow it serves and, for a step-queued flow, its step. */
 export interface WorkerFunction {
@@ -116,7 +117,7 @@ export async function seed(sql: Sql, now = new Date()): Promise<Seed> {
       insert into public.images (account_id, path, width, height)
       values (${grace}, 'avatars/grace.png', 2000, 1000) returning id`;
     const [{ id: orderId }] = await tx<{ id: number }[]>`
-      insert into public.orders (account_id, total_cents, confirmed_at)
+      insert into public.orders (account_id, total_cents, placed_at)
       values (${ada}, 25000, ${new Date(now.getTime() - 48 * 3_600_000)}) returning id`;
     const refunds = await tx<{ id: number }[]>`
       insert into public.refunds (order_id, amount_cents, reason) values
@@ -135,15 +136,9 @@ export async function seed(sql: Sql, now = new Date()): Promise<Seed> {
       orderId,
       refundIds: { small: refunds[0].id, large: refunds[1].id },
       day,
-      week: weekStart(now),
+      week: weekOf(now),
     };
   });
-}
-
-function weekStart(day: Date): string {
-  const monday = new Date(Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate()));
-  monday.setUTCDate(monday.getUTCDate() - ((monday.getUTCDay() + 6) % 7));
-  return monday.toISOString().slice(0, 10);
 }
 
 /** Starts one run of every flow over `rows` (two of refund_review); returns the run ids by name. */

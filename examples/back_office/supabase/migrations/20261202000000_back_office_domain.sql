@@ -110,6 +110,7 @@ create table public.orders (
   account_id integer not null references public.accounts (id),
   total_cents integer not null check (total_cents > 0),
   status text not null default 'placed' check (status in ('placed', 'confirmed')),
+  placed_at timestamptz not null default clock_timestamp(),
   confirmed_at timestamptz
 );
 

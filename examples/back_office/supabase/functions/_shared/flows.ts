@@ -285,11 +285,10 @@ export const refundReview = withStepQueues(
         { amountCents: number; ageHours: number; earlier: number }[]
       >`
         select r.amount_cents as "amountCents",
-          extract(epoch from now() - o_created.at)::float8 / 3600 as "ageHours",
+          extract(epoch from now() - o.placed_at)::float8 / 3600 as "ageHours",
           (select count(*)::int from public.refunds r2 join public.orders o2 on o2.id = r2.order_id
             where o2.account_id = o.account_id and r2.id <> r.id) as earlier
         from public.refunds r join public.orders o on o.id = r.order_id
-        cross join lateral (select coalesce(o.confirmed_at, now()) as at) o_created
         where r.id = ${input.refundId}`;
       if (row === undefined) throw new Error(`refund ${input.refundId} does not exist`);
       const risk = riskScore(row.amountCents, row.ageHours, row.earlier);
