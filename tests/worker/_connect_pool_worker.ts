@@ -29,6 +29,7 @@ if (role === "producer") {
       await new Promise((resolve) => setTimeout(resolve, 5));
       return input.n;
     });
-  await startWorker(flow, { sql, logLevel: "error", heartbeatIntervalMs: 100 });
+  // Warnings too: an outage streak and its recovery are what a failed run needs to be read.
+  await startWorker(flow, { sql, logLevel: "warn", heartbeatIntervalMs: 100 });
   console.log("READY");
 }

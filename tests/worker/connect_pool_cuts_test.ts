@@ -65,16 +65,32 @@ Deno.test("a worker and a producer on connect() pools survive repeated connectio
   await alive();
   assert.ok(terminated >= 15, `terminated ${terminated} connections`);
   await producer.readLine("PRODUCED");
-  await waitUntil(
-    async () => {
-      await alive();
-      const [{ done }] = await db.sql`
-      select count(*)::int as done from sluice.runs where status = 'completed'`;
-      return done === 400;
-    },
-    "400 completed runs",
-    // Tasks whose claim answers a cut lost come back through stall recovery after 35 s.
-    90_000,
-  );
+  try {
+    await waitUntil(
+      async () => {
+        await alive();
+        const [{ done }] = await db.sql`
+        select count(*)::int as done from sluice.runs where status = 'completed'`;
+        return done === 400;
+      },
+      "400 completed runs",
+      // Tasks whose claim answers a cut lost come back through stall recovery after 35 s.
+      90_000,
+    );
+  } catch (error) {
+    // Enough to tell a lost claim (started, waiting for stall recovery) from a worker that stopped
+    // reading (queued, visible messages) or a hung driver (the worker's own log).
+    console.error(
+      await db.sql`select status, attempts_count, count(*)::int from sluice.step_tasks
+        group by 1, 2 order by 1, 2`,
+    );
+    console.error(
+      await db.sql`select count(*)::int as messages, count(*) filter (where vt <= now())::int
+        as visible from pgmq.q_cuts`,
+    );
+    await worker[Symbol.asyncDispose]();
+    console.error(`worker log:\n${(await worker.stderr).split("\n").slice(-40).join("\n")}`);
+    throw error;
+  }
   await alive();
 });
