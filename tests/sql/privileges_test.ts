@@ -483,20 +483,102 @@ Deno.test({
   },
 });
 
-Deno.test("docs/waits.md's decide_refund: an approver's session completes the wait, anyone else is refused, a second click is a duplicate", async () => {
-  await createSupabaseRoles();
-  await using db = await freshDatabase();
-  // Supabase's auth.uid(): the JWT's subject, which the Data API sets for each request.
-  await db.sql.unsafe(`
+/** Supabase's auth.uid(): the JWT's subject, which the Data API sets for each request. */
+async function installAuthUid(sql: Sql): Promise<void> {
+  await sql.unsafe(`
     create schema auth;
     create function auth.uid() returns uuid language sql stable
       as $$ select nullif(current_setting('request.jwt.claim.sub', true), '')::uuid $$;
     grant usage on schema auth to authenticated;`);
-  const doc = await Deno.readTextFile(new URL("../../docs/waits.md", import.meta.url));
+}
+
+/** Runs the first sql block of a guide under docs/ that mentions `needle`, as a user would paste it. */
+async function runDocBlock(sql: Sql, guide: string, needle: string): Promise<void> {
+  const doc = await Deno.readTextFile(new URL(`../../docs/${guide}`, import.meta.url));
   const block = [...doc.matchAll(/^```sql\n([\s\S]*?)^```$/gm)].map((m) => m[1])
-    .find((body) => body.includes("public.decide_refund"));
-  assert.ok(block, "docs/waits.md shows decide_refund in an sql block");
-  await db.sql.unsafe(block);
+    .find((body) => body.includes(needle));
+  assert.ok(block, `docs/${guide} shows ${needle} in an sql block`);
+  await sql.unsafe(block);
+}
+
+/** Runs `query` in one transaction of `client` as the signed-in user `user` (none when null). */
+function asUser<T>(client: Sql, user: string | null, query: (tx: Sql) => Promise<T>): Promise<T> {
+  return client.begin(async (tx) => {
+    await tx`select set_config('request.jwt.claim.sub', ${user ?? ""}, true)`;
+    return await query(tx as unknown as Sql);
+  }) as Promise<T>;
+}
+
+Deno.test("docs/events.md's start_report and report_events: a user starts the report flow and reads only their own runs' events", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  await installAuthUid(db.sql);
+  await runDocBlock(db.sql, "events.md", "public.start_report");
+  const flow = new Flow<{ month: string }>({ slug: "report" })
+    .step({ slug: "render" }, (input) => `report for ${input.month}`);
+  const other = new Flow<{ n: number }>({ slug: "payroll" })
+    .step({ slug: "pay" }, (input) => input.n);
+  await using _worker = await testWorker(flow, db);
+  await using _other = await testWorker(other, db);
+
+  const browser = connectAs(db.url, "authenticated");
+  try {
+    const alice = crypto.randomUUID();
+    const bob = crypto.randomUUID();
+    const start = (user: string | null, flowRef: string) =>
+      asUser(browser, user, async (tx) => {
+        const [{ run }] = await tx<{ run: string }[]>`
+          select public.start_report(${flowRef}, ${tx.json({ month: "2026-11" })}) as run`;
+        return run;
+      });
+    const events = (user: string, runId: string) =>
+      asUser(browser, user, async (tx) => {
+        const [{ events }] = await tx<{ events: { event: string }[] | null }[]>`
+          select public.report_events(${runId}::uuid) as events`;
+        return events;
+      });
+
+    await assert.rejects(start(null, "report"), {
+      code: "42501",
+      message: /Cannot start report: not allowed/,
+    });
+    await assert.rejects(start(alice, "payroll"), {
+      code: "42501",
+      message: /Cannot start payroll: not allowed/,
+    });
+    await assert.rejects(
+      asUser(browser, alice, (tx) => tx`select sluice.start_run('payroll', '{"n": 1}'::jsonb)`),
+      { code: "42501" },
+    );
+    await assert.rejects(
+      asUser(browser, alice, (tx) => tx`select * from public.report_runs`),
+      { code: "42501" },
+    );
+
+    const runId = await start(alice, "report");
+    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+      render: "report for 2026-11",
+    });
+    const own = await events(alice, runId);
+    assert.ok(own && own.length > 0, "alice reads her run's events");
+    assert.ok(
+      own.some((e) => JSON.stringify(e).includes("run:completed")),
+      `alice's events end in run:completed: ${JSON.stringify(own)}`,
+    );
+    assert.equal(await events(bob, runId), null, "bob reads nothing of alice's run");
+    const [{ n }] = await db
+      .sql`select count(*)::int as n from sluice.runs where flow_slug = 'payroll'`;
+    assert.equal(n, 0, "no refused call started a run");
+  } finally {
+    await browser.end();
+  }
+});
+
+Deno.test("docs/waits.md's decide_refund: an approver's session completes the wait, anyone else is refused, a second click is a duplicate", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  await installAuthUid(db.sql);
+  await runDocBlock(db.sql, "waits.md", "public.decide_refund");
   const approver = crypto.randomUUID();
   await db.sql`insert into public.refund_approvers (user_id) values (${approver})`;
 
@@ -520,8 +602,7 @@ Deno.test("docs/waits.md's decide_refund: an approver's session completes the wa
   const browser = connectAs(db.url, "authenticated");
   try {
     const decide = (user: string) =>
-      browser.begin(async (tx) => {
-        await tx`select set_config('request.jwt.claim.sub', ${user}, true)`;
+      asUser(browser, user, async (tx) => {
         const [{ released }] = await tx<{ released: number }[]>`
           select public.decide_refund('r_9', true) as released`;
         return released;
