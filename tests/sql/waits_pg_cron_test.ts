@@ -45,9 +45,16 @@ Deno.test({
     const [task] = await sql`select status from sluice.step_tasks
       where run_id = ${runId} and step_slug = 'after'`;
     assert.equal(task.status, "queued");
-    const [job] =
-      await sql`select status from cron.job_run_details order by start_time desc limit 1`;
-    assert.equal(job.status, "succeeded");
+    // pg_cron records a job's end after the job's own transaction commits: the release can be
+    // visible while the run's row still says running.
+    let jobStatus = "";
+    await waitUntil(async () => {
+      const [job] = await sql`select status from cron.job_run_details
+        where status <> 'running' order by start_time desc limit 1`;
+      jobStatus = job?.status ?? "";
+      return job !== undefined;
+    }, "pg_cron to record the job's end");
+    assert.equal(jobStatus, "succeeded");
     await sql`select cron.unschedule('sluice-waits')`;
 
     await using _worker = await testWorker(flow, db);
