@@ -4,6 +4,7 @@
  * @module
  */
 
+import { driverSocketFactory } from "./driver_socket.ts";
 import postgres, { type Sql } from "./postgres.ts";
 
 /**
@@ -81,6 +82,9 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
       connect_timeout: connectTimeout,
       onnotice: () => {},
       connection: { application_name: options.applicationName ?? "sluice" },
+      // A connection cut while a short write was buffered must not stay wedged in its handshake
+      // (see driver_socket.ts). Not in the driver's types, which omit the option.
+      ...{ socket: driverSocketFactory() },
     });
   } catch (error) {
     // postgres.js parses the URL here; its TypeError/URIError quote the password, so neither the
