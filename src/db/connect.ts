@@ -40,8 +40,9 @@ export interface ConnectOptions {
 
 /**
  * Opens a postgres.js client for sluice: no prepared statements (so it works through Supabase's
- * transaction pooler), a small pool, notices discarded. `bigint` values such as message ids come
- * back as decimal strings. Close it with `await sql.end()`.
+ * transaction pooler), a small pool, notices discarded, and connections that reconnect after a cut
+ * even when the driver had a write buffered (docs/worker.md, "Database outages"). `bigint` values
+ * such as message ids come back as decimal strings. Close it with `await sql.end()`.
  *
  * @param url A PostgreSQL connection URL.
  * @param options Pool size, application name and connect timeout.
