@@ -21,6 +21,8 @@
  * without running. For other code in the process this only adds what Node guarantees: a cleared
  * immediate never runs. Code that kept the original functions before sluice was imported, or takes
  * them from `node:timers`, keeps Deno's behaviour; postgres.js reads the globals at each call.
+ * The wrapper also knows which immediates are pending, so that {@linkcode runPendingImmediates}
+ * can run the driver's buffered writes before the driver handles a close (driver_socket.ts).
  *
  * To remove it when Deno fixes the gap: drop the `installCancellableImmediate()` call in
  * src/db/postgres.ts and run tests/db/cancellable_immediate_test.ts and
@@ -39,32 +41,58 @@ interface ImmediateGlobals {
 
 const INSTALLED = Symbol.for("sluice.cancellableImmediate");
 
+/** An immediate scheduled through the wrapper that has neither run nor been cleared. */
+interface PendingImmediate {
+  readonly callback: ImmediateCallback;
+  readonly args: unknown[];
+}
+
+/** The pending immediates by handle, on the globals: shared by every copy of sluice. */
+type Registry = Map<unknown, PendingImmediate>;
+
 /**
  * Makes `clearImmediate` reliable for the whole process (see the module documentation for why).
  * Idempotent, also across several copies of sluice in one process; does nothing where the runtime
  * has no `setImmediate`.
  */
 export function installCancellableImmediate(): void {
-  const globals = globalThis as unknown as ImmediateGlobals & { [INSTALLED]?: true };
+  const globals = globalThis as unknown as ImmediateGlobals & { [INSTALLED]?: Registry };
   if (
     globals[INSTALLED] || typeof globals.setImmediate !== "function" ||
     typeof globals.clearImmediate !== "function"
   ) return;
   const set = globals.setImmediate;
   const clear = globals.clearImmediate;
-  // Handles are objects (`Immediate`) in Deno; a primitive handle would just stay unguarded.
-  const cleared = new WeakSet<object>();
+  const pending: Registry = new Map();
   globals.setImmediate = function setImmediate(callback, ...args) {
     // A callback that is not a function is Deno's to handle, as without sluice.
     if (typeof callback !== "function") return set(callback, ...args);
     const handle = set(() => {
-      if (!cleared.has(handle as object)) Reflect.apply(callback, globalThis, args);
+      if (pending.delete(handle)) Reflect.apply(callback, globalThis, args);
     });
+    pending.set(handle, { callback, args });
     return handle;
   };
   globals.clearImmediate = function clearImmediate(handle) {
-    if (typeof handle === "object" && handle !== null) cleared.add(handle);
+    pending.delete(handle);
     clear(handle);
   };
-  globals[INSTALLED] = true;
+  globals[INSTALLED] = pending;
+}
+
+/**
+ * Runs now, in scheduling order, the pending immediates whose callback `select` picks; each then
+ * counts as run and does not run again. For src/db/driver_socket.ts, which flushes postgres.js's
+ * buffered writes before the driver handles a close.
+ *
+ * @param select Picks the callbacks to run.
+ */
+export function runPendingImmediates(select: (callback: ImmediateCallback) => boolean): void {
+  const pending = (globalThis as unknown as { [INSTALLED]?: Registry })[INSTALLED];
+  if (pending === undefined) return;
+  for (const [handle, { callback, args }] of [...pending]) {
+    if (!select(callback) || !pending.delete(handle)) continue;
+    (globalThis as unknown as ImmediateGlobals).clearImmediate(handle);
+    Reflect.apply(callback, globalThis, args);
+  }
 }

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { driverSocketFactory } from "./driver_socket.ts";
 import postgres, { type Sql } from "./postgres.ts";
 
 /**
@@ -39,8 +40,9 @@ export interface ConnectOptions {
 
 /**
  * Opens a postgres.js client for sluice: no prepared statements (so it works through Supabase's
- * transaction pooler), a small pool, notices discarded. `bigint` values such as message ids come
- * back as decimal strings. Close it with `await sql.end()`.
+ * transaction pooler), a small pool, notices discarded, and connections that reconnect after a cut
+ * even when the driver had a write buffered (docs/worker.md, "Database outages"). `bigint` values
+ * such as message ids come back as decimal strings. Close it with `await sql.end()`.
  *
  * @param url A PostgreSQL connection URL.
  * @param options Pool size, application name and connect timeout.
@@ -81,6 +83,9 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
       connect_timeout: connectTimeout,
       onnotice: () => {},
       connection: { application_name: options.applicationName ?? "sluice" },
+      // A connection cut while a short write was buffered must not stay wedged in its handshake
+      // (see driver_socket.ts). Not in the driver's types, which omit the option.
+      ...{ socket: driverSocketFactory() },
     });
   } catch (error) {
     // postgres.js parses the URL here; its TypeError/URIError quote the password, so neither the

@@ -1,10 +1,12 @@
 // With sluice loaded, `clearImmediate` cancels also in the one case where Deno 2.5's does not: from
 // an I/O callback of the event-loop turn in which the immediate is already due
-// (src/db/cancellable_immediate.ts). The I/O is PostgreSQL's one-byte answer to an SSLRequest.
+// (src/db/cancellable_immediate.ts). The I/O is PostgreSQL's one-byte answer to an SSLRequest. The
+// wrapper also runs selected pending immediates early, for the driver's flush before a close.
 import assert from "node:assert/strict";
 import net from "node:net";
 import { once } from "node:events";
 import "../../src/db/postgres.ts";
+import { runPendingImmediates } from "../../src/db/cancellable_immediate.ts";
 import { freshDatabase } from "../_db.ts";
 import { blockEventLoop } from "../_support.ts";
 
@@ -41,4 +43,21 @@ Deno.test("an immediate cleared from an I/O callback of the turn in which it is 
     socket.destroy();
   }
   assert.equal(clearedRuns, 0);
+});
+
+Deno.test("runPendingImmediates runs the selected pending immediates at once, in order, and only once", async () => {
+  const runs: string[] = [];
+  function picked(label: string) {
+    runs.push(label);
+  }
+  const other = () => runs.push("other");
+  timers.setImmediate(() => picked("first"));
+  timers.setImmediate(other);
+  const cleared = timers.setImmediate(() => picked("cleared"));
+  timers.clearImmediate(cleared);
+  timers.setImmediate(() => picked("second"));
+  runPendingImmediates((callback) => callback !== other);
+  assert.deepEqual(runs, ["first", "second"]);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(runs, ["first", "second", "other"]);
 });

@@ -11,12 +11,20 @@ if (role === "producer") {
   console.log("READY");
   let started = 0;
   while (started < Number(count)) {
-    try {
-      await startFlow(sql, "cuts", { n: started });
-      started++;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    // A cut can lose the answer of a start that committed: each run has its own id, so a retry
+    // finds it instead of starting a second one.
+    const runId = crypto.randomUUID();
+    for (;;) {
+      try {
+        await startFlow(sql, "cuts", { n: started }, { runId });
+        break;
+      } catch {
+        const found = await sql`select 1 from sluice.runs where run_id = ${runId}`.catch(() => []);
+        if (found.length > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
     }
+    started++;
   }
   console.log("PRODUCED");
   // Stays up (a timer keeps the event loop alive) until the test kills it.
