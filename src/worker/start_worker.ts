@@ -14,6 +14,7 @@ import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { activateOnStartup } from "./_alias_activation.ts";
+import { SweepDuty } from "./_heartbeat.ts";
 import { ListenerSession, QueueListener } from "./_queue_listener.ts";
 import { type RuntimeSettings, WorkerRuntime } from "./_runtime.ts";
 import { Logger } from "./logger.ts";
@@ -133,7 +134,7 @@ export async function startWorker<F extends DeployableFlow>(
 export async function launchWorker(
   flow: DeployableFlow,
   config: WorkerConfig,
-  shared?: { readonly listeners: ListenerSession | null },
+  shared?: { readonly listeners: ListenerSession | null; readonly sweeps: SweepDuty },
 ): Promise<WorkerHandle> {
   const { target, env, connection, settings } = config;
   if (connection.kind === "none") {
@@ -208,6 +209,7 @@ export async function launchWorker(
       handlers,
       waits,
       ownsPool,
+      sweeps: shared?.sweeps,
     };
     const runtime = new WorkerRuntime(sql, logger, listener, runtimeSettings);
     runtime.start();
@@ -276,8 +278,10 @@ export interface GroupMember {
 
 /**
  * Starts the workers of one worker function in order (a co-hosting function's: one per step),
- * on the one pool they are given and, when they listen, one LISTEN session for all of them: each
- * keeps its own queue, poll loop, slots (`maxConcurrent`), heartbeat and `sluice.workers` row.
+ * on the one pool they are given and, when they listen, one LISTEN session for all of them, and
+ * one worker at a time runs the process-wide sweeps (schedules, due waits, stalled tasks,
+ * {@linkcode SweepDuty}): each keeps its own queue, poll loop, slots (`maxConcurrent`), heartbeat
+ * beat and `sluice.workers` row.
  * When one cannot start, those already started stop and the error is thrown. Not part of the
  * public API (`serveWorkers` runs it).
  *
@@ -305,12 +309,15 @@ export async function launchWorkerGroup(
   const listeners = members.some(({ config }) => config.settings.listen)
     ? await ListenerSession.open(connection.sql, logger, settings.heartbeatIntervalMs)
     : null;
+  // One sweep of schedules, waits and stalled tasks per beat for the whole group.
+  const sweeps = new SweepDuty();
   const started: WorkerHandle[] = [];
   try {
     for (const { flow, config } of members) {
       started.push(
         await launchWorker(flow, config, {
           listeners: config.settings.listen ? listeners : null,
+          sweeps,
         }),
       );
     }

@@ -55,6 +55,9 @@ function options(url: string, logs: LogCapture): ServeWorkersOptions {
 
 Deno.test("one co-hosting function runs a worker per hosted step on one pool and one LISTEN session; a flooded step never takes a light step's slots", async () => {
   await using db = await freshDatabase();
+  // Count calls of sluice's functions in the function's sessions (opened after this).
+  const [{ name }] = await db.sql`select current_database() as name`;
+  await db.sql.unsafe(`alter database "${name}" set track_functions = 'all'`);
   const logs = new LogCapture();
   const gate = latch();
   const { flood, light } = flows(gate.promise);
@@ -99,6 +102,28 @@ Deno.test("one co-hosting function runs a worker per hosted step on one pool and
     select count(*)::int as n from pg_stat_activity
     where application_name = 'sluice-edge:office-light' and query ilike 'listen %'`;
   assert.equal(listening[0].n, 1);
+
+  // One heartbeat per worker, but the process-wide sweeps (due waits, schedules) once per beat
+  // for the function: the calls' ratio approaches 3 (three workers, one sweeper).
+  const calls = async () => {
+    const rows = await db.sql`
+      select funcname, calls::int from pg_stat_user_functions
+      where schemaname = 'sluice' and funcname in ('heartbeat_worker', 'release_due_waits')`;
+    return Object.fromEntries(rows.map((row) => [row.funcname, row.calls]));
+  };
+  const beats = await waitUntil(async () => {
+    const counted = await calls();
+    return (counted.heartbeat_worker ?? 0) >= 30 ? counted : null;
+  }, "30 heartbeats");
+  assert.ok(
+    beats.release_due_waits * 2 <= beats.heartbeat_worker,
+    `sweeps ${beats.release_due_waits} for ${beats.heartbeat_worker} heartbeats`,
+  );
+  assert.ok(beats.release_due_waits > 0, "the function sweeps");
+  console.log(
+    `co-hosting function of 3 workers: ${beats.heartbeat_worker} heartbeats, ` +
+      `${beats.release_due_waits} due-wait sweeps`,
+  );
 
   // Flood the heavy step: its worker takes exactly its own MAX_CONCURRENT tasks and keeps them.
   const floodRuns = await Promise.all(
