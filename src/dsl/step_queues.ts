@@ -11,7 +11,6 @@ import { FlowDefinitionError } from "./errors.ts";
 import { type AnyFlow, Flow } from "./flow.ts";
 import { workerFunctionName } from "./function_name.ts";
 import { stepQueueNames } from "./queue_name.ts";
-import type { StepSlug } from "./types.ts";
 
 /** Type-only brand: only `withStepQueues()` produces a `StepQueuedFlow`. */
 declare const stepQueuedFlowBrand: unique symbol;
@@ -90,12 +89,16 @@ export interface StepQueuedFlow<F extends AnyFlow = AnyFlow> {
   /** Always `"step"`. */
   readonly queueMode: "step";
   /** One route per step, in step order. */
-  readonly routes: readonly StepRoute<StepSlug<F>>[];
+  readonly routes: readonly StepRoute<
+    F extends Flow<unknown, infer Steps> ? keyof Steps & string : never
+  >[];
   /**
    * The worker function of every step: the name given in `functions`, else the step's own
    * (`workerFunctionName(flow, step)`).
    */
-  readonly functions: { readonly [S in StepSlug<F>]: string };
+  readonly functions: {
+    readonly [S in F extends Flow<unknown, infer Steps> ? keyof Steps & string : never]: string;
+  };
 }
 
 /**
@@ -145,7 +148,8 @@ export interface StepQueuedFlow<F extends AnyFlow = AnyFlow> {
  */
 export function withStepQueues<F extends AnyFlow>(
   flow: F,
-  options: StepQueuesOptions<StepSlug<F>> = {},
+  options: StepQueuesOptions<F extends Flow<unknown, infer Steps> ? keyof Steps & string : never> =
+    {},
 ): StepQueuedFlow<F> {
   const routing = registeredRouting(flow);
   if (routing?.alias !== undefined) {
