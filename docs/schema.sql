@@ -1361,6 +1361,7 @@ begin
   end if;
   perform sluice.validate_definition(definition);
   v_flow := definition ->> 'flow_slug';
+  perform sluice.refuse_routed(definition);
   v_shape := sluice.definition_shape(definition);
 
   -- Concurrent startups of one flow serialize here, so exactly one of them creates it.
@@ -2251,6 +2252,25 @@ CREATE FUNCTION sluice.refuse_alias_history_change() RETURNS trigger
 begin
   raise exception 'Cannot % sluice.alias_history: the alias history is append-only', lower(tg_op)
     using errcode = 'insufficient_privilege';
+end;
+$$;
+
+--
+-- Name: refuse_routed(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.refuse_routed(definition jsonb) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+begin
+  if definition ->> 'queue_mode' = 'routed' then
+    raise exception 'Cannot compile flow "%": queue_mode "routed" (explicit shared queues) is not supported, shared queues are not built',
+      definition ->> 'flow_slug'
+      using errcode = 'feature_not_supported',
+        hint = 'Compile it with queue_mode "flow" (a plain Flow) or "step" (withStepQueues()); to '
+          || 'run several steps in one worker function, co-host them (withStepQueues(flow, '
+          || '{ functions }), docs/integration/back_office.md)';
+  end if;
 end;
 $$;
 

@@ -63,7 +63,8 @@ export async function functionsGenerate(
       io.out(`${labels[file.status as Change].padEnd(7)} ${file.path}`);
     }
     const generated = result.files.filter((file) => file.status !== "extra").length;
-    const summary = `${result.functions.length} worker functions, ${generated} files`;
+    const functions = new Set(result.functions.map((spec) => spec.functionName)).size;
+    const summary = `${functions} worker functions, ${generated} files`;
     if (result.upToDate) {
       io.out(`functions generate: up to date (${summary})`);
       return 0;

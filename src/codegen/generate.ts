@@ -200,7 +200,7 @@ async function configToml(
     shown,
   );
   if (text === undefined) return undefined;
-  const names = specs.map((spec) => spec.functionName);
+  const names = [...new Set(specs.map((spec) => spec.functionName))];
   return {
     path: projectPath(config.root, path),
     content: withFunctionTables(text, functionTables(config, specs), names, path),

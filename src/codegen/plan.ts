@@ -1,6 +1,8 @@
 /**
  * Which worker functions a flows module needs: one per step of every step-queued flow, one per
- * plain flow. A deployed flow (`defineDeployedFlow()`) needs the functions of the flow it wraps.
+ * plain flow, except that the steps `withStepQueues(flow, { functions })` maps to one name share
+ * that one (co-hosting) function, across flows. A deployed flow (`defineDeployedFlow()`) needs
+ * the functions of the flow it wraps.
  *
  * @module
  */
@@ -31,6 +33,7 @@ import { byCodePoint } from "./_util.ts";
  *   queueName: "thread_digest__classify",
  *   queueMode: "step",
  *   alias: "thread_digest",
+ *   cohosted: false,
  * };
  * ```
  */
@@ -49,6 +52,11 @@ export interface WorkerFunctionSpec {
   readonly queueMode: "flow" | "step";
   /** The alias of a deployed flow (activated by an operator); `null` for a concrete flow. */
   readonly alias: string | null;
+  /**
+   * Whether `functionName` comes from a `functions` map (`withStepQueues(flow, { functions })`):
+   * the function hosts every worker mapped to it (`serveWorkers`), one spec per worker.
+   */
+  readonly cohosted: boolean;
 }
 
 function isDeployable(value: unknown): value is DeployableFlow {
@@ -164,18 +172,22 @@ export function planWorkerFunctions(
     const definition = extractDefinition(concrete);
     if (definition.queue_mode === "step") {
       const served = servedStepSlugs(definition);
-      for (const route of definition.routes) {
-        if (!served.includes(route.step_slug)) continue;
+      const hosts = routingOf(concrete).functionNames ?? [];
+      definition.routes.forEach((route, index) => {
+        if (!served.includes(route.step_slug)) return;
+        const own = workerFunctionName(definition.flow_slug, route.step_slug);
+        const functionName = hosts[index] ?? own;
         specs.push({
-          functionName: workerFunctionName(definition.flow_slug, route.step_slug),
+          functionName,
           exportName,
           flowSlug: definition.flow_slug,
           stepSlug: route.step_slug,
           queueName: route.queue_name,
           queueMode: "step",
           alias,
+          cohosted: functionName !== own,
         });
-      }
+      });
     } else {
       specs.push({
         functionName: workerFunctionName(definition.flow_slug, null),
@@ -185,11 +197,71 @@ export function planWorkerFunctions(
         queueName: definition.routes[0].queue_name,
         queueMode: "flow",
         alias,
+        cohosted: false,
       });
     }
   }
   for (const spec of specs) assertSafeSpec(spec, modulePath);
-  return specs.sort((a, b) => byCodePoint(a.functionName, b.functionName));
+  assertFunctionNamesFree(specs, modulePath);
+  return specs.sort((a, b) =>
+    byCodePoint(a.functionName, b.functionName) ||
+    byCodePoint(a.flowSlug, b.flowSlug) ||
+    byCodePoint(a.stepSlug ?? "", b.stepSlug ?? "")
+  );
+}
+
+/**
+ * A co-hosting function's name must not be the function of a plain flow (which hosts no other
+ * worker); generated per-step names contain `--`, which co-hosting names cannot.
+ */
+function assertFunctionNamesFree(specs: readonly WorkerFunctionSpec[], modulePath: string): void {
+  for (const spec of specs) {
+    if (!spec.cohosted) continue;
+    const taken = specs.find((other) =>
+      !other.cohosted && other.functionName === spec.functionName
+    );
+    if (taken === undefined) continue;
+    const pair = [taken.exportName, spec.exportName].sort(byCodePoint);
+    throw new CodegenError(
+      `Cannot generate worker functions: export ${spec.exportName} of ${
+        JSON.stringify(modulePath)
+      } co-hosts step ${JSON.stringify(spec.stepSlug)} in function ${
+        JSON.stringify(spec.functionName)
+      }, which is the function of plain flow ${
+        JSON.stringify(taken.flowSlug)
+      } (export ${taken.exportName}); choose another name in its functions map`,
+      { reason: "invalid_name", path: modulePath, flowSlug: spec.flowSlug, exportNames: pair },
+    );
+  }
+}
+
+/**
+ * The specs grouped by worker function, in function-name order: one group per function to
+ * write (a co-hosting function's group holds one spec per hosted worker).
+ *
+ * @param specs The worker specs (see `planWorkerFunctions()`).
+ * @returns One array of specs per function name.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, withStepQueues } from "../../mod.ts";
+ * import { functionsOf, planWorkerFunctions } from "./plan.ts";
+ *
+ * const flow = new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1)
+ *   .step({ slug: "ship" }, () => 2);
+ * const queued = withStepQueues(flow, { functions: { fetch: "orders-light", ship: "orders-light" } });
+ * const specs = planWorkerFunctions({ orders: queued }, "flows.ts");
+ * console.log(functionsOf(specs).length); // 1
+ * ```
+ */
+export function functionsOf(
+  specs: readonly WorkerFunctionSpec[],
+): readonly (readonly WorkerFunctionSpec[])[] {
+  const byName = new Map<string, WorkerFunctionSpec[]>();
+  for (const spec of specs) {
+    byName.set(spec.functionName, [...byName.get(spec.functionName) ?? [], spec]);
+  }
+  return [...byName.keys()].sort(byCodePoint).map((name) => byName.get(name)!);
 }
 
 /** What a function name and a queue name look like when the slugs they come from are valid. */
@@ -218,6 +290,7 @@ const QUEUE_NAME = /^[a-z][a-z0-9_]*$/;
  *   queueName: "orders",
  *   queueMode: "flow",
  *   alias: null,
+ *   cohosted: false,
  * }, "flows.ts");
  * ```
  */

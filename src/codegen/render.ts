@@ -8,7 +8,7 @@
 import { dirname, relative, sep } from "node:path";
 import { byCodePoint, projectPath } from "./_util.ts";
 import type { CodegenConfig } from "./config.ts";
-import { assertSafeSpec, type WorkerFunctionSpec } from "./plan.ts";
+import { assertSafeSpec, functionsOf, type WorkerFunctionSpec } from "./plan.ts";
 
 /**
  * The phrase every generated file carries in its first lines; the generator only ever removes a
@@ -51,6 +51,33 @@ function propertyAccess(exportName: string): string {
     : `flows[${JSON.stringify(exportName)}]`;
 }
 
+/** A co-hosting function's entrypoint: `serveWorkers` of the flows whose steps it hosts. */
+function groupEntrypoint(
+  config: CodegenConfig,
+  specs: readonly WorkerFunctionSpec[],
+  dir: string,
+): string {
+  const { functionName } = specs[0];
+  const exports = [...new Set(specs.map((spec) => spec.exportName))].sort(byCodePoint);
+  return [
+    `// ${GENERATED_MARKER}`,
+    `// Worker function ${JSON.stringify(functionName)} co-hosts one worker per step, each polling`,
+    "// its own queue:",
+    ...specs.map((spec) =>
+      `//   step ${JSON.stringify(spec.stepSlug)} of flow ${JSON.stringify(spec.flowSlug)}: ` +
+      `queue ${JSON.stringify(spec.queueName)}` +
+      (spec.alias === null ? "" : ` (deployed as alias ${JSON.stringify(spec.alias)})`)
+    ),
+    `import { serveWorkers } from "@sluice/sluice/edge";`,
+    `import * as flows from ${JSON.stringify(modulePath(dir, config.flowsModule))};`,
+    "",
+    "serveWorkers([",
+    ...exports.map((name) => `  ${propertyAccess(name)},`),
+    `], { functionName: ${JSON.stringify(functionName)} });`,
+    "",
+  ].join("\n");
+}
+
 function entrypoint(config: CodegenConfig, spec: WorkerFunctionSpec, dir: string): string {
   const serves = spec.stepSlug === null
     ? `every step of flow ${JSON.stringify(spec.flowSlug)}`
@@ -90,13 +117,19 @@ function functionDenoJson(config: CodegenConfig, dir: string): string {
 }
 
 function manifest(config: CodegenConfig, specs: readonly WorkerFunctionSpec[]): string {
-  const functions = specs.map((spec) => ({
-    function_name: spec.functionName,
+  const route = (spec: WorkerFunctionSpec) => ({
     flow_slug: spec.flowSlug,
     step_slug: spec.stepSlug,
     queue_name: spec.queueName,
     queue_mode: spec.queueMode,
     ...(spec.alias === null ? {} : { alias: spec.alias }),
+  });
+  // One entry per function: a co-hosting one names its first worker's route at the top level
+  // (as every entry does) and every worker's in `workers`.
+  const functions = functionsOf(specs).map((group) => ({
+    function_name: group[0].functionName,
+    ...route(group[0]),
+    ...(group[0].cohosted ? { workers: group.map(route) } : {}),
   }));
   const body = {
     $comment: GENERATED_MARKER,
@@ -129,7 +162,7 @@ export function functionTables(
 ): string {
   const supabaseDir = dirname(config.functionsDir);
   for (const spec of specs) assertSafeSpec(spec, config.flowsModule);
-  return specs.map((spec) => {
+  return functionsOf(specs).map(([spec]) => {
     const dir = `${config.functionsDir}${sep}${spec.functionName}`;
     return [
       // A quoted key: TOML reads it as the name alone, whatever characters it holds.
@@ -154,7 +187,8 @@ function configSnippet(config: CodegenConfig, specs: readonly WorkerFunctionSpec
 }
 
 /**
- * Every file the generator writes into the functions directory: per function `index.ts` and
+ * Every file the generator writes into the functions directory: per function (a co-hosting
+ * function once, for all its workers) `index.ts` and
  * `deno.json`, plus the manifest and the config snippet, sorted by path.
  *
  * @param config The generator settings.
@@ -174,11 +208,14 @@ export function renderFunctionFiles(
 ): GeneratedFile[] {
   const at = (path: string, content: string) => ({ path: projectPath(config.root, path), content });
   for (const spec of specs) assertSafeSpec(spec, config.flowsModule);
-  const files = specs.flatMap((spec) => {
-    const dir = `${config.functionsDir}${sep}${spec.functionName}`;
+  const files = functionsOf(specs).flatMap((group) => {
+    const dir = `${config.functionsDir}${sep}${group[0].functionName}`;
     return [
       at(`${dir}${sep}deno.json`, functionDenoJson(config, dir)),
-      at(`${dir}${sep}index.ts`, entrypoint(config, spec, dir)),
+      at(
+        `${dir}${sep}index.ts`,
+        group[0].cohosted ? groupEntrypoint(config, group, dir) : entrypoint(config, group[0], dir),
+      ),
     ];
   });
   files.push(

@@ -33,6 +33,11 @@ export interface Routing {
   readonly flow: AnyFlow;
   readonly queueMode: QueueMode;
   readonly queueNames: readonly string[];
+  /**
+   * A step-queued flow's worker function per step, in step order (`withStepQueues(flow,
+   * { functions })`, else `workerFunctionName(flow, step)`); absent for a plain flow (one function).
+   */
+  readonly functionNames?: readonly string[];
   readonly alias?: string;
 }
 
@@ -80,4 +85,34 @@ export function startRefOf(flow: unknown): { readonly ref: string; readonly conc
   return routing.alias === undefined
     ? { ref: routing.flow.slug, concrete: true }
     : { ref: routing.alias, concrete: false };
+}
+
+/**
+ * The steps of `flow` that the worker function `functionName` hosts (`withStepQueues(flow,
+ * { functions })`), in step order, wait steps left out (no worker serves them).
+ *
+ * @throws {TypeError} When `flow` is not step-queued or has no step hosted by the function; the
+ * message starts with `context` and lists the flow's functions.
+ */
+export function stepsHostedBy(flow: unknown, functionName: string, context: string): string[] {
+  const routing = routingOf(flow);
+  if (routing.functionNames === undefined) {
+    throw new TypeError(
+      `${context}: flow ${JSON.stringify(routing.flow.slug)} is a plain flow, served by its own ` +
+        "function; only steps of flows wrapped with withStepQueues(flow, { functions }) are co-hosted",
+    );
+  }
+  const names = routing.functionNames;
+  const hosted = routing.flow.steps
+    .filter((step, index) => names[index] === functionName && step.wait === null)
+    .map((step) => step.slug);
+  if (hosted.length === 0) {
+    throw new TypeError(
+      `${context}: flow ${JSON.stringify(routing.flow.slug)} has no step hosted by it; its ` +
+        `steps' functions: ${
+          routing.flow.steps.map((step, index) => `${step.slug} -> ${names[index]}`).join(", ")
+        }`,
+    );
+  }
+  return hosted;
 }

@@ -15,11 +15,12 @@ import { readFunctionState } from "../db/edge_queries.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { describeError } from "../worker/describe_error.ts";
 import { Logger } from "../worker/logger.ts";
-import { launchWorker } from "../worker/start_worker.ts";
 import type { WorkerHandle } from "../worker/worker_options.ts";
+import { launchWorkerGroup } from "../worker/start_worker.ts";
 import { BearerAuth } from "./_auth.ts";
 import {
   type HostConfig,
+  type HostedWorker,
   noConnectionMessage,
   noSecretMessage,
   resolveHostConfig,
@@ -36,29 +37,68 @@ import type {
 /** Why an isolate ends. */
 type EndReason = "beforeunload" | "wall_clock_budget" | "requested" | "closed";
 
-/** What starting a worker came to. */
+/**
+ * The workers of one start, handled as one: a plain or step function has one, a co-hosting
+ * function one per hosted step. They start together and stop together; one that stops by
+ * itself (its flow version deprecated by a rollout) leaves the others running.
+ */
+class Workers {
+  constructor(readonly all: readonly WorkerHandle[]) {}
+
+  get first(): WorkerHandle {
+    return this.all[0];
+  }
+
+  /** Any worker met unsupported work: the function is paused. */
+  get fatal(): boolean {
+    return this.all.some((worker) => worker.status === "fatal");
+  }
+
+  get running(): boolean {
+    return this.all.some((worker) => worker.status === "running");
+  }
+
+  get done(): Promise<unknown> {
+    return Promise.all(this.all.map((worker) => worker.done));
+  }
+
+  get pollingStopped(): Promise<unknown> {
+    return Promise.all(this.all.map((worker) => worker.pollingStopped));
+  }
+
+  get ids(): string[] {
+    return this.all.map((worker) => worker.workerId);
+  }
+
+  stop(graceMs?: number): Promise<unknown> {
+    return Promise.all(
+      this.all.map((worker) => worker.stop(graceMs === undefined ? undefined : { graceMs })),
+    );
+  }
+}
+
+/** What starting the workers came to. */
 interface Launch {
-  readonly worker: WorkerHandle | null;
+  readonly worker: Workers | null;
   readonly status: WorkerFunctionStatus;
 }
 
-/** The implementation behind `createWorkerHandler()`. */
+/** The implementation behind `createWorkerHandler()` and `serveWorkers()`. */
 export class WorkerFunctionHost implements WorkerFunctionHandler {
   readonly functionName: string;
   readonly isolateId: string = crypto.randomUUID();
   readonly onEdge: boolean;
 
-  #flow: DeployableFlow;
   #config: HostConfig;
   #logger: Logger;
   #auth: BearerAuth | null;
   #sql: Sql | null;
   #createdAt = performance.now();
 
-  /** The current worker, from its start until it has stopped. */
-  #worker: WorkerHandle | null = null;
-  /** The start in progress: resolves with the worker, or `null` when none started. */
-  #starting: Promise<WorkerHandle | null> | null = null;
+  /** The current workers, from their start until they have stopped. */
+  #worker: Workers | null = null;
+  /** The start in progress: resolves with the workers, or `null` when none started. */
+  #starting: Promise<Workers | null> | null = null;
   /** The life of the latest worker (start, run, stop); what `waitUntil` holds. */
   #life: Promise<void> = Promise.resolve();
   /** `last_invoked_at` as read before the current worker started: the respawn's expected value. */
@@ -70,13 +110,17 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
   #ended: Promise<void> | null = null;
   #endComplete = false;
 
-  constructor(flow: DeployableFlow, options: WorkerFunctionOptions) {
-    const config = resolveHostConfig(flow, options);
-    this.#flow = flow;
+  constructor(flow: DeployableFlow, options: WorkerFunctionOptions);
+  constructor(config: HostConfig);
+  constructor(flowOrConfig: DeployableFlow | HostConfig, options?: WorkerFunctionOptions) {
+    const config = options === undefined
+      ? flowOrConfig as HostConfig
+      : resolveHostConfig(flowOrConfig as DeployableFlow, options);
     this.#config = config;
     this.functionName = config.functionName;
     this.onEdge = config.edgeRuntime !== null;
-    this.#logger = new Logger(config.worker.settings.logLevel, config.worker.settings.logger, {
+    const { settings } = config.workers[0].config;
+    this.#logger = new Logger(settings.logLevel, settings.logger, {
       function_name: config.functionName,
       isolate_id: this.isolateId,
     });
@@ -107,10 +151,10 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       });
     }
     if (worker !== null) {
-      const state: WorkerFunctionState = worker.status === "running"
-        ? "running"
-        : worker.status === "fatal"
+      const state: WorkerFunctionState = worker.fatal
         ? "paused"
+        : worker.running
+        ? "running"
         : "draining";
       return this.#snapshot(state, { worker });
     }
@@ -170,10 +214,14 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
         }));
       }
       if (this.#ending !== null) return { worker: null, status: this.status };
-      const worker = await launchWorker(this.#flow, {
-        ...this.#config.worker,
-        connection: { kind: "given", sql },
-      });
+      const worker = new Workers(
+        await launchWorkerGroup(
+          this.#config.workers.map(({ flow, config }: HostedWorker) => ({
+            flow,
+            config: { ...config, connection: { kind: "given", sql } },
+          })),
+        ),
+      );
       this.#seenInvokedAt = state?.lastInvokedAt ?? null;
       this.#worker = worker;
       this.#lastOutcome = null;
@@ -191,26 +239,26 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
     return { worker: null, status };
   }
 
-  /** Waits for the worker to stop and records why it did, unless the isolate is ending. */
-  async #supervise(worker: WorkerHandle): Promise<void> {
+  /** Waits for the workers to stop and records why they did, unless the isolate is ending. */
+  async #supervise(worker: Workers): Promise<void> {
     await worker.done;
     this.#worker = null;
     clearTimeout(this.#budgetTimer);
     if (this.#ending !== null) return;
-    if (worker.status === "fatal") {
+    if (worker.fatal) {
       // The worker logged the fatal error itself; the pause is already committed by the claim.
       this.#lastOutcome = this.#snapshot("paused");
       this.#logger.warn(
         "worker stopped on unsupported work: no successor; requests answer paused until an " +
           "operator clears the pause (sluice.clear_restart_pause)",
-        { worker_id: worker.workerId },
+        { worker_ids: worker.ids },
       );
     } else {
       this.#lastOutcome = this.#snapshot("stopped");
       // Deprecated by a rollout (or its poll loop failed): nothing asked this isolate to end, so
       // no successor; the next request starts a worker again after consulting the function's row.
       this.#logger.info("worker stopped by itself: no successor requested", {
-        worker_id: worker.workerId,
+        worker_ids: worker.ids,
       });
     }
   }
@@ -243,26 +291,26 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
     this.#config.lifecycle?.removeEventListener("beforeunload", this.#onBeforeUnload);
     const worker = this.#worker ?? await (this.#starting ?? null);
     if (worker !== null) {
-      const wasRunning = worker.status === "running";
+      const wasRunning = worker.running;
       // An ending isolate drains by its deadline; a closed one by the worker's own grace.
       const ending = reason !== "closed";
       this.#logger.info("isolate ending: stopping the worker", {
         reason,
-        worker_id: worker.workerId,
+        worker_ids: worker.ids,
         drain_timeout_ms: ending ? this.#config.drainTimeoutMs : null,
       });
-      const stopped = worker.stop(ending ? { graceMs: this.#config.drainGraceMs } : undefined);
+      const stopped = worker.stop(ending ? this.#config.drainGraceMs : undefined);
       if (respawn && wasRunning) {
         // The successor takes over the queue as soon as this worker reads no more: tasks still
         // in flight here are started and hidden, so it cannot claim them twice. The deadline only
         // guards against a read that hangs on a dead connection.
         if (!(await settlesWithin(worker.pollingStopped, this.#config.drainTimeoutMs))) {
           this.#logger.warn("polling did not stop in time: requesting the successor anyway", {
-            worker_id: worker.workerId,
+            worker_ids: worker.ids,
             drain_timeout_ms: this.#config.drainTimeoutMs,
           });
         }
-        if (!endedFatally(worker)) {
+        if (!worker.fatal) {
           await claimAndRequestSuccessor({
             sql: this.#sql as Sql,
             functionName: this.functionName,
@@ -271,7 +319,7 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
             selfUrl: this.#config.selfUrl,
             secret: this.#config.secret,
             reason,
-            workerId: worker.workerId,
+            workerId: worker.first.workerId,
           }, this.#logger);
         }
       }
@@ -284,7 +332,7 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
   #snapshot(
     status: WorkerFunctionState,
     details: {
-      worker?: WorkerHandle | null;
+      worker?: Workers | null;
       reason?: string;
       pausedAt?: string;
       error?: string;
@@ -296,22 +344,28 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       functionName: this.functionName,
       isolateId: this.isolateId,
       ...(worker
-        ? { workerId: worker.workerId, flowSlug: worker.flowSlug, queue: worker.queueName }
+        ? {
+          workerId: worker.first.workerId,
+          flowSlug: worker.first.flowSlug,
+          queue: worker.first.queueName,
+        }
+        : {}),
+      ...(worker && this.#config.workers.length > 1
+        ? {
+          workers: worker.all.map((w) => ({
+            workerId: w.workerId,
+            flowSlug: w.flowSlug,
+            stepSlug: w.stepSlug,
+            queue: w.queueName,
+            status: w.status,
+          })),
+        }
         : {}),
       ...(reason === undefined ? {} : { reason }),
       ...(pausedAt === undefined ? {} : { pausedAt }),
       ...(error === undefined ? {} : { error }),
     };
   }
-}
-
-/**
- * Whether the worker met unsupported work. A function, not an inline comparison: TypeScript would
- * narrow `status` to the `running` read before the stop, but a claim in flight when the stop
- * began can still end the poll loop fatally (final once `pollingStopped` resolved).
- */
-function endedFatally(worker: WorkerHandle): boolean {
-  return worker.status === "fatal";
 }
 
 /** Whether `promise` settles within `ms`; the timer never outlives the wait. */

@@ -9,12 +9,17 @@
  */
 
 import type { DeployableFlow } from "../dsl/types.ts";
+import { stepsHostedBy } from "../dsl/routing.ts";
 import {
   type ConnectionSource,
   resolveWorkerConfig,
   type WorkerConfig,
 } from "../worker/worker_config.ts";
-import type { EdgeRuntimeLike, WorkerFunctionOptions } from "./edge_options.ts";
+import type {
+  EdgeRuntimeLike,
+  WorkerFunctionOptions,
+  WorkerGroupFunctionOptions,
+} from "./edge_options.ts";
 
 const DEFAULT_WALL_CLOCK_BUDGET_MS = 140_000;
 const DEFAULT_DRAIN_TIMEOUT_MS = 8_000;
@@ -49,10 +54,17 @@ export interface HostConfig {
   readonly selfUrl: URL | null;
   readonly connection: ConnectionSource;
   /**
-   * The worker's resolved options (`launchWorker` runs them with the host's pool as the
-   * connection).
+   * The workers' resolved options, one per hosted worker (`launchWorker` runs each with the
+   * host's pool as the connection): one for `createWorkerHandler`/`serveWorker`, one per
+   * co-hosted step for `serveWorkers`.
    */
-  readonly worker: WorkerConfig;
+  readonly workers: readonly HostedWorker[];
+}
+
+/** One worker a host starts: its flow and its resolved options. */
+export interface HostedWorker {
+  readonly flow: DeployableFlow;
+  readonly config: WorkerConfig;
 }
 
 /**
@@ -75,6 +87,52 @@ export function resolveHostConfig(
     urlVariables: DATABASE_URL_VARIABLES,
     settingsFromEnv: true,
   });
+  return hostConfigOf([{ flow, config: worker }], options);
+}
+
+/**
+ * The host configuration of a co-hosting function (`serveWorkers`): one worker per step of
+ * `flows` that `withStepQueues(flow, { functions })` maps to `options.functionName`, all with
+ * the same options.
+ *
+ * @throws {TypeError} When `functionName` is missing, `flows` is empty, a flow is not
+ * step-queued, or a flow has no step hosted by the function (the error lists its functions).
+ */
+export function resolveGroupHostConfig(
+  flows: readonly DeployableFlow[],
+  options: WorkerGroupFunctionOptions,
+): HostConfig {
+  const functionName: unknown = options?.functionName;
+  if (typeof functionName !== "string" || functionName === "") {
+    throw new TypeError(
+      `Cannot create worker handler: functionName must name the co-hosting function (a name ` +
+        `given in withStepQueues(flow, { functions })), got ${JSON.stringify(functionName)}`,
+    );
+  }
+  const context = `Cannot create worker handler for "${functionName}"`;
+  if (!Array.isArray(flows) || flows.length === 0) {
+    throw new TypeError(`${context}: give the flows whose steps it hosts, got none`);
+  }
+  const workers = flows.flatMap((flow) =>
+    stepsHostedBy(flow, functionName, context).map((stepSlug) => ({
+      flow,
+      config: resolveWorkerConfig(flow, { ...options, functionName, stepSlug }, {
+        action: "create worker handler",
+        context: () => context,
+        urlVariables: DATABASE_URL_VARIABLES,
+        settingsFromEnv: true,
+      }),
+    }))
+  );
+  return hostConfigOf(workers, options);
+}
+
+/** What every host shares, from its first worker's options and the Edge options. */
+function hostConfigOf(
+  workers: readonly HostedWorker[],
+  options: WorkerFunctionOptions | WorkerGroupFunctionOptions,
+): HostConfig {
+  const worker = workers[0].config;
   const { functionName } = worker.target;
   const context = `Cannot create worker handler for "${functionName}"`;
   const setting = (name: string) => {
@@ -104,7 +162,7 @@ export function resolveHostConfig(
     secret: secret === "" ? null : secret,
     selfUrl: resolveSelfUrl(context, functionName, options.selfUrl, setting("SUPABASE_URL")),
     connection: worker.connection,
-    worker,
+    workers,
   };
 }
 

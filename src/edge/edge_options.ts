@@ -6,7 +6,7 @@
  */
 
 import type { DeployableFlow } from "../dsl/types.ts";
-import type { WorkerOptions } from "../worker/worker_options.ts";
+import type { BaseWorkerOptions, WorkerOptions, WorkerStatus } from "../worker/worker_options.ts";
 
 /**
  * The part of Supabase's `EdgeRuntime` global the adapter uses: `waitUntil` keeps the isolate
@@ -94,6 +94,40 @@ export interface WorkerFunctionStatus {
   readonly pausedAt?: string;
   /** `failed`: why the worker could not start. */
   readonly error?: string;
+  /**
+   * A co-hosting function (`serveWorkers`): each of its workers while this isolate has them, in
+   * the order they started (`workerId`, `flowSlug` and `queue` above are the first one's).
+   */
+  readonly workers?: readonly HostedWorkerStatus[];
+}
+
+/**
+ * One worker of a co-hosting function, in its {@linkcode WorkerFunctionStatus}.
+ *
+ * @example Usage
+ * ```ts
+ * import type { HostedWorkerStatus } from "@sluice/sluice/edge";
+ *
+ * const worker: HostedWorkerStatus = {
+ *   workerId: "0b8e2c1a-9f3d-4c6e-8a1b-7d5e3f2a1c9b",
+ *   flowSlug: "invoice_send",
+ *   stepSlug: "email_invoice",
+ *   queue: "invoice_send__email_invoice",
+ *   status: "running",
+ * };
+ * ```
+ */
+export interface HostedWorkerStatus {
+  /** The worker's id, as in `sluice.workers`. */
+  readonly workerId: string;
+  /** The concrete flow slug. */
+  readonly flowSlug: string;
+  /** The step it serves. */
+  readonly stepSlug: string | null;
+  /** The queue it polls. */
+  readonly queue: string;
+  /** The worker's own status. */
+  readonly status: WorkerStatus;
 }
 
 /**
@@ -244,3 +278,26 @@ export interface WorkerFunctionHandler extends AsyncDisposable {
   /** Stops the worker gracefully without a successor and closes the pool. */
   close(): Promise<void>;
 }
+
+/**
+ * Options of `serveWorkers()`: the co-hosting function's name (given in `withStepQueues(flow,
+ * { functions })`), the options every hosted worker shares (each keeps its own
+ * `maxConcurrent` slots), the Edge options, and where to listen.
+ *
+ * @example Usage
+ * ```ts
+ * import type { WorkerGroupFunctionOptions } from "@sluice/sluice/edge";
+ *
+ * const options: WorkerGroupFunctionOptions = {
+ *   functionName: "office-interactive",
+ *   maxConcurrent: 4,
+ * };
+ * ```
+ */
+export type WorkerGroupFunctionOptions =
+  & BaseWorkerOptions
+  & EdgeHostOptions
+  & {
+    /** The co-hosting function: its Edge Function, `sluice.worker_functions` row and URL. */
+    readonly functionName: string;
+  };

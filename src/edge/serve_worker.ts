@@ -9,7 +9,12 @@ import { jsonLineSink, Logger } from "../worker/logger.ts";
 import { processEnv } from "../worker/worker_config.ts";
 import type { FlowOptionsArgument } from "../worker/worker_options.ts";
 import { WorkerFunctionHost } from "./_host.ts";
-import type { WorkerFunctionHandler, WorkerFunctionOptions } from "./edge_options.ts";
+import { resolveGroupHostConfig } from "./_host_config.ts";
+import type {
+  WorkerFunctionHandler,
+  WorkerFunctionOptions,
+  WorkerGroupFunctionOptions,
+} from "./edge_options.ts";
 
 /**
  * Where and how {@linkcode serveWorker} listens, on top of the handler's options.
@@ -175,12 +180,69 @@ export function serveWorker<F extends DeployableFlow>(
   flow: F,
   ...[options]: FlowOptionsArgument<F, ServeWorkerOptions<F>>
 ): WorkerServer {
-  return serve(flow, (options ?? {}) as ServeWorkerOptions);
+  const checked = (options ?? {}) as ServeWorkerOptions;
+  return serve(new WorkerFunctionHost(flow, checked), checked);
 }
 
-/** {@linkcode serveWorker} of a flow of any kind, its options checked at run time. */
-function serve(flow: DeployableFlow, options: ServeWorkerOptions): WorkerServer {
-  const handler: WorkerFunctionHandler = new WorkerFunctionHost(flow, options);
+/**
+ * Options of {@linkcode serveWorkers}: the co-hosting function's name and the options its
+ * workers share ({@linkcode WorkerGroupFunctionOptions}) plus where to listen.
+ *
+ * @example Usage
+ * ```ts
+ * import type { ServeWorkersOptions } from "@sluice/sluice/edge";
+ *
+ * const options: ServeWorkersOptions = { functionName: "office-interactive", port: 8787 };
+ * ```
+ */
+export type ServeWorkersOptions = WorkerGroupFunctionOptions & ServeListenOptions;
+
+/**
+ * Serves a co-hosting worker function over HTTP: one worker per step of `flows` that
+ * `withStepQueues(flow, { functions })` maps to `options.functionName`, all in this one process
+ * on one pool and one LISTEN session. Every step keeps its own queue, worker (its own
+ * `sluice.workers` row and coverage), poll loop and `maxConcurrent` slots, so a flooded step
+ * never takes a light one's slots. The lifecycle is `serveWorker`'s: the first authorized
+ * request starts the workers together (after consulting the function's row), the end of the
+ * isolate stops them together and requests one successor. A worker that stops by itself (its
+ * flow version deprecated by a rollout) leaves the others running; one that meets unsupported
+ * work pauses the function.
+ *
+ * `sluice functions generate` writes this call as the entrypoint of every function named in a
+ * `functions` map (docs/step_queues.md#co-hosting-steps-in-one-function).
+ *
+ * @param flows The step-queued (or deployed step-queued) flows with steps hosted here.
+ * @param options `functionName` (required) and the options every hosted worker shares.
+ * @returns The served function.
+ * @throws {TypeError} When `functionName` is missing, a flow is plain or hosts no step here
+ * (the message lists the flow's step functions), or options are inconsistent.
+ * @throws {RangeError} When a numeric option is out of range.
+ *
+ * @example A co-hosting function
+ * ```ts ignore
+ * // supabase/functions/office-interactive/index.ts
+ * import { serveWorkers } from "@sluice/sluice/edge";
+ * import * as flows from "../_shared/flows.ts";
+ *
+ * serveWorkers([flows.invoiceSend, flows.refundReview], { functionName: "office-interactive" });
+ * ```
+ */
+export function serveWorkers(
+  flows: readonly DeployableFlow[],
+  options: ServeWorkersOptions,
+): WorkerServer {
+  return serve(new WorkerFunctionHost(resolveGroupHostConfig(flows, options)), options);
+}
+
+/** Serves a host: the body of {@linkcode serveWorker} and {@linkcode serveWorkers}. */
+function serve(
+  handler: WorkerFunctionHandler & { readonly onEdge: boolean },
+  options: ServeListenOptions & {
+    readonly env?: Readonly<Record<string, string | undefined>>;
+    readonly logLevel?: WorkerFunctionOptions["logLevel"];
+    readonly logger?: WorkerFunctionOptions["logger"];
+  },
+): WorkerServer {
   const logger = new Logger(options.logLevel ?? "info", options.logger ?? jsonLineSink, {
     function_name: handler.functionName,
     isolate_id: handler.isolateId,

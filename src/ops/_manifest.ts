@@ -9,6 +9,8 @@ export interface ManifestEntry {
   readonly step_slug: string | null;
   readonly queue_name: string;
   readonly queue_mode: string;
+  /** A co-hosting function: every worker's route (the fields above are the first one's). */
+  readonly workers?: readonly Omit<ManifestEntry, "function_name" | "workers">[];
 }
 
 /** A manifest that cannot be read or is not one `deno task gen:functions` writes. */
@@ -72,7 +74,9 @@ export interface ManifestDiffEntry {
 
 function sameRoute(a: ManifestEntry, b: ManifestEntry): boolean {
   return a.flow_slug === b.flow_slug && a.step_slug === b.step_slug &&
-    a.queue_name === b.queue_name && a.queue_mode === b.queue_mode;
+    a.queue_name === b.queue_name && a.queue_mode === b.queue_mode &&
+    // A co-hosting function changes when any of its workers' routes does.
+    JSON.stringify(a.workers ?? null) === JSON.stringify(b.workers ?? null);
 }
 
 /** Every function of either manifest, by name, with how it changed from `before` to `after`. */

@@ -23,6 +23,31 @@ import type { Logger } from "./logger.ts";
 const WAIT_RELEASE_BATCH = 100;
 
 /** Settings of a {@linkcode Heartbeat}. */
+/**
+ * Which worker of a process runs the sweeps that are the database's, not any one worker's: due
+ * schedule ticks, due waits, stalled tasks. The workers of a co-hosting function share one, so the
+ * process sweeps once per beat instead of once per worker; the earliest worker still beating
+ * holds the duty, and it passes on when that one stops.
+ */
+export class SweepDuty {
+  #holders: string[] = [];
+
+  /** A worker's heartbeat starts. */
+  join(workerId: string): void {
+    this.#holders.push(workerId);
+  }
+
+  /** A worker's heartbeat stops. */
+  leave(workerId: string): void {
+    this.#holders = this.#holders.filter((id) => id !== workerId);
+  }
+
+  /** Whether `workerId` sweeps now. */
+  holds(workerId: string): boolean {
+    return this.#holders[0] === workerId;
+  }
+}
+
 export interface HeartbeatSettings {
   readonly workerId: string;
   readonly intervalMs: number;
@@ -31,6 +56,8 @@ export interface HeartbeatSettings {
   readonly onDeprecated: () => void;
   /** The attempts the worker's handlers are running: sent with each beat. */
   readonly running: RunningAttempts;
+  /** Shared with the other workers of the process; a worker alone sweeps on every beat. */
+  readonly sweeps?: SweepDuty;
 }
 
 /** Runs the heartbeat loop until stopped. */
@@ -53,13 +80,20 @@ export class Heartbeat {
 
   /** Starts the loop; the first beat comes after one interval. */
   start(): void {
-    this.#loop ??= this.#run();
+    if (this.#loop !== null) return;
+    this.#settings.sweeps?.join(this.#settings.workerId);
+    this.#loop = this.#run();
   }
 
   /** Stops the loop and waits for a beat in progress. */
   async stop(): Promise<void> {
     this.#stop.abort();
     await this.#loop;
+    this.#settings.sweeps?.leave(this.#settings.workerId);
+  }
+
+  #sweeps(): boolean {
+    return this.#settings.sweeps?.holds(this.#settings.workerId) ?? true;
   }
 
   async #run(): Promise<void> {
@@ -69,6 +103,7 @@ export class Heartbeat {
       if (signal.aborted) break;
       await this.#beat();
       if (signal.aborted) break;
+      if (!this.#sweeps()) continue;
       await this.#fireSchedules();
       if (signal.aborted) break;
       await this.#releaseWaits();

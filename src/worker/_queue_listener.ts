@@ -10,6 +10,10 @@
  * are gone. A periodic check re-issues LISTEN (idempotent) and compares the backend pid, so a
  * connection replaced without the close being noticed is caught too.
  *
+ * One session serves every worker of a process that shares it (a co-hosting function's workers,
+ * one per step): each worker watches its own queue through a {@linkcode QueueListener} view, and
+ * the session closes with the last view.
+ *
  * @module
  */
 
@@ -22,35 +26,148 @@ import type { Logger } from "./logger.ts";
 /** The channel the SQL core notifies (`sluice.notify_queue`). */
 export const QUEUE_READY_CHANNEL = "sluice_queue_ready";
 
-/** Listens for notifications about one queue on a connection of its own. */
-export class QueueListener {
-  #queue: string;
+/** One LISTEN session: wakes the views of the queues named by each notification. */
+export class ListenerSession {
   #logger: Logger;
   #connection: ListenerConnection;
-  #sequence = 0;
-  #waiters = new Set<() => void>();
-  #closing = false;
+  #views = new Map<string, Set<QueueListener>>();
+  /** Set once closing starts: the connection's close. */
+  #closing: Promise<void> | null = null;
   #reconnecting = false;
   #closed = new AbortController();
   /** Backend pid of the listening session, to notice a replaced connection. */
   #pid: number | null = null;
 
-  private constructor(pool: Sql, queue: string, logger: Logger) {
-    this.#queue = queue;
+  private constructor(pool: Sql, logger: Logger) {
     this.#logger = logger;
     this.#connection = openListenerConnection(pool, {
       onNotify: (channel, payload) => {
-        if (channel === QUEUE_READY_CHANNEL && payload === this.#queue) this.#wake();
+        if (channel !== QUEUE_READY_CHANNEL) return;
+        for (const view of this.#views.get(payload) ?? []) view.wake();
       },
       onClose: () => {
-        if (!this.#closing) this.#reconnect();
+        if (this.#closing === null) this.#reconnect();
       },
     });
   }
 
   /**
    * Opens the connection and LISTENs. Resolves `null` when LISTEN fails (e.g. behind a
-   * transaction pooler): the worker then long-polls instead.
+   * transaction pooler): the workers then long-poll instead.
+   */
+  static async open(
+    pool: Sql,
+    logger: Logger,
+    checkIntervalMs: number,
+  ): Promise<ListenerSession | null> {
+    const session = new ListenerSession(pool, logger);
+    try {
+      await session.#listen();
+      session.#checkPeriodically(checkIntervalMs);
+      return session;
+    } catch (error) {
+      logger.info("LISTEN unavailable: long-polling the queue instead", {
+        error: describeError(error),
+      });
+      await session.close();
+      return null;
+    }
+  }
+
+  /** A view that wakes on notifications for `queue`; closing the last view closes the session. */
+  watch(queue: string): QueueListener {
+    const view = new QueueListener(queue, this);
+    const views = this.#views.get(queue) ?? new Set();
+    views.add(view);
+    this.#views.set(queue, views);
+    return view;
+  }
+
+  /** Called by a view's close. */
+  async release(view: QueueListener): Promise<void> {
+    const views = this.#views.get(view.queue);
+    views?.delete(view);
+    if (views?.size === 0) this.#views.delete(view.queue);
+    if (this.#views.size === 0) await this.close();
+  }
+
+  /** Closes the session (its views wake and then long-poll nothing: their workers are stopping). */
+  close(): Promise<void> {
+    if (this.#closing) return this.#closing;
+    this.#closed.abort();
+    this.#wakeAll();
+    return this.#closing = this.#connection.close();
+  }
+
+  /** LISTENs (a no-op when already listening); resolves whether the session is a new one. */
+  async #listen(): Promise<boolean> {
+    const pid = await this.#connection.listen(QUEUE_READY_CHANNEL);
+    const replaced = this.#pid !== null && this.#pid !== pid;
+    this.#pid = pid;
+    return replaced;
+  }
+
+  #checkPeriodically(intervalMs: number): void {
+    (async () => {
+      while (this.#closing === null) {
+        await sleep(intervalMs, this.#closed.signal);
+        if (this.#closing !== null || this.#reconnecting) continue;
+        try {
+          if (await this.#listen()) {
+            this.#logger.debug("LISTEN connection was replaced: looking at the queues");
+            this.#wakeAll();
+          }
+        } catch {
+          if (this.#closing === null) this.#reconnect();
+        }
+      }
+    })();
+  }
+
+  #wakeAll(): void {
+    for (const views of this.#views.values()) for (const view of views) view.wake();
+  }
+
+  #reconnect(): void {
+    if (this.#reconnecting) return;
+    this.#reconnecting = true;
+    this.#logger.debug("LISTEN connection lost: reconnecting");
+    (async () => {
+      for (let failures = 1; this.#closing === null; failures++) {
+        await sleep(backoffDelay(failures), this.#closed.signal);
+        if (this.#closing !== null) break;
+        try {
+          await this.#listen();
+          this.#logger.debug("LISTEN connection restored");
+          // Notifications sent while the connection was down are lost: look at the queues.
+          this.#wakeAll();
+          break;
+        } catch (error) {
+          this.#logger.debug("LISTEN reconnect failed", { error: describeError(error) });
+        }
+      }
+      this.#reconnecting = false;
+    })();
+  }
+}
+
+/** Wakes one worker when its queue gets messages, through a {@linkcode ListenerSession}. */
+export class QueueListener {
+  readonly queue: string;
+  #session: ListenerSession;
+  #sequence = 0;
+  #waiters = new Set<() => void>();
+  #closed: Promise<void> | null = null;
+
+  /** Use {@linkcode QueueListener.start} or {@linkcode ListenerSession.watch}. */
+  constructor(queue: string, session: ListenerSession) {
+    this.queue = queue;
+    this.#session = session;
+  }
+
+  /**
+   * Opens a session of its own and watches `queue`. Resolves `null` when LISTEN fails (e.g.
+   * behind a transaction pooler): the worker then long-polls instead.
    */
   static async start(
     pool: Sql,
@@ -58,18 +175,7 @@ export class QueueListener {
     logger: Logger,
     checkIntervalMs: number,
   ): Promise<QueueListener | null> {
-    const listener = new QueueListener(pool, queue, logger);
-    try {
-      await listener.#listen();
-      listener.#checkPeriodically(checkIntervalMs);
-      return listener;
-    } catch (error) {
-      logger.info("LISTEN unavailable: long-polling the queue instead", {
-        error: describeError(error),
-      });
-      await listener.close();
-      return null;
-    }
+    return (await ListenerSession.open(pool, logger, checkIntervalMs))?.watch(queue) ?? null;
   }
 
   /** Increases with every notification for the queue (and when listening resumes). */
@@ -96,63 +202,15 @@ export class QueueListener {
     });
   }
 
-  /** Stops listening and closes the connection. */
-  async close(): Promise<void> {
-    this.#closing = true;
-    this.#closed.abort();
-    this.#wake();
-    await this.#connection.close();
+  /** Stops watching; the session closes with its last view. */
+  close(): Promise<void> {
+    this.wake();
+    return this.#closed ??= this.#session.release(this);
   }
 
-  /** LISTENs (a no-op when already listening); resolves whether the session is a new one. */
-  async #listen(): Promise<boolean> {
-    const pid = await this.#connection.listen(QUEUE_READY_CHANNEL);
-    const replaced = this.#pid !== null && this.#pid !== pid;
-    this.#pid = pid;
-    return replaced;
-  }
-
-  #checkPeriodically(intervalMs: number): void {
-    (async () => {
-      while (!this.#closing) {
-        await sleep(intervalMs, this.#closed.signal);
-        if (this.#closing || this.#reconnecting) continue;
-        try {
-          if (await this.#listen()) {
-            this.#logger.debug("LISTEN connection was replaced: looking at the queue");
-            this.#wake();
-          }
-        } catch {
-          if (!this.#closing) this.#reconnect();
-        }
-      }
-    })();
-  }
-
-  #wake(): void {
+  /** Called by the session: a notification for the queue, or listening resumed. */
+  wake(): void {
     this.#sequence++;
     for (const waiter of [...this.#waiters]) waiter();
-  }
-
-  #reconnect(): void {
-    if (this.#reconnecting) return;
-    this.#reconnecting = true;
-    this.#logger.debug("LISTEN connection lost: reconnecting");
-    (async () => {
-      for (let failures = 1; !this.#closing; failures++) {
-        await sleep(backoffDelay(failures), this.#closed.signal);
-        if (this.#closing) break;
-        try {
-          await this.#listen();
-          this.#logger.debug("LISTEN connection restored");
-          // Notifications sent while the connection was down are lost: look at the queue.
-          this.#wake();
-          break;
-        } catch (error) {
-          this.#logger.debug("LISTEN reconnect failed", { error: describeError(error) });
-        }
-      }
-      this.#reconnecting = false;
-    })();
   }
 }

@@ -10,7 +10,7 @@
 import type { Sql } from "../db/postgres.ts";
 import type { StepDefinition, StepHandler } from "../dsl/step_definition.ts";
 import { describeError } from "./describe_error.ts";
-import { Heartbeat } from "./_heartbeat.ts";
+import { Heartbeat, type SweepDuty } from "./_heartbeat.ts";
 import { PollLoop, type PollLoopEnd } from "./_poll_loop.ts";
 import { stopWorker, type SupportedRoute } from "../db/worker_queries.ts";
 import type { QueueListener } from "./_queue_listener.ts";
@@ -42,6 +42,8 @@ export interface RuntimeSettings {
   readonly maxOutputBytes: number;
   /** Close `sql` at the end (the worker opened it). */
   readonly ownsPool: boolean;
+  /** The sweep duty shared by the workers of one process (a co-hosting function). */
+  readonly sweeps?: SweepDuty;
 }
 
 /** Longest time spent flushing results and marking the worker stopped at shutdown. */
@@ -115,6 +117,7 @@ export class WorkerRuntime {
       stalledCheckIntervalMs: settings.stalledCheckIntervalMs,
       onDeprecated: () => void this.#stop("deprecated"),
       running,
+      sweeps: settings.sweeps,
     });
     this.done = new Promise((resolve) => this.#resolveDone = resolve);
     this.pollingStopped = new Promise((resolve) => this.#resolvePollingStopped = resolve);

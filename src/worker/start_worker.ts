@@ -14,7 +14,8 @@ import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { activateOnStartup } from "./_alias_activation.ts";
-import { QueueListener } from "./_queue_listener.ts";
+import { SweepDuty } from "./_heartbeat.ts";
+import { ListenerSession, QueueListener } from "./_queue_listener.ts";
 import { type RuntimeSettings, WorkerRuntime } from "./_runtime.ts";
 import { Logger } from "./logger.ts";
 import type {
@@ -133,6 +134,7 @@ export async function startWorker<F extends DeployableFlow>(
 export async function launchWorker(
   flow: DeployableFlow,
   config: WorkerConfig,
+  shared?: { readonly listeners: ListenerSession | null; readonly sweeps: SweepDuty },
 ): Promise<WorkerHandle> {
   const { target, env, connection, settings } = config;
   if (connection.kind === "none") {
@@ -184,7 +186,9 @@ export async function launchWorker(
         },
       );
     }
-    if (settings.listen) {
+    if (shared !== undefined) {
+      listener = shared.listeners?.watch(target.queueName) ?? null;
+    } else if (settings.listen) {
       listener = await QueueListener.start(
         sql,
         target.queueName,
@@ -205,6 +209,7 @@ export async function launchWorker(
       handlers,
       waits,
       ownsPool,
+      sweeps: shared?.sweeps,
     };
     const runtime = new WorkerRuntime(sql, logger, listener, runtimeSettings);
     runtime.start();
@@ -263,4 +268,63 @@ async function aliasActivationOf(
       functionName: target.functionName,
     }),
   );
+}
+
+/** One worker of a group: its flow and resolved options. */
+export interface GroupMember {
+  readonly flow: DeployableFlow;
+  readonly config: WorkerConfig;
+}
+
+/**
+ * Starts the workers of one worker function in order (a co-hosting function's: one per step),
+ * on the one pool they are given and, when they listen, one LISTEN session for all of them, and
+ * one worker at a time runs the process-wide sweeps (schedules, due waits, stalled tasks,
+ * {@linkcode SweepDuty}): each keeps its own queue, poll loop, slots (`maxConcurrent`), heartbeat
+ * beat and `sluice.workers` row.
+ * When one cannot start, those already started stop and the error is thrown. Not part of the
+ * public API (`serveWorkers` runs it).
+ *
+ * @throws {TypeError} When the members do not share one given pool.
+ */
+export async function launchWorkerGroup(
+  members: readonly GroupMember[],
+): Promise<WorkerHandle[]> {
+  if (members.length === 1) return [await launchWorker(members[0].flow, members[0].config)];
+  const { connection, settings, target } = members[0].config;
+  if (
+    connection.kind !== "given" ||
+    members.some(({ config }) =>
+      config.connection.kind !== "given" || config.connection.sql !== connection.sql
+    )
+  ) {
+    throw new TypeError(
+      `Cannot start the workers of function ${JSON.stringify(target.functionName)}: they must ` +
+        "share one pool (the sql option)",
+    );
+  }
+  const logger = new Logger(settings.logLevel, settings.logger, {
+    function_name: target.functionName,
+  });
+  const listeners = members.some(({ config }) => config.settings.listen)
+    ? await ListenerSession.open(connection.sql, logger, settings.heartbeatIntervalMs)
+    : null;
+  // One sweep of schedules, waits and stalled tasks per beat for the whole group.
+  const sweeps = new SweepDuty();
+  const started: WorkerHandle[] = [];
+  try {
+    for (const { flow, config } of members) {
+      started.push(
+        await launchWorker(flow, config, {
+          listeners: config.settings.listen ? listeners : null,
+          sweeps,
+        }),
+      );
+    }
+    return started;
+  } catch (error) {
+    await Promise.all(started.map((worker) => worker.stop({ graceMs: 0 })));
+    await listeners?.close();
+    throw error;
+  }
 }

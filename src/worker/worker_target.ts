@@ -45,7 +45,8 @@ export interface WorkerTarget {
   /** The one queue the worker polls. */
   readonly queueName: string;
   /**
-   * The worker function: the `functionName` option, else `workerFunctionName(flowSlug, stepSlug)`
+   * The worker function: the `functionName` option, else the step's function in
+   * `withStepQueues(flow, { functions })`, else `workerFunctionName(flowSlug, stepSlug)`
    * (`null` step for a plain flow): the name `deno task gen:functions` gives its Edge Function.
    */
   readonly functionName: string;
@@ -168,7 +169,12 @@ export function targetOf(flow: DeployableFlow, options: WorkerTargetOptions): Wo
     };
   }
 
-  const functionName = options.functionName ?? workerFunctionName(flowSlug, target.stepSlug);
+  // A co-hosted step's function is the one withStepQueues(flow, { functions }) names.
+  const routing = routingOf(flow);
+  const hostName = target.stepSlug === null ? undefined : routing.functionNames
+    ?.[routing.flow.steps.findIndex((step) => step.slug === target.stepSlug)];
+  const functionName = options.functionName ?? hostName ??
+    workerFunctionName(flowSlug, target.stepSlug);
   if (typeof functionName !== "string" || functionName === "") {
     throw new TypeError(
       `Cannot start worker for flow ${JSON.stringify(flowSlug)}: functionName must be a ` +

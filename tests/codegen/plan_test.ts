@@ -39,6 +39,7 @@ Deno.test("planWorkerFunctions() plans one function per plain flow and one per s
       queueName: "greet_user",
       queueMode: "flow",
       alias: null,
+      cohosted: false,
     },
     {
       functionName: "thread-digest--classify",
@@ -48,6 +49,7 @@ Deno.test("planWorkerFunctions() plans one function per plain flow and one per s
       queueName: "thread_digest__classify",
       queueMode: "step",
       alias: null,
+      cohosted: false,
     },
     {
       functionName: "thread-digest--fetch-posts",
@@ -57,6 +59,7 @@ Deno.test("planWorkerFunctions() plans one function per plain flow and one per s
       queueName: "thread_digest__fetch_posts",
       queueMode: "step",
       alias: null,
+      cohosted: false,
     },
   ]);
 });
@@ -153,5 +156,29 @@ Deno.test("planWorkerFunctions() rejects one concrete flow deployed under two al
       }, "flows.ts"),
     { reason: "duplicate_flow", flowSlug: "Thread_Digest", exportNames: ["digest", "threads"] },
     /exports digest and threads of "flows.ts" deploy flow "Thread_Digest" under the aliases "digest", "threads"; export one deployment per concrete flow$/,
+  );
+});
+
+Deno.test("planWorkerFunctions() puts co-hosted steps of several flows under one function name, one spec per worker", () => {
+  const light = withStepQueues(inner, { functions: { classify: "digest-light" } });
+  const other = withStepQueues(
+    new Flow({ slug: "mail" }).step({ slug: "send" }, () => 1),
+    { functions: { send: "digest-light" } },
+  );
+  const specs = planWorkerFunctions({ light, other, greetUser: plain }, "flows.ts");
+  assert.deepEqual(specs.map((spec) => [spec.functionName, spec.stepSlug, spec.cohosted]), [
+    ["digest-light", "classify", true],
+    ["digest-light", "send", true],
+    ["greet-user", null, false],
+    ["thread-digest--fetch-posts", "fetch_posts", false],
+  ]);
+});
+
+Deno.test("planWorkerFunctions() refuses a co-hosting function named like a plain flow's function", () => {
+  const taken = withStepQueues(inner, { functions: { classify: "greet-user" } });
+  assertCodegenError(
+    () => planWorkerFunctions({ taken, greetUser: plain }, "flows.ts"),
+    { reason: "invalid_name", flowSlug: "Thread_Digest", exportNames: ["greetUser", "taken"] },
+    /co-hosts step "classify" in function "greet-user", which is the function of plain flow "greet_user"/,
   );
 });

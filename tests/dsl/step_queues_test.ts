@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   type AnyFlow,
   Flow,
+  FlowDefinitionError,
   flowQueueName,
   isStepQueuedFlow,
   MAX_QUEUE_NAME_LENGTH,
@@ -185,4 +186,64 @@ Deno.test("withStepQueues() accepts only a Flow", () => {
       message: /^Cannot add step queues to .*: expected a Flow$/,
     });
   }
+});
+
+Deno.test("withStepQueues(flow, { functions }) maps listed steps to their co-hosting function and the others to their own", () => {
+  const flow = new Flow({ slug: "Invoice_Send" })
+    .step({ slug: "render_pdf" }, () => 1)
+    .step({ slug: "email_invoice" }, () => 2)
+    .step({ slug: "mark_sent" }, () => 3);
+  const queued = withStepQueues(flow, {
+    functions: { email_invoice: "office-interactive", mark_sent: "office-interactive" },
+  });
+  assert.deepEqual(queued.functions, {
+    render_pdf: "invoice-send--render-pdf",
+    email_invoice: "office-interactive",
+    mark_sent: "office-interactive",
+  });
+  assert.ok(Object.isFrozen(queued.functions));
+  // Queues are unchanged: co-hosting never shares a queue.
+  assert.deepEqual(queued.routes.map((route) => route.queueName), [
+    "invoice_send__render_pdf",
+    "invoice_send__email_invoice",
+    "invoice_send__mark_sent",
+  ]);
+  assert.deepEqual(withStepQueues(flow).functions, {
+    render_pdf: "invoice-send--render-pdf",
+    email_invoice: "invoice-send--email-invoice",
+    mark_sent: "invoice-send--mark-sent",
+  });
+});
+
+Deno.test("withStepQueues(flow, { functions }) refuses an unknown step slug and a bad function name, naming them", () => {
+  const flow = new Flow({ slug: "orders" }).step({ slug: "charge" }, () => 1)
+    .step({ slug: "ship" }, () => 2);
+  const refuses = (functions: unknown, value: unknown, message: RegExp) =>
+    assert.throws(
+      () => withStepQueues(flow, { functions } as never),
+      (error: unknown) => {
+        assert.ok(error instanceof FlowDefinitionError, String(error));
+        assert.equal(error.name, "FlowDefinitionError");
+        assert.deepEqual([error.reason, error.option, error.value], [
+          "invalid_option",
+          "functions",
+          value,
+        ]);
+        assert.match(error.message, message);
+        return true;
+      },
+    );
+  refuses(
+    { chrage: "orders-light" },
+    "chrage",
+    /functions names the step "chrage", which the flow does not have \(its steps: "charge", "ship"\)/,
+  );
+  for (const name of ["Orders", "orders--light", "orders-", "1orders", "", "a".repeat(65), 7]) {
+    refuses(
+      { ship: name },
+      name,
+      /the function of step "ship" must be lowercase letters and digits in words joined by single "-"/,
+    );
+  }
+  refuses(["charge"], ["charge"], /functions must be an object mapping step slugs/);
 });

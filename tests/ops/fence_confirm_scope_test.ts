@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { Flow } from "../../mod.ts";
 import { freshDatabase } from "../_db.ts";
+import { diffManifests } from "../../src/ops/_manifest.ts";
 import { opsDone } from "./_ops.ts";
 import { testWorker } from "../worker/_helpers.ts";
 
@@ -52,4 +53,54 @@ Deno.test("fence confirm names NOT COMPILED flows with how to scope it, and --fu
   } finally {
     await Deno.remove(manifest);
   }
+});
+
+Deno.test("fence confirm checks every worker of a co-hosting function, not only its first", async () => {
+  await using db = await freshDatabase();
+  const manifest = await Deno.makeTempFile({ suffix: ".manifest.json" });
+  const route = (flow: string) => ({
+    flow_slug: flow,
+    step_slug: null,
+    queue_name: flow,
+    queue_mode: "flow",
+  });
+  await Deno.writeTextFile(
+    manifest,
+    JSON.stringify({
+      functions: [{
+        function_name: "office-light",
+        ...route("served_flow"),
+        workers: [route("served_flow"), route("other_flow")],
+      }],
+    }),
+  );
+  await using _worker = await testWorker(served, db);
+  try {
+    const result = await opsDone(db, "fence", "confirm", "--manifest", manifest);
+    assert.equal(result.code, 1, result.out);
+    assert.match(result.out, /^office-light +served_flow +work +served_flow +1 +ok$/m);
+    assert.match(result.out, /^office-light +other_flow +\* +other_flow +0 +NOT COMPILED$/m);
+  } finally {
+    await Deno.remove(manifest);
+  }
+});
+
+Deno.test("fence diff: a co-hosting function changes when any of its workers' routes does", () => {
+  const route = (flow: string) => ({
+    flow_slug: flow,
+    step_slug: "work",
+    queue_name: `${flow}__work`,
+    queue_mode: "step",
+  });
+  const host = (...flows: string[]) => ({
+    function_name: "office-light",
+    ...route(flows[0]),
+    workers: flows.map(route),
+  });
+  const changes = (before: string[], after: string[]) =>
+    diffManifests([host(...before)], [host(...after)]).map((entry) => entry.change);
+  assert.deepEqual(changes(["a", "b"], ["a", "b"]), ["unchanged"]);
+  // The first worker is the same; the second is a new version's.
+  assert.deepEqual(changes(["a", "b"], ["a", "b_v2"]), ["changed"]);
+  assert.deepEqual(changes(["a"], ["a", "b"]), ["changed"]);
 });

@@ -151,32 +151,52 @@ function routed(slug: string, queue: string): Definition {
   return { ...def, queue_mode: "routed", routes: [{ step_slug: "work", queue_name: queue }] };
 }
 
-Deno.test("two flows creating one new shared queue at once both compile: the later waits for the first", async () => {
+Deno.test("a routed definition (explicit shared queues) is refused naming the flow, in every environment, and nothing is written", async () => {
   await using db = await freshDatabase();
-  const first = db.connect(1);
-  const second = db.connect(1);
-  const [{ pid }] = await second`select pg_backend_pid() as pid`;
-
-  await first`begin`;
-  assert.equal((await compile(first, routed("one", "shared_jobs"))).outcome, "compiled");
-  // Another flow slug, so not the flow lock: without a lock on the queue name both would create
-  // the queue (PGMQ 1.5.1 then fails on pg_type's unique index, the registry on queues_pkey).
-  const later = compile(second, routed("two", "shared_jobs"));
-  await waitUntilBlocked(db.sql, pid);
-  await first`commit`;
-
-  assert.equal((await later).outcome, "compiled");
-  const queues = await db.sql`select queue_name, ownership, owner_flow_slug from sluice.queues`;
-  assert.deepEqual(queues.map((q) => ({ ...q })), [
-    { queue_name: "shared_jobs", ownership: "shared", owner_flow_slug: null },
-  ]);
-  const [meta] = await db.sql`select count(*)::int as n from pgmq.meta`;
-  assert.equal(meta.n, 1);
+  // A shared queue name, a private queue's name, a name outside the queue-name rule: the
+  // refusal comes first, whatever the route.
+  for (const queue of ["shared_jobs", "shop", "Orders", "o".repeat(48)]) {
+    for (const environment of ["production", "development"]) {
+      await assert.rejects(
+        compile(db.sql, routed("router", queue), environment),
+        (error: Error & { code?: string; hint?: string }) => {
+          assert.equal(error.code, "0A000", queue);
+          assert.equal(
+            error.message,
+            'Cannot compile flow "router": queue_mode "routed" (explicit shared queues) is not ' +
+              "supported, shared queues are not built",
+          );
+          assert.match(error.hint ?? "", /withStepQueues\(\).*docs\/integration\/back_office\.md/);
+          return true;
+        },
+        `${queue} (${environment})`,
+      );
+    }
+  }
+  assert.deepEqual(await counts(db.sql), {
+    flows: 0,
+    steps: 0,
+    deps: 0,
+    queues: 0,
+    aliases: 0,
+    pgmq_queues: 0,
+  });
+  // Structure is validated first: a malformed routed definition gets its own error.
+  await assert.rejects(
+    compile(db.sql, { ...routed("router", "jobs"), routes: [] }),
+    /Invalid flow definition: routes of flow "router" must list one/,
+  );
+  // A plain and a step-queued flow still compile.
+  assert.equal((await compile(db.sql, definition(BASE))).outcome, "compiled");
+  const stepQueued = definition({ slug: "split", queueMode: "step", steps: [{ slug: "work" }] });
+  assert.equal((await compile(db.sql, stepQueued)).outcome, "compiled");
 });
 
-Deno.test("a routed queue name outside the rule (twins of orders, punctuation, over 47 bytes) is rejected and nothing is written", async () => {
+Deno.test("the one queue-name rule: ASCII lowercase letters, digits and underscores, at most 47 bytes", async () => {
   await using db = await freshDatabase();
-  const twins = [
+  // Twins of "orders", punctuation, the empty name; 47 two-byte letters (47 characters but 94
+  // bytes); three names that differ only after the 63-byte identifier limit.
+  const invalid = [
     "\u043erders", // Cyrillic о
     "\uff4frders", // full-width ｏ
     "or\u200bders", // zero-width space
@@ -187,47 +207,15 @@ Deno.test("a routed queue name outside the rule (twins of orders, punctuation, o
     "ord/ers",
     "ord.ers",
     "",
-  ];
-  // 47 two-byte letters: 47 characters but 94 bytes; three names that differ only after the
-  // 63-byte identifier limit (q_ + 30 letters + ...) would truncate to one table.
-  const long = ["\u00e9".repeat(47), ..."abc".split("").map((c) => "\u00e9".repeat(31) + c)];
-  for (const queue of [...twins, ...long]) {
-    await assert.rejects(
-      compile(db.sql, routed("router", queue)),
-      (error: Error & { code?: string }) => {
-        assert.equal(error.code, "22023", queue);
-        assert.ok(
-          error.message.includes(`queue "${queue}" of step "work" of flow "router"`),
-          error.message,
-        );
-        assert.match(
-          error.message,
-          /must be ASCII lowercase letters, digits and underscores, at most 47 bytes/,
-        );
-        return true;
-      },
-      JSON.stringify(queue),
-    );
-  }
-  assert.deepEqual(await counts(db.sql), {
-    flows: 0,
-    steps: 0,
-    deps: 0,
-    queues: 0,
-    aliases: 0,
-    pgmq_queues: 0,
-  });
-  // The rule's edge: 47 ASCII bytes is accepted.
-  assert.equal((await compile(db.sql, routed("router", "o".repeat(47)))).outcome, "compiled");
-  const [{ valid }] = await db.sql`
-    select array_agg(sluice.is_valid_queue_name(q) order by ord) as valid
-    from unnest(${[
-    "orders",
     "o".repeat(48),
-    "\u00e9",
-    "orders_2",
-  ]}::text[]) with ordinality as u(q, ord)`;
-  assert.deepEqual(valid, [true, false, false, true]);
+    "\u00e9".repeat(47),
+    ..."abc".split("").map((c) => "\u00e9".repeat(31) + c),
+  ];
+  const valid = ["orders", "orders_2", "o".repeat(47)];
+  const [{ answers }] = await db.sql`
+    select array_agg(sluice.is_valid_queue_name(q) order by ord) as answers
+    from unnest(${[...invalid, ...valid]}::text[]) with ordinality as u(q, ord)`;
+  assert.deepEqual(answers, [...invalid.map(() => false), ...valid.map(() => true)]);
 });
 
 Deno.test("an invalid definition is rejected with the offending value and leaves nothing behind", async () => {

@@ -33,7 +33,8 @@ import { git, NO_RELEASE, readReleases, ROOT } from "../release/_releases.ts";
 //   - a worker function restart-paused by a fatal stop (the pause survives; current ops clears it);
 //   - a fence record by the old ops CLI, then fence disable (current fence restore reads it back).
 // After the upgrade, a schedule created on the upgraded database fires through current workers,
-// and a flow compiled there sleeps and waits for a signal (durable waits).
+// a flow compiled there sleeps and waits for a signal (durable waits), and a routed definition is
+// refused (shared queues are not built).
 // Then the old/new matrix: an old worker process and current workers serve the same queues (a
 // plain flow's, and each step queue of a withStepQueues flow) while producers of both versions
 // start runs.
@@ -637,6 +638,37 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
             done: { woke: true, ok: true },
           });
         }
+        // The routed path is closed on the upgraded database (20261202000500): a routed
+        // definition is refused naming the flow, before anything is written.
+        const routedDefinition = {
+          flow_slug: "upgrade_routed",
+          queue_mode: "routed",
+          options: {},
+          steps: [{
+            step_slug: "work",
+            step_index: 0,
+            step_type: "single",
+            deps: [],
+            map_source: null,
+            required_input_pattern: null,
+            forbidden_input_pattern: null,
+            when_unmet: "skip",
+            when_exhausted: "fail",
+            options: {},
+          }],
+          routes: [{ step_slug: "work", queue_name: "upgrade_shared" }],
+        };
+        await assert.rejects(
+          db.sql`select sluice.ensure_flow_compiled(
+            ${db.sql.json(routedDefinition)}::jsonb, 'production')`,
+          (error: Error & { code?: string }) =>
+            error.code === "0A000" &&
+            error.message.startsWith('Cannot compile flow "upgrade_routed": queue_mode "routed"'),
+        );
+        const [routedRows] = await db.sql`select
+          (select count(*)::int from sluice.flows where flow_slug = 'upgrade_routed') as flows,
+          (select count(*)::int from sluice.queues where queue_name = 'upgrade_shared') as queues`;
+        assert.deepEqual({ ...routedRows }, { flows: 0, queues: 0 });
         await oldNewMatrix(tree, db, env);
       } finally {
         await git("worktree", "remove", "--force", tree);

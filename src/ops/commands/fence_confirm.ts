@@ -32,7 +32,8 @@ export const fenceConfirmCommand: OpsCommand = {
   summary: "check that every route of the new manifest has a live worker; exit 1 if not",
   description:
     "For each function of the manifest, each route it serves (every step of a plain flow,\n" +
-    "one step of a step function) with the live workers on it that are not deprecated. A\n" +
+    "one step of a step function, each co-hosted step of a co-hosting function) with the\n" +
+    "live workers on it that are not deprecated. A\n" +
     "route without one is MISSING (its flow not even compiled: NOT COMPILED): exit 1.\n" +
     "--functions checks only the named functions, e.g. the ones this deploy runs.",
   async run(sql, args, io) {
@@ -48,7 +49,12 @@ export const fenceConfirmCommand: OpsCommand = {
     const manifest = only === undefined
       ? listed
       : listed.filter((entry) => only.includes(entry.function_name));
-    const rows = await readManifestCoverage(sql, manifest);
+    // A co-hosting function serves the route of every worker it lists.
+    const routes = manifest.flatMap((entry) =>
+      entry.workers?.map((worker) => ({ ...worker, function_name: entry.function_name })) ??
+        [entry]
+    );
+    const rows = await readManifestCoverage(sql, routes);
 
     printListing(io, args, rows, {
       empty: "The manifest lists no worker functions.",
