@@ -34,6 +34,8 @@ export interface Cost {
   clientStatements: number;
   /** Statements run inside functions. */
   nestedStatements: number;
+  /** Plans made (client and nested statements; `pg_stat_statements.track_planning`). */
+  plans: number;
   /** Rows updated in sluice and PGMQ tables. */
   rowsUpdated: number;
   /** Of them, heap-only (HOT) updates. */
@@ -78,15 +80,16 @@ export async function costSince(sql: Sql, mark: CostMark): Promise<Cost> {
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const counters = await tables(sql);
   const statements = await sql<
-    { toplevel: boolean; calls: string; buffers: string; query: string }[]
+    { toplevel: boolean; calls: string; plans: string; buffers: string; query: string }[]
   >`
-    select toplevel, calls::text, (shared_blks_hit + shared_blks_read)::text as buffers,
+    select toplevel, calls::text, plans::text,
+      (shared_blks_hit + shared_blks_read)::text as buffers,
       regexp_replace(query, '\\s+', ' ', 'g') as query
     from pg_stat_statements
     where dbid = (select oid from pg_database where datname = current_database())
   `;
   const counted = statements.filter((s) => !OWN_STATEMENTS.test(s.query));
-  const sum = (rows: typeof counted, field: "calls" | "buffers") =>
+  const sum = (rows: typeof counted, field: "calls" | "plans" | "buffers") =>
     rows.reduce((total, s) => total + Number(s[field]), 0);
   const client = counted.filter((s) => s.toplevel);
   const nested = counted.filter((s) => !s.toplevel);
@@ -96,6 +99,7 @@ export async function costSince(sql: Sql, mark: CostMark): Promise<Cost> {
     bufferAccesses: sum(client, "buffers"),
     clientStatements: sum(client, "calls"),
     nestedStatements: sum(nested, "calls"),
+    plans: sum(counted, "plans"),
     rowsUpdated: counters.updated - mark.updated,
     hotUpdated: counters.hotUpdated - mark.hotUpdated,
     topNested: nested

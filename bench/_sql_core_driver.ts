@@ -61,8 +61,13 @@ export interface Connections extends AsyncDisposable {
 /** How long an idle worker waits before reading an empty queue again. */
 const EMPTY_READ_PAUSE_MS = 5;
 
-/** Visibility timeout of `pgmq.read`; `start_tasks` then extends it to the step timeout + 2 s. */
-const READ_VT_SECONDS = 30;
+/**
+ * Visibility timeout of `pgmq.read`: the claim's own (the flows' task timeout of 60 s + 2 s,
+ * `_sql_core_flows.ts`), so that `start_tasks` leaves it as the read set it instead of updating
+ * every message row a second time. Set `SLUICE_BENCH_READ_VT` to measure another reader (e.g. 30:
+ * every claim then sets the visibility again).
+ */
+const READ_VT_SECONDS = Number(Deno.env.get("SLUICE_BENCH_READ_VT") ?? 62);
 
 /** Outcome of `sluice.start_tasks` (docs/internals/contracts.md §3). */
 interface Claim {

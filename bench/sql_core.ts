@@ -186,6 +186,7 @@ function costRow(m: CostMeasured, rawRate: number | undefined): string[] {
     spread(per((c) => c.walBytes)),
     spread(per((c) => c.bufferAccesses)),
     `${spread(per((c) => c.clientStatements), 2)} + ${spread(per((c) => c.nestedStatements), 1)}`,
+    spread(per((c) => c.plans), 1),
     spread(per((c) => c.rowsUpdated), 2),
     spread(m.costs.map((c) => c.rowsUpdated === 0 ? 0 : c.hotUpdated / c.rowsUpdated * 100)) +
     " %",
@@ -325,6 +326,7 @@ async function costMain(options: {
         "WAL bytes/task",
         "shared buffer accesses/task",
         "statements/task client + nested",
+        "plans/task",
         "rows updated/task",
         "of them HOT",
         "FPI",

@@ -32,5 +32,6 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261202000100_sluice_run_control.sql",
   "20261202000200_sluice_schedules.sql",
   "20261202000300_sluice_waits.sql",
+  "20261202000400_sluice_server_cost.sql",
   "20261202000500_sluice_refuse_routed.sql",
 ];

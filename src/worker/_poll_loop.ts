@@ -85,6 +85,13 @@ export class PollLoop {
   #inFlight = new Set<Promise<void>>();
   #capacity = new Pulse();
   #mode: ReadMode;
+  /**
+   * Visibility timeout of the next read: `visibilityTimeout` until the first claim, then the
+   * claim visibility (timeout + 2 s) of the tasks claimed last. The read and the claim are one
+   * statement, so the read's visibility only lasts if the claim keeps it, which it does when it is
+   * the claim's own: each message row is then written once per claim instead of twice.
+   */
+  #readVisibility: number;
 
   constructor(
     sql: Sql,
@@ -100,6 +107,7 @@ export class PollLoop {
     this.#reporter = reporter;
     this.#settings = settings;
     this.#execution = execution;
+    this.#readVisibility = settings.visibilityTimeout;
     this.#mode = settings.listener === null
       ? {
         kind: "long_poll",
@@ -135,7 +143,7 @@ export class PollLoop {
           () =>
             readAndClaim(this.#sql, {
               queue: this.#settings.queue,
-              visibilityTimeout: this.#settings.visibilityTimeout,
+              visibilityTimeout: this.#readVisibility,
               quantity,
               workerId: this.#settings.workerId,
               supported: this.#settings.supported,
@@ -161,6 +169,9 @@ export class PollLoop {
       if (claim.outcome === "fatal") return { kind: "fatal", claim };
       if (claim.outcome === "fenced") return { kind: "fenced", flowSlug: claim.flowSlug ?? "" };
       for (const task of claim.tasks) this.#dispatch(task);
+      if (claim.tasks.length > 0) {
+        this.#readVisibility = Math.max(...claim.tasks.map((task) => task.timeoutSeconds)) + 2;
+      }
       if (claim.duplicates.length > 0 || claim.archived.length > 0) {
         this.#logger.debug("messages not claimed", {
           duplicates: claim.duplicates,

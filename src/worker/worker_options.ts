@@ -82,8 +82,9 @@ export interface BaseWorkerOptions {
   readonly batchSize?: number;
   /**
    * Seconds a message read by this worker stays hidden before the claim sets its real visibility
-   * (the task timeout + 2 s). Only matters if the worker dies between read and claim, which happen
-   * in one statement.
+   * (the task timeout + 2 s), until the worker's first claim: from then on it reads with the claim
+   * visibility of the tasks it claimed last, which the claim keeps instead of writing the message
+   * again. Only matters if the worker dies between read and claim, which happen in one statement.
    *
    * @default {30}
    */

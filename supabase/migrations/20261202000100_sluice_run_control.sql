@@ -687,6 +687,7 @@ declare
   v_function text;
   v_flow text;
   v_bodies jsonb;
+  v_hidden jsonb;
   v_fatal_ids bigint[];
   v_fatal_classes text[];
   v_fatal jsonb;
@@ -743,10 +744,13 @@ begin
   ) t;
 
   -- Bodies are read, not trusted: they only serve to detect a message that names another task.
+  -- Each message's visibility (epoch seconds) tells whether the claim still needs to set it.
   execute format(
-    'select coalesce(jsonb_object_agg(q.msg_id::text, q.message), ''{}'') from pgmq.%I q where q.msg_id = any ($1)',
+    'select coalesce(jsonb_object_agg(q.msg_id::text, q.message), ''{}''),
+       coalesce(jsonb_object_agg(q.msg_id::text, extract(epoch from q.vt)), ''{}'')
+     from pgmq.%I q where q.msg_id = any ($1)',
     pgmq.format_table_name(v_queue, 'q')
-  ) into v_bodies using start_tasks.message_ids;
+  ) into v_bodies, v_hidden using start_tasks.message_ids;
 
   -- One pass sorts the batch into its classes, each an array in batch order.
   select
@@ -754,8 +758,10 @@ begin
       filter (where c.class in ('missing', 'wrong_queue', 'unsupported')),
     array_agg(c.class order by c.ord)
       filter (where c.class in ('missing', 'wrong_queue', 'unsupported')),
-    array_agg(c.message_id order by c.ord) filter (where c.class in ('claim', 'duplicate')),
-    array_agg(c.vt_seconds order by c.ord) filter (where c.class in ('claim', 'duplicate')),
+    array_agg(c.message_id order by c.ord)
+      filter (where c.class = 'duplicate' or (c.class = 'claim' and not c.hidden_enough)),
+    array_agg(c.vt_seconds order by c.ord)
+      filter (where c.class = 'duplicate' or (c.class = 'claim' and not c.hidden_enough)),
     array_agg(c.message_id order by c.ord) filter (where c.class = 'terminal'),
     array_agg(c.message_id order by c.ord) filter (where c.class in ('duplicate', 'busy')),
     array_agg(c.message_id order by c.ord) filter (where c.class = 'claim')
@@ -793,7 +799,16 @@ begin
           t.started_at + make_interval(secs =>
             coalesce(s.opt_timeout, f.opt_timeout) + sluice.stall_margin_seconds())
           - clock_timestamp())))::integer
-      end as vt_seconds
+      end as vt_seconds,
+      -- A claim leaves the visibility its read set when that already hides the message for the
+      -- claim's visibility (timeout + 2 s; up to 1 s of the margin went by since the read, in the
+      -- same statement for the worker) and not past the attempt's stall deadline: a message that
+      -- shows again before that deadline is only classified a duplicate and hidden until it. The
+      -- update it saves is the second non-HOT update of the message row per task (issue 31).
+      coalesce((v_hidden ->> i.message_id::text)::float8
+        between extract(epoch from clock_timestamp()) + coalesce(s.opt_timeout, f.opt_timeout) + 1
+          and extract(epoch from clock_timestamp()) + coalesce(s.opt_timeout, f.opt_timeout)
+            + sluice.stall_margin_seconds(), false) as hidden_enough
     from unnest(start_tasks.message_ids) with ordinality as i(message_id, ord)
     left join sluice.step_tasks t on t.queue_name = v_queue and t.message_id = i.message_id
     left join sluice.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
@@ -870,7 +885,8 @@ begin
   end if;
 
   -- Visibility is applied and verified before any handler can run: a message left visible
-  -- would be claimed twice. A shortfall raises, rolling back the attempt increments above.
+  -- would be read again during the attempt. A shortfall raises, rolling back the attempt
+  -- increments above. Claims whose read hid the message long enough need none (hidden_enough).
   if v_vis_ids is not null then
     execute format(
       'update pgmq.%I q set vt = clock_timestamp() + make_interval(secs => v.secs)

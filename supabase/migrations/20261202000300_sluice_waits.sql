@@ -1026,29 +1026,30 @@ begin
     where not ((r.value ->> 'worker_id')::uuid = any (v_fenced));
   end if;
 
-  select x.run_id, x.step_slug, x.task_index into v_missing
-  from jsonb_to_recordset(v_results) as x(run_id uuid, step_slug text, task_index integer)
-  where not exists (
-    select 1 from sluice.step_tasks t
-    where t.run_id = x.run_id and t.step_slug = x.step_slug and t.task_index = x.task_index
-  )
+  -- A result naming no task, else one over its flow's output size limit, before anything is
+  -- written: one statement for both checks (a missing task is reported first).
+  -- The task is looked up by a subquery per result, one index probe each: as a join, planned
+  -- for the batch's estimated 100 rows, it could read every task.
+  select x.run_id, x.step_slug, x.task_index, x.flow_slug is null as missing, x.bytes,
+    f.opt_max_output_bytes as max_bytes
+  into v_missing
+  from (
+    select r.run_id, r.step_slug, r.task_index, octet_length(r.output::text) as bytes,
+      (select t.flow_slug from sluice.step_tasks t
+        where t.run_id = r.run_id and t.step_slug = r.step_slug
+          and t.task_index = r.task_index) as flow_slug
+    from jsonb_to_recordset(v_results)
+      as r(run_id uuid, step_slug text, task_index integer, output jsonb)
+  ) x
+  left join sluice.flows f on f.flow_slug = x.flow_slug
+  where x.flow_slug is null or x.bytes > f.opt_max_output_bytes
+  order by x.flow_slug is null desc
   limit 1;
-  if found then
+  if found and v_missing.missing then
     raise exception 'Cannot complete task (run %, step "%", index %): no such task',
       v_missing.run_id, v_missing.step_slug, v_missing.task_index
       using errcode = 'no_data_found';
   end if;
-
-  -- The output size limit of each result's flow, before anything is written.
-  select x.run_id, x.step_slug, x.task_index, octet_length(x.output::text) as bytes,
-    f.opt_max_output_bytes as max_bytes
-  into v_missing
-  from jsonb_to_recordset(v_results)
-    as x(run_id uuid, step_slug text, task_index integer, output jsonb)
-  join sluice.runs r on r.run_id = x.run_id
-  join sluice.flows f on f.flow_slug = r.flow_slug
-  where octet_length(x.output::text) > f.opt_max_output_bytes
-  limit 1;
   if found then
     raise exception 'Cannot complete task (run %, step "%", index %): the output is % bytes as JSON, more than the limit of % bytes (max_output_bytes)',
       v_missing.run_id, v_missing.step_slug, v_missing.task_index, v_missing.bytes,
@@ -1062,12 +1063,15 @@ begin
 
   -- The signal keys of the waits these results start, locked before any run: the first rung of
   -- the ladder (signal keys -> runs -> ...), as sluice.send_signal takes it.
-  perform sluice.lock_signal_keys(array(
-    select w.key
-    from jsonb_to_recordset(v_results) as x(waits jsonb)
-    cross join lateral jsonb_to_recordset(coalesce(x.waits, '[]'::jsonb)) as w(key text)
-    where w.key is not null
-  ));
+  -- Most batches start no wait: the test is an expression, no statement.
+  if jsonb_path_exists(v_results, '$[*].waits[*].key') then
+    perform sluice.lock_signal_keys(array(
+      select w.key
+      from jsonb_to_recordset(v_results) as x(waits jsonb)
+      cross join lateral jsonb_to_recordset(coalesce(x.waits, '[]'::jsonb)) as w(key text)
+      where w.key is not null
+    ));
+  end if;
 
   for v_state in select * from sluice.lock_run_steps(v_run_ids, v_step_slugs, false) loop
     continue when v_state.status <> 'started';

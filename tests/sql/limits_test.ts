@@ -117,6 +117,13 @@ Deno.test("a step output over the flow's max_output_bytes is refused by complete
       ${db.sql.json(output)}::jsonb)`,
     isLimitError(pattern),
   );
+  // One statement checks both: a result naming no task is reported before an oversize one.
+  await assert.rejects(
+    db.sql`select sluice.complete_tasks(${
+      db.sql.json([{ ...token, output }, { ...token, task_index: 7, output: {} }])
+    }::jsonb)`,
+    new RegExp(`index 7\\): no such task`),
+  );
   assert.deepEqual(await rowCounts(db.sql), { runs: 1, tasks: 1, completed: 0 });
   const [state] = await db.sql`select status from sluice.step_tasks`;
   assert.equal(state.status, "started");

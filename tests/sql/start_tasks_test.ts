@@ -63,6 +63,37 @@ Deno.test("start_tasks() claims queued tasks: started, one attempt, visibility =
   assert.equal(row.n, 2);
 });
 
+Deno.test("start_tasks() leaves the visibility a read set when it already hides the message for the claim, and not past its stall deadline", async () => {
+  const { db, worker, supported } = await setup();
+  await using _ = db;
+  await startFlow(db.sql, "claims", {});
+  // Read with b's claim visibility (flow timeout 60 + 2 s): 62 s is past a's stall deadline
+  // (7 + 30 s), so a's claim still shortens it, while b's message row is not written again.
+  const messages = await read(db.sql, "claims", 2, 62);
+  const versions = async () =>
+    Object.fromEntries(
+      (await db.sql<{ msg_id: string; version: string }[]>`
+        select msg_id::text, xmin::text || '/' || ctid::text as version from pgmq.q_claims
+      `).map((r) => [r.msg_id, r.version]),
+    );
+  const before = await versions();
+  const result = await startTasks(
+    db.sql,
+    "claims",
+    messages.map((m) => m.msg_id),
+    worker,
+    supported,
+  );
+  assert.equal(result.outcome, "claimed");
+  const byStep = Object.fromEntries(result.tasks.map((t) => [t.step_slug, t.message_id]));
+  const after = await versions();
+  assert.equal(after[byStep.b], before[byStep.b], "b's message row was updated again");
+  assert.notEqual(after[byStep.a], before[byStep.a]);
+  const vts = await vtSeconds(db.sql, Object.values(byStep));
+  assert.equal(vts[byStep.a], 9, "step timeout 7 + 2");
+  assert.equal(vts[byStep.b], 62, "flow timeout 60 + 2, as the read set it");
+});
+
 Deno.test("start_tasks() treats a started task as a benign duplicate: no attempt used, hidden until stall recovery", async () => {
   const { db, worker, supported } = await setup();
   await using _ = db;
@@ -191,7 +222,8 @@ Deno.test("start_tasks() fails the claim and rolls back attempts when visibility
   const { db, worker, supported } = await setup();
   await using _ = db;
   const runId = await startFlow(db.sql, "claims", {});
-  const batch = (await read(db.sql, "claims", 10)).map((m) => m.msg_id);
+  // Read with a 1 s visibility, so that the claim must set it on both messages.
+  const batch = (await read(db.sql, "claims", 10, 1)).map((m) => m.msg_id);
   // A trigger that silently drops the visibility update of one message forces a partial update.
   await db.sql.unsafe(`
     create function pg_temp_skip() returns trigger language plpgsql as $$

@@ -484,6 +484,18 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         const [ledger] = await db.sql`
         select count(*)::int as n from supabase_migrations.schema_migrations`;
         assert.equal(ledger.n, files, "the upgrade did not record every current migration");
+        // 20261202000400 (server cost) reached the database under the work in flight: its tables
+        // keep room for updated rows and lock_run_steps plans once per session.
+        assert.deepEqual(
+          (await db.sql`select relname, reloptions from pg_class
+            where relnamespace = 'sluice'::regnamespace
+              and relname in ('runs', 'step_states', 'step_tasks') order by relname`)
+            .map((r) => `${r.relname} ${r.reloptions}`),
+          ["runs fillfactor=60", "step_states fillfactor=60", "step_tasks fillfactor=60"],
+        );
+        const [lockRunSteps] = await db.sql`select proconfig from pg_proc
+          where oid = 'sluice.lock_run_steps(uuid[], text[], boolean)'::regprocedure`;
+        assert.deepEqual(lockRunSteps.proconfig, ["plan_cache_mode=force_generic_plan"]);
 
         // Operator state survives: the restart pause as it was (the current ops CLI lifts it), and
         // the current `fence restore` puts back the enabled values the old `fence record` found.
