@@ -236,12 +236,11 @@ export function evaluateTargets(
     target: `after the held xid ends: p95 back within ${P95_FACTOR}x of clean within ` +
       `${RECOVERY_SECONDS / 60} minutes`,
     met: back >= 0,
-    figures: `clean p95 ${duration(last)}; held p95 up to ${
-      duration(Math.max(...held.map((s) => s.p95Ms)))
-    }; first ${recovery.length} recovery intervals ` +
-      `${
-        recovery.map((s) => duration(s.p95Ms)).join(", ") || "missing"
-      }; ` +
+    figures:
+      `clean p95 ${duration(last)}; held p95 up to ${
+        held.length === 0 ? "–" : duration(Math.max(...held.map((s) => s.p95Ms)))
+      }; first ${recovery.length} recovery intervals ` +
+      `${recovery.map((s) => duration(s.p95Ms)).join(", ") || "missing"}; ` +
       (back >= 0
         ? `back in interval ${back + 1} (within ${(back + 1) * plan.intervalSeconds} s)`
         : "not back"),

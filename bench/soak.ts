@@ -392,7 +392,7 @@ async function main(args: string[]): Promise<void> {
       open = await openRuns(admin);
     }
     drained = open === 0
-      ? "every run started finished before the workers stopped"
+      ? "Every run started finished before the workers stopped"
       : `${whole(open)} runs were still open when the workers stopped`;
   } finally {
     await held?.release();
