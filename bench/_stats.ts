@@ -76,3 +76,18 @@ export function markdownTable(header: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
   return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
 }
+
+/**
+ * A byte count for a report, in binary units: `8 kB`, `1.4 MB`, `2.10 GB`.
+ *
+ * @example
+ * ```ts
+ * import { bytes } from "./_stats.ts";
+ * console.log(bytes(8192), bytes(1_500_000)); // 8 kB 1.4 MB
+ * ```
+ */
+export function bytes(value: number): string {
+  if (value < 1024 * 1024) return `${Math.round(value / 1024)} kB`;
+  if (value < 1024 ** 3) return `${(value / 1024 ** 2).toFixed(1)} MB`;
+  return `${(value / 1024 ** 3).toFixed(2)} GB`;
+}
