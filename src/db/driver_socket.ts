@@ -164,7 +164,9 @@ function upgraded(socket: DriverSocket, settings: DriverTls, timeoutSeconds: num
       () => fail(new TlsUpgradeError("CONNECT_TIMEOUT", host, socket.port)),
       timeoutSeconds * 1000,
     );
-    socket.once("error", fail);
+    // `on`, not `once`: an abandoned socket may report more than one error, and an error nobody
+    // listens to would be thrown.
+    socket.on("error", fail);
     const done = (result: DriverSocket) => {
       clearTimeout(timer);
       socket.removeListener("error", fail);
@@ -183,7 +185,7 @@ function upgraded(socket: DriverSocket, settings: DriverTls, timeoutSeconds: num
       });
       secure.host = socket.host;
       secure.port = socket.port;
-      secure.once("error", fail);
+      secure.on("error", fail);
       secure.once("secureConnect", () => {
         secure.removeListener("error", fail);
         done(secure);
