@@ -4,7 +4,7 @@
  * @module
  */
 
-import { driverSocketFactory } from "./driver_socket.ts";
+import { driverSocketFactory, type DriverTls } from "./driver_socket.ts";
 import postgres, { type Sql } from "./postgres.ts";
 
 /**
@@ -77,15 +77,27 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
     );
   }
   try {
-    return postgres(url, {
+    const settings = {
       prepare: false,
       max,
       connect_timeout: connectTimeout,
       onnotice: () => {},
       connection: { application_name: options.applicationName ?? "sluice" },
-      // A connection cut while a short write was buffered must not stay wedged in its handshake
-      // (see driver_socket.ts). Not in the driver's types, which omit the option.
-      ...{ socket: driverSocketFactory() },
+    };
+    // A connection cut while a short write was buffered must not stay wedged in its handshake
+    // (see driver_socket.ts). Not in the driver's types, which omit the option.
+    const pool = postgres(url, { ...settings, ...{ socket: driverSocketFactory() } });
+    // The TLS settings as the driver parsed them (URL, PGSSL); the pool opened no connection yet.
+    const { ssl, sslnegotiation } = pool.options as {
+      ssl: DriverTls["ssl"];
+      sslnegotiation?: string;
+    };
+    if (!ssl) return pool;
+    // Over TLS the factory upgrades the connection itself, so that its flush covers the TLS socket.
+    return postgres(url, {
+      ...settings,
+      ssl: false,
+      ...{ socket: driverSocketFactory({ ssl, sslnegotiation: sslnegotiation ?? null }) },
     });
   } catch (error) {
     // postgres.js parses the URL here; its TypeError/URIError quote the password, so neither the

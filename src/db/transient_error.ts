@@ -31,6 +31,15 @@ const TRANSIENT_CONNECTION_CODES = new Set([
   "EAI_AGAIN",
 ]);
 
+/** Deno's socket errors that carry no code and mean the connection was lost. */
+const TRANSIENT_SOCKET_ERROR_NAMES = new Set([
+  "ConnectionRefused",
+  "ConnectionReset",
+  "BrokenPipe",
+  "ConnectionAborted",
+  "UnexpectedEof",
+]);
+
 /**
  * SQLSTATEs that mean "try again": connection exceptions (08xxx), admin/crash shutdown and
  * cannot-connect-now (57P01..57P03), too many connections (53300), serialization failure and
@@ -51,11 +60,9 @@ export function isTransientDatabaseError(error: unknown): boolean {
   }
   if (error instanceof EmptyResultError) return true;
   if (error instanceof Error) {
-    // Socket errors of the Deno runtime do not always carry a code.
-    if (
-      error.name === "ConnectionRefused" || error.name === "ConnectionReset" ||
-      error.name === "BrokenPipe" || error.name === "ConnectionAborted"
-    ) return true;
+    // Socket errors of the Deno runtime do not always carry a code. `UnexpectedEof`: a TLS
+    // connection that ended without the TLS shutdown (a crash, a proxy or the network cut it).
+    if (TRANSIENT_SOCKET_ERROR_NAMES.has(error.name)) return true;
     if (error.cause !== undefined && error.cause !== error) {
       return isTransientDatabaseError(error.cause);
     }

@@ -6,67 +6,7 @@ import assert from "node:assert/strict";
 import { connect } from "../../src/db/connect.ts";
 import { isTransientDatabaseError } from "../../src/db/transient_error.ts";
 import { freshDatabase } from "../_db.ts";
-
-/** ReadyForQuery ('Z', length 5, status): the last six bytes of every answer. */
-function endsWithReadyForQuery(bytes: Uint8Array): boolean {
-  return bytes.length >= 6 && bytes[bytes.length - 6] === 0x5a && bytes[bytes.length - 5] === 0 &&
-    bytes[bytes.length - 2] === 5;
-}
-
-/**
- * A TCP proxy to the test server that, once armed, forwards the next complete answer and closes
- * both sides at once: the client reads the answer and the end of the connection together.
- */
-function cutAfterAnswerProxy(url: string) {
-  const target = new URL(url);
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const conns = new Set<Deno.Conn>();
-  let armed = false;
-  const close = (conn: Deno.Conn) => {
-    conns.delete(conn);
-    try {
-      conn.close();
-    } catch {
-      // Already closed by its peer.
-    }
-  };
-  (async () => {
-    for await (const client of listener) {
-      const server = await Deno.connect({ hostname: target.hostname, port: Number(target.port) });
-      conns.add(client).add(server);
-      client.readable.pipeTo(server.writable).catch(() => {});
-      (async () => {
-        const buffer = new Uint8Array(64 * 1024);
-        for (;;) {
-          const n = await server.read(buffer).catch(() => null);
-          if (n === null) break;
-          const chunk = buffer.subarray(0, n);
-          await client.write(chunk);
-          if (armed && endsWithReadyForQuery(chunk)) {
-            armed = false;
-            close(client);
-            close(server);
-            break;
-          }
-        }
-      })().catch(() => {});
-    }
-  })().catch(() => {});
-  const proxied = new URL(url);
-  proxied.hostname = "127.0.0.1";
-  proxied.port = String((listener.addr as Deno.NetAddr).port);
-  return {
-    url: proxied.href,
-    /** Cuts the connection that carries the next complete answer. */
-    arm() {
-      armed = true;
-    },
-    [Symbol.dispose]() {
-      listener.close();
-      for (const conn of [...conns]) close(conn);
-    },
-  };
-}
+import { cutAfterAnswerProxy } from "./_cut_proxy.ts";
 
 Deno.test({
   name: "a connect() pool reconnects after a cut that arrives with an answer",
