@@ -7,6 +7,8 @@
 import { driverSocketFactory, type DriverTls } from "./driver_socket.ts";
 import postgres, { type Sql } from "./postgres.ts";
 
+export { TlsUpgradeError, type TlsUpgradeFailure } from "./driver_socket.ts";
+
 /**
  * Options of {@linkcode connect}.
  *

@@ -8,7 +8,7 @@ import postgres from "postgres";
 import { findPostgresBinaries, startTempPostgres } from "../../dev/temp_postgres.ts";
 import { connect } from "../../src/db/connect.ts";
 import { isTransientDatabaseError } from "../../src/db/transient_error.ts";
-import { TlsUpgradeError } from "../../src/db/driver_socket.ts";
+import { TlsUpgradeError } from "../../mod.ts";
 import { adminUrl, freshDatabase } from "../_db.ts";
 import { cutAfterAnswerProxy } from "./_cut_proxy.ts";
 
