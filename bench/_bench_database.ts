@@ -7,6 +7,14 @@
 import postgres from "postgres";
 import { migrate } from "../src/ops/migrate.ts";
 import { startTempPostgres, type TempPostgres } from "../dev/temp_postgres.ts";
+import { buildPgmqExtensionServer, type PgmqExtensionServer } from "../scripts/_pgmq_extension.ts";
+
+/**
+ * The directory of the real PGMQ extension's files (`pgmq.control`, `pgmq--<version>.sql`): when
+ * set, the throwaway cluster runs on a server copy offering it, as the tests' extension mode does,
+ * so a benchmark measures the PGMQ Supabase runs rather than the compat layer.
+ */
+const EXTENSION_DIR_VARIABLE = "SLUICE_BENCH_PGMQ_EXTENSION_DIR";
 
 /** Options of {@linkcode benchDatabase}. */
 export interface BenchDatabaseOptions {
@@ -59,9 +67,21 @@ export interface BenchDatabase extends AsyncDisposable {
 export async function benchDatabase(options: BenchDatabaseOptions = {}): Promise<BenchDatabase> {
   const given = options.throwaway ? "" : Deno.env.get("DATABASE_URL") ?? "";
   let cluster: TempPostgres | undefined;
-  const adminUrl = given !== "" ? given : (cluster = await startTempPostgres({
-    settings: options.settings,
-  })).url;
+  let copy: PgmqExtensionServer | undefined;
+  const extensionDir = Deno.env.get(EXTENSION_DIR_VARIABLE) ?? "";
+  if (given === "" && extensionDir !== "") {
+    copy = await buildPgmqExtensionServer({ kind: "real", dir: extensionDir });
+  }
+  let adminUrl: string;
+  try {
+    adminUrl = given !== "" ? given : (cluster = await startTempPostgres({
+      settings: options.settings,
+      ...(copy === undefined ? {} : { path: copy.binDir }),
+    })).url;
+  } catch (error) {
+    await copy?.remove();
+    throw error;
+  }
   // A fixed name on a throwaway cluster; a unique one on a shared server.
   const name = cluster !== undefined
     ? "sluice_bench"
@@ -92,6 +112,7 @@ export async function benchDatabase(options: BenchDatabaseOptions = {}): Promise
       await admin.unsafe(`drop database if exists ${name} with (force)`);
       await admin.end();
       await cluster?.stop();
+      await copy?.remove();
     };
     const local = cluster !== undefined;
     return { url, server, pgmq, local, cluster, [Symbol.asyncDispose]: dispose };
@@ -99,6 +120,7 @@ export async function benchDatabase(options: BenchDatabaseOptions = {}): Promise
     if (created) await admin.unsafe(`drop database if exists ${name} with (force)`).catch(() => {});
     await admin.end();
     await cluster?.stop();
+    await copy?.remove();
     throw error;
   }
 }
