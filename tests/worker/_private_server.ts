@@ -22,6 +22,10 @@ export interface PrivateServer extends AsyncDisposable {
   readonly db: TestDatabase;
   /** Restarts it with `pg_ctl restart`: `fast` shuts down cleanly, `immediate` as after a crash. */
   restart(mode: "fast" | "immediate"): Promise<void>;
+  /** Stops it (`pg_ctl stop`), for an outage that lasts until {@linkcode start}. */
+  stop(mode: "fast" | "immediate"): Promise<void>;
+  /** Starts it again after {@linkcode stop}; resolves once it accepts connections. */
+  start(): Promise<void>;
 }
 
 /** The suite server's binary directory. */
@@ -59,31 +63,35 @@ export async function startPrivateServer(): Promise<PrivateServer> {
     server,
     sql,
     db: { url: server.url } as TestDatabase,
-    async restart(mode) {
-      const command = [
-        pgCtl,
-        "restart",
-        "--pgdata",
-        server.dataDir,
-        `--mode=${mode}`,
-        "--wait",
-        "--timeout=60",
-        "--log",
-        `${dirname(server.dataDir)}/server.log`,
-      ];
-      // Like dev/temp_postgres.ts: PostgreSQL refuses to run as root.
-      const argv = Deno.uid() === 0 ? ["runuser", "-u", "postgres", "--", ...command] : command;
-      const { code, stderr } = await new Deno.Command(argv[0], {
-        args: argv.slice(1),
-        stdin: "null",
-        stdout: "null",
-        stderr: "piped",
-      }).output();
-      assert.equal(code, 0, `pg_ctl restart failed: ${new TextDecoder().decode(stderr)}`);
-    },
+    restart: (mode) => pgCtlAs(pgCtl, server, ["restart", `--mode=${mode}`]),
+    stop: (mode) => pgCtlAs(pgCtl, server, ["stop", `--mode=${mode}`]),
+    start: () => pgCtlAs(pgCtl, server, ["start", "-o", `-p ${server.port}`]),
     async [Symbol.asyncDispose]() {
       await sql.end();
       await server[Symbol.asyncDispose]();
     },
   };
+}
+
+/** Runs `pg_ctl <args>` on the server's data directory, waiting for it to finish. */
+async function pgCtlAs(pgCtl: string, server: TempPostgres, args: string[]): Promise<void> {
+  const command = [
+    pgCtl,
+    ...args,
+    "--pgdata",
+    server.dataDir,
+    "--wait",
+    "--timeout=60",
+    "--log",
+    `${dirname(server.dataDir)}/server.log`,
+  ];
+  // Like dev/temp_postgres.ts: PostgreSQL refuses to run as root.
+  const argv = Deno.uid() === 0 ? ["runuser", "-u", "postgres", "--", ...command] : command;
+  const { code, stderr } = await new Deno.Command(argv[0], {
+    args: argv.slice(1),
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  assert.equal(code, 0, `pg_ctl ${args[0]} failed: ${new TextDecoder().decode(stderr)}`);
 }
