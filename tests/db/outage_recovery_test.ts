@@ -3,7 +3,7 @@
 // after the server was back), a pool ended while its connections wait opens no session
 // afterwards, and a listener session copies none of the pool's reconnect state.
 import assert from "node:assert/strict";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { connect } from "../../src/db/connect.ts";
 import { RECONNECT_MAX_MS, type ReconnectGate } from "../../src/db/reconnect.ts";
 import { subscribeChannel } from "../../src/db/run_listener.ts";
