@@ -2,13 +2,8 @@
 // connections on the suite server). It uses the suite server's own binaries, so in the extension
 // mode it offers the same PGMQ.
 import assert from "node:assert/strict";
-import { dirname } from "node:path";
 import postgres from "postgres";
-import {
-  findPostgresBinaries,
-  startTempPostgres,
-  type TempPostgres,
-} from "../../dev/temp_postgres.ts";
+import { startTempPostgres, type TempPostgres } from "../../dev/temp_postgres.ts";
 import { migrate } from "../../src/ops/migrate.ts";
 import { adminUrl, installedPgmq, type TestDatabase } from "../_db.ts";
 
@@ -49,7 +44,6 @@ async function suiteBinDir(): Promise<string> {
 export async function startPrivateServer(): Promise<PrivateServer> {
   const binDir = await suiteBinDir();
   const server = await startTempPostgres({ path: binDir, settings: { synchronous_commit: true } });
-  const { pgCtl } = await findPostgresBinaries({ path: binDir });
   const sql = postgres(server.url, { max: 2, onnotice: () => {} });
   try {
     const { pgmq } = await migrate(sql);
@@ -63,35 +57,12 @@ export async function startPrivateServer(): Promise<PrivateServer> {
     server,
     sql,
     db: { url: server.url } as TestDatabase,
-    restart: (mode) => pgCtlAs(pgCtl, server, ["restart", `--mode=${mode}`]),
-    stop: (mode) => pgCtlAs(pgCtl, server, ["stop", `--mode=${mode}`]),
-    start: () => pgCtlAs(pgCtl, server, ["start", "-o", `-p ${server.port}`]),
+    restart: (mode) => server.control("restart", mode),
+    stop: (mode) => server.control("stop", mode),
+    start: () => server.control("start"),
     async [Symbol.asyncDispose]() {
       await sql.end();
       await server[Symbol.asyncDispose]();
     },
   };
-}
-
-/** Runs `pg_ctl <args>` on the server's data directory, waiting for it to finish. */
-async function pgCtlAs(pgCtl: string, server: TempPostgres, args: string[]): Promise<void> {
-  const command = [
-    pgCtl,
-    ...args,
-    "--pgdata",
-    server.dataDir,
-    "--wait",
-    "--timeout=60",
-    "--log",
-    `${dirname(server.dataDir)}/server.log`,
-  ];
-  // Like dev/temp_postgres.ts: PostgreSQL refuses to run as root.
-  const argv = Deno.uid() === 0 ? ["runuser", "-u", "postgres", "--", ...command] : command;
-  const { code, stderr } = await new Deno.Command(argv[0], {
-    args: argv.slice(1),
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  assert.equal(code, 0, `pg_ctl ${args[0]} failed: ${new TextDecoder().decode(stderr)}`);
 }
