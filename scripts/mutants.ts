@@ -101,7 +101,8 @@ async function runGuards(
   const stdout = new TextDecoder().decode(output.stdout);
   const stderr = new TextDecoder().decode(output.stderr);
   await Deno.writeTextFile(logFile, `${stderr}\n${stdout}`);
-  const summary = parseTestSummary(stdout.trim().split("\n").at(-1) ?? "");
+  // The summary of the one `deno test` run of the one mode.
+  const summary = parseTestSummary(stdout);
   if (summary === undefined || summary.passed + summary.failed === 0) {
     return { result: "error", seconds };
   }

@@ -175,11 +175,11 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "requeue_stall_margin",
-    file: RUN_CONTROL,
-    search: "        and t.started_at < clock_timestamp() - make_interval(secs =>\n" +
-      "          coalesce(s.opt_timeout, f.opt_timeout) + sluice.stall_margin_seconds())\n",
-    replace: "        and t.started_at < clock_timestamp() - make_interval(secs =>\n" +
-      "          coalesce(s.opt_timeout, f.opt_timeout))\n",
+    file: RETRY_POLICY,
+    // Both the candidate filter and the per-task recheck of requeue_stalled_tasks add the margin,
+    // so it is removed where they both read it.
+    search: "as $$ select 30 $$;",
+    replace: "as $$ select 0 $$;",
     guards: ["tests/sql/requeue_stalled_tasks_test.ts"],
     why: "a task would be requeued as stalled at its timeout, without the 30 s margin, while " +
       "its worker may still report",
