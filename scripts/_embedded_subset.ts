@@ -86,7 +86,8 @@ async function serverHelperReached(
   return found;
 }
 
-async function testFiles(root: URL, dir: string): Promise<string[]> {
+/** The test files (`*_test.ts`) under `dir` of `root`, sorted, paths relative to `root`. */
+export async function testFiles(root: URL, dir: string): Promise<string[]> {
   const found: string[] = [];
   for await (const entry of Deno.readDir(new URL(dir, root))) {
     const path = `${dir}${entry.name}`;
