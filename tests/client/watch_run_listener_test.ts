@@ -34,7 +34,11 @@ Deno.test("1,000 concurrent watches of one connect() pool hold the pool's connec
     assert.ok(connections <= 5, `${connections} connections for 1,010 watches`);
 
     for (const { slug } of runs) await new MixedRunDriver(db.sql, slug).finish();
-    await within(Promise.all(watchers.map((watcher) => watcher.done)), "every terminal event");
+    await within(
+      Promise.all(watchers.map((watcher) => watcher.done)),
+      "every terminal event",
+      30_000,
+    );
     for (const [index, watcher] of watchers.entries()) {
       const { runId, slug } = runs[Math.floor(index / 100)];
       assert.deepEqual(
@@ -80,7 +84,7 @@ Deno.test("watchRun() replaces a frozen listener session (SIGSTOP) by its ping a
         return rows.some((row) => row.pid !== pid);
       }, "a replacement listener session");
       await new MixedRunDriver(db.sql, "watched").finish();
-      await within(watcher.done, "the terminal event over the new session");
+      await within(watcher.done, "the terminal event over the new session", 5_000);
       assert.deepEqual(
         watcher.events.filter((event) => event.type !== "step:progress"),
         mixedEvents(runId, "watched").filter((event) => event.type !== "step:progress"),
@@ -182,7 +186,7 @@ Deno.test({
         { flaky: "ok" },
         { flaky: "ok" },
       ]);
-      await within(watcher.done, "the watch's terminal event");
+      await within(watcher.done, "the watch's terminal event", 5_000);
       assert.equal(watcher.events.at(-1)?.type, "run:completed");
     } finally {
       proxy.down();

@@ -32,7 +32,7 @@ Deno.test("watchRun() replays the state to a subscriber that connects mid-run, t
   assert.deepEqual(watcher.events, mixedEvents(runId, "watched").slice(0, 6));
 
   await driver.finish();
-  await within(watcher.done, "the terminal event");
+  await within(watcher.done, "the terminal event", 5_000);
   assert.deepEqual(watcher.events, mixedEvents(runId, "watched"));
 });
 
@@ -62,7 +62,7 @@ Deno.test("watchRun() re-establishes a killed listener connection and the termin
   // The rest of the run, the terminal event included, happens while the listener may be down:
   // what it misses only the reconnect's replay can bring (no periodic resync here).
   await driver.finish();
-  await within(watcher.done, "the terminal event");
+  await within(watcher.done, "the terminal event", 5_000);
 
   // A replay is a state: of the progress made during the outage only the latest can show.
   assert.deepEqual(withoutProgress(watcher.events), withoutProgress(mixedEvents(runId, "watched")));
@@ -78,7 +78,7 @@ Deno.test("watchRun() polls the state of a run whose flow has events off", async
   const watcher = collect(watchRun(db.sql, runId, { resyncIntervalMs: 3_600_000 }));
   await waitUntil(() => watcher.events.length >= 2, "the replayed start");
   await new MixedRunDriver(db.sql, "watched").finish();
-  await within(watcher.done, "the terminal event");
+  await within(watcher.done, "the terminal event", 5_000);
   // Polling sees states, not every transition: progress between two reads is not seen.
   assert.deepEqual(withoutProgress(watcher.events), withoutProgress(mixedEvents(runId, "watched")));
 });
@@ -93,7 +93,7 @@ Deno.test("watchRun() reads back an output too large for NOTIFY", async () => {
   const [task] = await readAndClaim(db.sql, "big", workerId, "big");
   const blob = "x".repeat(20_000);
   await completeTask(db.sql, task, blob);
-  await within(watcher.done, "the terminal event");
+  await within(watcher.done, "the terminal event", 5_000);
   assert.deepEqual(watcher.events.slice(2), [
     { type: "step:completed", runId, stepSlug: "blob", output: blob },
     { type: "run:completed", runId, flowSlug: "big", output: { blob } },

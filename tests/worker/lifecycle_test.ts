@@ -170,7 +170,7 @@ Deno.test("stop({ graceMs }) overrides shutdownGraceMs for one stop; a shorter o
   assert.equal(worker.status, "running", "a rejected stop changes nothing");
 
   const first = worker.stop({ graceMs: 30_000 });
-  await within(worker.stop({ graceMs: 300 }), "the shorter grace to end the stop");
+  await within(worker.stop({ graceMs: 300 }), "the shorter grace to end the stop", 5_000);
   await first;
   // The stored error names the grace that expired: the second stop's 300 ms, not the first's 30 s.
   const [task] = await db.sql`
@@ -231,7 +231,7 @@ Deno.test("without LISTEN the worker long-polls and stop interrupts the poll", a
         and query like '%pgmq.read_with_poll%' and pid <> pg_backend_pid()`;
     return row;
   }, "the worker to be inside a long poll");
-  await within(worker.stop(), "stop to interrupt the long poll");
+  await within(worker.stop(), "stop to interrupt the long poll", 5_000);
   // Database clock: the poll's statement ended (its backend no longer runs it) long before its
   // 60 s were up; the tolerance is the whole poll minus the test's own time.
   const [after] = await db.sql`
