@@ -10,7 +10,7 @@ import {
   MixedRunDriver,
   withoutProgress,
 } from "../_run_events.ts";
-import { waitUntil, within } from "../_support.ts";
+import { scaled, waitUntil, within } from "../_support.ts";
 import {
   compileFlow,
   completeTask,
@@ -120,7 +120,7 @@ Deno.test("waitForRun() listens for the run's events instead of polling", async 
   const runId = await startFlow(db.sql, "watched", { tier: "silver" });
   // Polling once an hour: only the events can end this wait.
   const waiting = waitForRun(db.sql, runId, {
-    timeoutMs: 60_000,
+    timeoutMs: scaled(60_000),
     pollIntervalMs: 3_600_000,
     maxPollIntervalMs: 3_600_000,
   });
@@ -138,7 +138,7 @@ Deno.test("waitForRun() finishes by its re-read on the pool while the listener's
   await using db = await freshDatabase();
   await compileFlow(db.sql, mixedFlow("watched"));
   const runId = await startFlow(db.sql, "watched", { tier: "silver" });
-  const waiting = waitForRun(db.sql, runId, { timeoutMs: 20_000 });
+  const waiting = waitForRun(db.sql, runId, { timeoutMs: scaled(20_000) });
   const [{ pid }] = await waitUntil(async () => {
     const rows = await db.sql<{ pid: number }[]>`
       select pid from pg_stat_activity
@@ -174,7 +174,7 @@ Deno.test("waitForRun() on a connect() pool survives pg_terminate_backend of its
         select pid from pg_stat_activity where query like 'lock table sluice.runs%'`;
       return rows.length === 1 ? rows : null;
     }, "the lock");
-    const waiting = waitForRun(pool, runId, { timeoutMs: 30_000 });
+    const waiting = waitForRun(pool, runId, { timeoutMs: scaled(30_000) });
     const [{ pid }] = await waitUntil(async () => {
       const rows = await db.sql<{ pid: number }[]>`
         select pid from pg_stat_activity
