@@ -61,6 +61,12 @@ export interface TempPostgres extends AsyncDisposable {
   pid: number;
   /** Stops the server and removes its temp dir. Safe to call more than once. */
   stop(): Promise<void>;
+  /**
+   * Runs `pg_ctl` on the cluster, waiting for it, for outages: `stop` (`fast` shuts down cleanly,
+   * `immediate` as after a crash), `start` (on the same port, resolving once it accepts
+   * connections) and `restart`.
+   */
+  control(action: "stop" | "start" | "restart", mode?: "fast" | "immediate"): Promise<void>;
 }
 
 /** Thrown when neither `PATH` nor the Debian layout holds `initdb` and `pg_ctl`. */
@@ -187,12 +193,26 @@ export async function startTempPostgres(
     let stopping: Promise<void> | undefined;
     const started = guardian;
     const stop = () => stopping ??= stopAndRemove(binaries.pgCtl, dir, dataDir, runAs, started);
+    const control = (action: "stop" | "start" | "restart", mode?: "fast" | "immediate") =>
+      run(runAs, [
+        binaries.pgCtl,
+        action,
+        "--pgdata",
+        dataDir,
+        "--wait",
+        "--timeout=60",
+        "--log",
+        `${dir}/server.log`,
+        ...(mode === undefined ? [] : [`--mode=${mode}`]),
+        ...(action === "start" ? ["-o", `-p ${port}`] : []),
+      ]);
     return {
       url: `postgres://postgres@127.0.0.1:${port}/postgres`,
       port,
       dataDir,
       pid,
       stop,
+      control,
       [Symbol.asyncDispose]: stop,
     };
   } catch (error) {

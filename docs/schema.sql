@@ -352,52 +352,57 @@ $$;
 --
 
 CREATE FUNCTION sluice.cancel_run_set(run_ids uuid[], reason text) RETURNS TABLE(cancelled_run_id uuid, cancelled_tasks integer)
-    LANGUAGE sql
+    LANGUAGE plpgsql
     AS $$
-  with locked as (
+declare
+  v_runs uuid[];
+  v_task_runs uuid[];
+  v_queues text[];
+  v_ids bigint[];
+begin
+  select array_agg(l.run_id order by l.run_id) into v_runs
+  from (
     select r.run_id from sluice.runs r
     where r.run_id = any (cancel_run_set.run_ids) and r.status = 'started'
     order by r.run_id
     for update
-  ),
-  runs_cancelled as (
-    update sluice.runs r
-    set status = 'cancelled', cancelled_at = now(), cancel_reason = cancel_run_set.reason,
-      cancelled_by = current_user
-    from locked l
-    where r.run_id = l.run_id
-    returning r.run_id
-  ),
-  steps_cancelled as (
-    update sluice.step_states ss
-    set status = 'cancelled', cancelled_at = now()
-    from runs_cancelled c
-    where ss.run_id = c.run_id and ss.status in ('created', 'started', 'waiting')
-    returning ss.run_id
-  ),
-  tasks_cancelled as (
+  ) l;
+  if v_runs is null then
+    return;
+  end if;
+
+  -- From here on every statement's snapshot is taken with the run locks held.
+  update sluice.runs r
+  set status = 'cancelled', cancelled_at = now(), cancel_reason = cancel_run_set.reason,
+    cancelled_by = current_user
+  where r.run_id = any (v_runs);
+
+  update sluice.step_states ss
+  set status = 'cancelled', cancelled_at = now()
+  where ss.run_id = any (v_runs) and ss.status in ('created', 'started', 'waiting');
+
+  with tasks_cancelled as (
     update sluice.step_tasks t
     set status = 'cancelled', cancelled_at = now()
-    from runs_cancelled c
-    where t.run_id = c.run_id and t.status in ('queued', 'started')
+    where t.run_id = any (v_runs) and t.status in ('queued', 'started')
     returning t.run_id, t.queue_name, t.message_id
-  ),
-  archived as (
-    select count(a.id) as messages
-    from (
-      select t.queue_name, array_agg(t.message_id) as ids
-      from tasks_cancelled t
-      where t.message_id is not null
-      group by t.queue_name
-    ) q
-    cross join lateral pgmq.archive(q.queue_name, q.ids) as a(id)
   )
-  select c.run_id,
-    (select count(*)::integer from tasks_cancelled t where t.run_id = c.run_id)
-  from runs_cancelled c
-  cross join (select count(*) from steps_cancelled) s
-  cross join archived
-  order by c.run_id
+  select array_agg(t.run_id), array_agg(t.queue_name), array_agg(t.message_id)
+  into v_task_runs, v_queues, v_ids
+  from tasks_cancelled t;
+  if array_remove(v_ids, null) <> '{}' then
+    perform sluice.archive_messages(v_queues, v_ids);
+  end if;
+
+  return query
+    select c.run_id, coalesce(n.tasks, 0)
+    from unnest(v_runs) as c(run_id)
+    left join (
+      select x.run_id, count(*)::integer as tasks from unnest(v_task_runs) as x(run_id)
+      group by x.run_id
+    ) n on n.run_id = c.run_id
+    order by c.run_id;
+end;
 $$;
 
 --

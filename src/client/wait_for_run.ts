@@ -4,6 +4,7 @@
  * @module
  */
 
+import { UnknownRunError } from "../events/unknown_run_error.ts";
 import type { Sql } from "../db/postgres.ts";
 import { readRunOutcome } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
@@ -181,7 +182,7 @@ async function waitForEvents<F extends DeployableFlow>(
       }
     }
   } catch (error) {
-    if (error instanceof RangeError) {
+    if (error instanceof UnknownRunError) {
       throw new RangeError(`Cannot wait for run ${runId}: no such run`);
     }
     if (timeout.signal.aborted && !signal?.aborted) {

@@ -159,9 +159,20 @@ async function* watch(
       );
     }
   };
+  let dueAt = Infinity;
   const schedule = (ms: number) => {
     clearTimeout(timer);
-    if (!ended) timer = setTimeout(tick, ms);
+    dueAt = Infinity;
+    if (ended) return;
+    dueAt = Date.now() + ms;
+    timer = setTimeout(() => {
+      dueAt = Infinity;
+      tick();
+    }, ms);
+  };
+  // A read already due sooner stays: interruptions that follow each other must not push it out.
+  const scheduleBy = (ms: number) => {
+    if (Date.now() + ms < dueAt) schedule(ms);
   };
   if (options.listen !== false) {
     subscription = subscribeChannel(sql, runChannel(runId), {
@@ -170,7 +181,7 @@ async function* watch(
       // that follows the new LISTEN, so that none goes ahead of the state it follows.
       onInterrupt: () => {
         feed.interrupt();
-        schedule(Math.min(intervals.resyncMs, RECONNECTING_RESYNC_MS));
+        scheduleBy(Math.min(intervals.resyncMs, RECONNECTING_RESYNC_MS));
       },
       // The first LISTEN's answer before the iteration starts is covered by its first read.
       onListening: () => {

@@ -6,6 +6,7 @@
 
 import { driverSocketFactory, type DriverTls } from "./driver_socket.ts";
 import postgres, { type Sql } from "./postgres.ts";
+import { closeGateOnEnd, noDriverBackoff } from "./reconnect.ts";
 
 export { TlsUpgradeError, type TlsUpgradeFailure } from "./driver_socket.ts";
 
@@ -43,7 +44,9 @@ export interface ConnectOptions {
 /**
  * Opens a postgres.js client for sluice: no prepared statements (so it works through Supabase's
  * transaction pooler), a small pool, notices discarded, and connections that reconnect after a cut
- * even when the driver had a write buffered (docs/worker.md, "Database outages"). `bigint` values
+ * even when the driver had a write buffered, waiting 50 ms doubling to at most 1 s between failed
+ * connects (never the driver's 20 s), and none after `sql.end()` (docs/worker.md, "Database
+ * outages"). `bigint` values
  * such as message ids come back as decimal strings. Close it with `await sql.end()`.
  *
  * @param url A PostgreSQL connection URL.
@@ -87,20 +90,28 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
       connection: { application_name: options.applicationName ?? "sluice" },
     };
     // A connection cut while a short write was buffered must not stay wedged in its handshake
-    // (see driver_socket.ts). Not in the driver's types, which omit the option.
-    const pool = postgres(url, { ...settings, ...{ socket: driverSocketFactory() } });
+    // (see driver_socket.ts), and the factory waits between connects itself (reconnect.ts), so
+    // the driver's own backoff is off. Neither option is in the driver's types.
+    const plain = driverSocketFactory();
+    const pool = postgres(url, { ...settings, ...{ socket: plain, backoff: noDriverBackoff } });
     // The TLS settings as the driver parsed them (URL, PGSSL); the pool opened no connection yet.
     const { ssl, sslnegotiation } = pool.options as {
       ssl: DriverTls["ssl"];
       sslnegotiation?: string;
     };
-    if (!ssl) return pool;
+    if (!ssl) {
+      closeGateOnEnd(pool, plain.gate);
+      return pool;
+    }
     // Over TLS the factory upgrades the connection itself, so that its flush covers the TLS socket.
-    return postgres(url, {
+    const secure = driverSocketFactory({ ssl, sslnegotiation: sslnegotiation ?? null });
+    const tlsPool = postgres(url, {
       ...settings,
       ssl: false,
-      ...{ socket: driverSocketFactory({ ssl, sslnegotiation: sslnegotiation ?? null }) },
+      ...{ socket: secure, backoff: noDriverBackoff },
     });
+    closeGateOnEnd(tlsPool, secure.gate);
+    return tlsPool;
   } catch (error) {
     // postgres.js parses the URL here; its TypeError/URIError quote the password, so neither the
     // message nor the cause is passed on.

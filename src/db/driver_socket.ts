@@ -57,6 +57,7 @@
 import net from "node:net";
 import tls from "node:tls";
 import { runPendingImmediates } from "./cancellable_immediate.ts";
+import { ReconnectGate } from "./reconnect.ts";
 
 /** The parsed postgres.js options the driver passes to its `socket` option. */
 interface DriverSocketOptions {
@@ -120,19 +121,30 @@ const SSL_REQUEST = new Uint8Array([0, 0, 0, 8, 4, 210, 22, 47]);
 /** The server's yes to an SSLRequest. */
 const SSL_ACCEPTED = 0x53; // 'S'
 
+/** The `socket` option of a pool `connect()` opened: see {@linkcode driverSocketFactory}. */
+export interface DriverSocketFactory {
+  (options: DriverSocketOptions): Promise<net.Socket>;
+  /** Where the pool's connections wait before they reconnect; `sql.end()` closes it. */
+  readonly gate: ReconnectGate;
+  /** The pool's TLS settings, for a sibling factory (a listener session's). */
+  readonly tls: DriverTls | undefined;
+}
+
 /**
- * A `socket` option for postgres.js: each call opens a connection to the next of the pool's hosts
- * (the driver's own rotation over a multi-host URL), upgraded to TLS when `tls` is given, on which
- * the driver's buffered writes go out before it handles the close (see the module documentation).
+ * A `socket` option for postgres.js: each call waits the reconnect delay that the pool's failed
+ * connects call for (reconnect.ts; the driver's own backoff must be off), then opens a connection
+ * to the next of the pool's hosts (the driver's own rotation over a multi-host URL), upgraded to
+ * TLS when `tls` is given, on which the driver's buffered writes go out before it handles the
+ * close (see the module documentation). Once its gate is closed (the pool ended) it opens nothing:
+ * the connect fails with `CONNECTION_ENDED`.
  *
  * @param tlsSettings The pool's TLS settings; the driver itself must then get `ssl: false`.
- * @returns The factory; it keeps the host rotation of one pool.
+ * @returns The factory; it keeps the host rotation and the reconnect gate of one pool.
  */
-export function driverSocketFactory(
-  tlsSettings?: DriverTls,
-): (options: DriverSocketOptions) => net.Socket | Promise<net.Socket> {
+export function driverSocketFactory(tlsSettings?: DriverTls): DriverSocketFactory {
   let next = 0;
-  return (options) => {
+  const gate = new ReconnectGate();
+  const open = (options: DriverSocketOptions): net.Socket | Promise<net.Socket> => {
     let socket: DriverSocket;
     if (options.path) {
       socket = net.connect(options.path);
@@ -143,12 +155,22 @@ export function driverSocketFactory(
       socket.host = options.host[index];
       socket.port = options.port[index];
     }
-    if (tlsSettings === undefined) return flushingBeforeClose(socket);
+    if (tlsSettings === undefined) return gate.track(flushingBeforeClose(socket));
     return upgraded(socket, tlsSettings, options.connect_timeout).then(
-      flushingBeforeClose,
-      (error: unknown) => failing(error, socket),
+      (secure) => gate.track(flushingBeforeClose(secure)),
+      (error: unknown) => gate.track(failing(error, socket)),
     );
   };
+  const factory = async (options: DriverSocketOptions): Promise<net.Socket> => {
+    if (await gate.wait()) return open(options);
+    const where = options.path || `${options.host[0]}:${options.port[0]}`;
+    const ended = Object.assign(
+      new Error(`write CONNECTION_ENDED ${where}: the pool was ended`),
+      { code: "CONNECTION_ENDED" },
+    );
+    return gate.refused(failing(ended, { host: options.path || options.host[0] }));
+  };
+  return Object.assign(factory, { gate, tls: tlsSettings });
 }
 
 /** `socket` upgraded to TLS as postgres.js's `secure()` would (see the module documentation). */
@@ -205,7 +227,7 @@ function upgraded(socket: DriverSocket, settings: DriverTls, timeoutSeconds: num
  * A socket that fails with `error` once the driver listens to it, so that the driver handles a
  * failed upgrade as a failed connect (a factory that rejects would leave the connection stuck).
  */
-function failing(error: unknown, cause: DriverSocket): net.Socket {
+function failing(error: unknown, cause: { host?: string; port?: number }): net.Socket {
   const socket: DriverSocket = flushingBeforeClose(new net.Socket());
   socket.host = cause.host;
   socket.port = cause.port;
@@ -224,6 +246,10 @@ function flushingBeforeClose<T extends net.Socket>(socket: T): T {
   const emit = socket.emit;
   let closeEmitted = false;
   socket.emit = function (this: T, event: string | symbol, ...args: unknown[]): boolean {
+    // The driver stops listening when it handles the close; a later error of the dead socket
+    // (`write UNKNOWN` from a write the stream still had) would otherwise be thrown where no
+    // caller can catch it, and end the process.
+    if (event === "error" && this.listenerCount("error") === 0) return false;
     if (event === "close") {
       if (closeEmitted) return false;
       closeEmitted = true;

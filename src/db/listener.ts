@@ -6,7 +6,8 @@
  * @module
  */
 
-import postgres, { type Sql } from "./postgres.ts";
+import type { Sql } from "./postgres.ts";
+import { openSessionClient } from "./session_client.ts";
 
 /** What the listener connection reports. */
 export interface ListenerEvents {
@@ -36,19 +37,7 @@ export interface ListenerConnection {
  * @returns The connection.
  */
 export function openListenerConnection(pool: Sql, events: ListenerEvents): ListenerConnection {
-  // The pool's own connection settings (postgres.js parsed options, which it accepts back as is;
-  // sql.listen() does the same), on one session connection that is never recycled.
-  const options = {
-    ...pool.options,
-    max: 1,
-    idle_timeout: null,
-    max_lifetime: null,
-    fetch_types: false,
-    onnotice: () => {},
-    onnotify: events.onNotify,
-    onclose: events.onClose,
-  };
-  const client = postgres(options as unknown as postgres.Options<Record<string, never>>);
+  const client = openSessionClient(pool, { onnotify: events.onNotify, onclose: events.onClose });
   return {
     async listen(channel) {
       const results = await client.unsafe(

@@ -9,7 +9,8 @@
  * @module
  */
 
-import postgres, { type Sql } from "./postgres.ts";
+import type { Sql } from "./postgres.ts";
+import { openSessionClient } from "./session_client.ts";
 import { isTransientDatabaseError } from "./transient_error.ts";
 
 /** What a subscription reports to its watch. */
@@ -40,9 +41,9 @@ export interface ChannelSubscription {
 const PING_INTERVAL_MS = 5000;
 /** How long a ping may go unanswered before the session is replaced. */
 const PING_TIMEOUT_MS = 3000;
-/** Reconnect backoff bounds. */
-const RECONNECT_FIRST_MS = 50;
-const RECONNECT_MAX_MS = 1000;
+/** Bounds of the wait between LISTENs that the server refused (not for connection trouble). */
+const RETRY_FIRST_MS = 50;
+const RETRY_MAX_MS = 1000;
 
 interface Channel {
   readonly subscribers: Set<Subscription>;
@@ -135,7 +136,7 @@ class SharedListener {
     this.#up = false;
     this.#reconnecting = true;
     this.#startPinging();
-    void this.#listenAll(client, RECONNECT_FIRST_MS);
+    void this.#listenAll(client, RETRY_FIRST_MS);
   }
 
   async #listenAll(client: Sql, waitMs: number): Promise<void> {
@@ -148,16 +149,16 @@ class SharedListener {
         );
       } catch (error) {
         if (client !== this.#client) return;
-        if (!isTransientDatabaseError(error)) {
-          // LISTEN refused for good: the watches waiting for their first answer poll instead.
-          for (const channel of channels) {
-            for (const subscription of this.#channels.get(channel)?.subscribers ?? []) {
-              subscription.settle("failed");
-            }
+        // Connection trouble: the client's next connect waits as long as its failures call for.
+        if (isTransientDatabaseError(error)) continue;
+        // LISTEN refused for good: the watches waiting for their first answer poll instead.
+        for (const channel of channels) {
+          for (const subscription of this.#channels.get(channel)?.subscribers ?? []) {
+            subscription.settle("failed");
           }
         }
         await new Promise((resolve) => setTimeout(resolve, waitMs));
-        waitMs = Math.min(RECONNECT_MAX_MS, waitMs * 2);
+        waitMs = Math.min(RETRY_MAX_MS, waitMs * 2);
         continue;
       }
       if (client !== this.#client) return;
@@ -196,26 +197,19 @@ class SharedListener {
   }
 
   #newClient(): Sql {
-    // The pool's own connection settings (postgres.js parsed options, which it accepts back as
-    // is; sql.listen() does the same), on one session connection that is never recycled.
-    const options = {
-      ...this.#pool.options,
-      max: 1,
-      idle_timeout: null,
-      max_lifetime: null,
-      fetch_types: false,
-      onnotice: () => {},
-      onnotify: (channel: string, payload: string) => {
+    const client = openSessionClient(this.#pool, {
+      onnotify: (channel, payload) => {
         if (client !== this.#client) return;
         for (const subscription of this.#channels.get(channel)?.subscribers ?? []) {
           subscription.subscriber.onNotify(payload);
         }
       },
+      // A connect that failed closes too: #listenAll retries it on the same client, whose
+      // connects wait between them. Only a session that was up is replaced (once for all).
       onclose: () => {
-        if (client === this.#client) this.#replace();
+        if (client === this.#client && this.#up) this.#replace();
       },
-    };
-    const client = postgres(options as unknown as postgres.Options<Record<string, never>>);
+    });
     return client;
   }
 

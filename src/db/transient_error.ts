@@ -57,6 +57,8 @@ export function isTransientDatabaseError(error: unknown): boolean {
   if (code !== undefined) {
     if (TRANSIENT_CONNECTION_CODES.has(code) || TRANSIENT_SQLSTATES.has(code)) return true;
     if (/^08[0-9A-Z]{3}$/.test(code)) return true;
+    // libuv's catch-all for a socket call on a connection that is gone (`write UNKNOWN`).
+    if (code === "UNKNOWN" && isSocketCall((error as { syscall?: unknown }).syscall)) return true;
   }
   if (error instanceof EmptyResultError) return true;
   if (error instanceof Error) {
@@ -68,4 +70,8 @@ export function isTransientDatabaseError(error: unknown): boolean {
     }
   }
   return false;
+}
+
+function isSocketCall(syscall: unknown): boolean {
+  return syscall === "write" || syscall === "read" || syscall === "connect";
 }

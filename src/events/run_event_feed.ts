@@ -11,6 +11,7 @@
  * @module
  */
 
+import { UnknownRunError } from "./unknown_run_error.ts";
 import { isTerminalRunEvent, type RunEventPayload } from "./run_event.ts";
 
 /** Reads a run's state as events (full outputs); `null` when there is no such run. */
@@ -115,7 +116,7 @@ export class RunEventFeed {
 
   async #readReplay(): Promise<readonly RunEventPayload[]> {
     const events = await this.#replay();
-    if (events === null) throw new RangeError(`Cannot watch run ${this.#runId}: no such run`);
+    if (events === null) throw new UnknownRunError(this.#runId);
     return events;
   }
 

@@ -13,7 +13,7 @@ import type { Logger } from "./logger.ts";
 /** First retry delay after a transient error. */
 const INITIAL_DELAY_MS = 100;
 /** Longest delay between two retries. */
-export const MAX_RETRY_DELAY_MS = 5000;
+export const MAX_RETRY_DELAY_MS = 1000;
 
 /** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -29,7 +29,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** The delay before retry number `failures` (1-based): doubling from 100 ms up to 5 s, ±20 %. */
+/** The delay before retry number `failures` (1-based): doubling from 100 ms up to 1 s, ±20 %. */
 export function backoffDelay(failures: number): number {
   const base = Math.min(MAX_RETRY_DELAY_MS, INITIAL_DELAY_MS * 2 ** Math.min(failures - 1, 16));
   return Math.round(base * (0.8 + Math.random() * 0.4));

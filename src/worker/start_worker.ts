@@ -18,6 +18,7 @@ import { SweepDuty } from "./_heartbeat.ts";
 import { ListenerSession, QueueListener } from "./_queue_listener.ts";
 import { type RuntimeSettings, WorkerRuntime } from "./_runtime.ts";
 import { Logger } from "./logger.ts";
+import { OutageTracker, retryTransient } from "./_retry.ts";
 import type {
   AliasActivationResult,
   StopOptions,
@@ -163,9 +164,13 @@ export async function launchWorker(
   });
   let listener: QueueListener | null = null;
   try {
-    const compiled = await compileFlowGeneration(sql, flow, {
-      environment: settings.environment,
-    });
+    // A worker (re)started while the database restarts waits for it, up to startupTimeoutMs.
+    const startup = new AbortController();
+    const startupTimer = setTimeout(() => startup.abort(), settings.startupTimeoutMs);
+    const compiled = await retryTransient(
+      () => compileFlowGeneration(sql, flow, { environment: settings.environment }),
+      { operation: "startup", outage: new OutageTracker(logger), signal: startup.signal },
+    ).finally(() => clearTimeout(startupTimer));
     if (ownsPool) stopRefetchingTypes(sql);
     const workerFunction = await trackWorkerFunction(sql, target.functionName);
     await registerWorker(sql, {

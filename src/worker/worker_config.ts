@@ -42,6 +42,8 @@ export type WorkerSettings =
     readonly logLevel: LogLevel;
     /** `logger`, else `jsonLineSink`. */
     readonly logger: LogSink;
+    /** How long startup retries while the database is unreachable. */
+    readonly startupTimeoutMs: number;
   };
 
 /** A worker's resolved options. */
@@ -222,6 +224,7 @@ function settingsOf(
     heartbeatIntervalMs: range("heartbeatIntervalMs", 5000, 1, false),
     stalledCheckIntervalMs: range("stalledCheckIntervalMs", 15000, 0, false),
     shutdownGraceMs: range("shutdownGraceMs", 10000, 0, false),
+    startupTimeoutMs: range("startupTimeoutMs", 60000, 0, false),
     maxOutputBytes: range("maxOutputBytes", flowMaxOutputBytes, 1, true),
     listen: options.listen !== false,
     logLevel: options.logLevel ?? "info",

@@ -133,6 +133,14 @@ export interface BaseWorkerOptions {
    */
   readonly shutdownGraceMs?: number;
   /**
+   * How long startup keeps trying while the database is unreachable (starting up, restarting,
+   * failing over): the first statements are retried with backoff (100 ms doubling to 1 s) for up
+   * to this long, then `startWorker()` rejects with the last connection error. `0` fails at once.
+   *
+   * @default {60000}
+   */
+  readonly startupTimeoutMs?: number;
+  /**
    * The largest handler output stored, in bytes of its JSON text (UTF-8). A larger output fails
    * its attempt with a `JsonSizeError` message (retried like any failure) and is never written.
    *

@@ -159,6 +159,7 @@ const RULE_CASES: [name: string, valid: boolean][] = [
   ["ord ers", false],
   ["ord/ers", false],
   ["ord.ers", false],
+  ["ord-ers", false], // PGMQ quotes it, but the rule is letters, digits and underscores
   ["", false],
   ["\u00e9".repeat(47), false], // 47 characters, 94 bytes
   ["\u00e9".repeat(23), false], // 23 characters, 46 bytes: still not ASCII

@@ -75,3 +75,34 @@ Deno.test("RunEventFeed: a wait step's step:waiting is its start: a repeat is dr
     "run:completed:",
   ]);
 });
+
+Deno.test("RunEventFeed: a step:progress passes only with more tasks done: a repeat of the same count and an older one are dropped", async () => {
+  const progress = (done: number) =>
+    ({
+      type: "step:progress",
+      runId,
+      stepSlug: "each",
+      done,
+      total: 4,
+    }) as unknown as RunEventPayload;
+  const state = [started, step("step:started", "each")];
+  const feed = new RunEventFeed(runId, () => Promise.resolve(state));
+  const events = feed.events();
+  const seen: string[] = [];
+  for (let i = 0; i < 2; i++) seen.push(String((await events.next()).value!.type));
+  // A replay after a reconnect repeats the last count; a slow transport delivers an older one.
+  for (const done of [2, 2, 1, 3, 3]) feed.push(progress(done));
+  feed.push(step("step:completed", "each"));
+  feed.push(completed);
+  for await (const event of events) {
+    seen.push(`${event.type}:${event.type === "step:progress" ? event.done : ""}`);
+  }
+  assert.deepEqual(seen, [
+    "run:started",
+    "step:started",
+    "step:progress:2",
+    "step:progress:3",
+    "step:completed:",
+    "run:completed:",
+  ]);
+});

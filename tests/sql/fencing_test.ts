@@ -187,3 +187,31 @@ Deno.test("a worker registered for an older compile is fenced: its reports are s
   const [claimed] = await readAndClaim(db.sql, "refenced", fresh, "refenced");
   assert.deepEqual([claimed.run_id, claimed.step_slug, claimed.attempt], [newRun, "a", 1]);
 });
+
+Deno.test("fail_task() of an older attempt by the same worker, which claimed the task again after a stall, is stale: attempt 2 keeps running", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, {
+    slug: "reclaimed",
+    maxAttempts: 2,
+    steps: [{ slug: "a", timeout: 1 }],
+  });
+  const runId = await startFlow(db.sql, "reclaimed", {});
+  const worker = await registerWorker(db.sql, "reclaimed", "reclaimed");
+  const [first] = await readAndClaim(db.sql, "reclaimed", worker, "reclaimed");
+  await db.sql`
+    update sluice.step_tasks set started_at = now() - interval '40 seconds'
+    where run_id = ${runId}`;
+  const [{ n }] = await db.sql`select sluice.requeue_stalled_tasks() as n`;
+  assert.equal(n, 1);
+  const [second] = await readAndClaim(db.sql, "reclaimed", worker, "reclaimed");
+  assert.deepEqual([second.attempt, second.worker_id], [2, worker], "the same worker, attempt 2");
+
+  // Only the attempt number tells the two apart: the report of attempt 1 changes nothing.
+  assert.equal(await failTask(db.sql, first, "late failure of attempt 1"), "stale");
+  const [task] = await db.sql`
+    select status, attempts_count from sluice.step_tasks where run_id = ${runId}`;
+  assert.deepEqual({ ...task }, { status: "started", attempts_count: 2 });
+  assert.equal((await run(db.sql, runId)).status, "started", "the run did not fail");
+  assert.equal(await completeTask(db.sql, second, "attempt 2"), "completed");
+  assert.deepEqual((await run(db.sql, runId)).output, { a: "attempt 2" });
+});

@@ -82,8 +82,15 @@ Deno.test("a run input over the flow's max_input_bytes is refused on every start
     await assert.rejects(call(), isLimitError(pattern));
   }
   assert.deepEqual(await rowCounts(db.sql), { runs: 0, tasks: 0, completed: 0 });
-  // Within the limit it starts; a changed option applies at the next startup (runtime option).
-  await db.sql`select sluice.start_flow('limited', ${db.sql.json({ text: "x" })}::jsonb)`;
+  // The limit is inclusive: 101 bytes are refused, exactly 100 start ({"text": "x...x"}).
+  await assert.rejects(
+    db.sql`select sluice.start_flow('limited', ${db.sql.json({ text: "x".repeat(89) })}::jsonb)`,
+    isLimitError(/the input is 101 bytes as JSON, more than the limit of 100 bytes/),
+  );
+  await db.sql`select sluice.start_flow('limited', ${
+    db.sql.json({ text: "x".repeat(88) })
+  }::jsonb)`;
+  // A changed option applies at the next startup (runtime option).
   assert.equal((await compileLimited(db.sql, { max_input_bytes: 1000 })).outcome, "verified");
   await db.sql`select sluice.start_flow('limited', ${db.sql.json(input)}::jsonb)`;
   assert.equal((await rowCounts(db.sql)).runs, 2);
@@ -127,6 +134,11 @@ Deno.test("a step output over the flow's max_output_bytes is refused by complete
   assert.deepEqual(await rowCounts(db.sql), { runs: 1, tasks: 1, completed: 0 });
   const [state] = await db.sql`select status from sluice.step_tasks`;
   assert.equal(state.status, "started");
+  // The limit is inclusive: an output of exactly 50 bytes ({"big": "y...y"}) completes.
+  const atLimit = { big: "y".repeat(39) };
+  const [done] = await db.sql`
+    select sluice.complete_tasks(${db.sql.json([{ ...token, output: atLimit }])}::jsonb) as r`;
+  assert.equal(done.r.completed, 1);
 });
 
 Deno.test("a map over more elements than max_map_tasks is refused, root and dependent, nothing written", async () => {

@@ -133,6 +133,38 @@ Deno.test("the tick key decides: a due time set back to a fired tick starts no s
   assert.equal(await runCount(db), 1);
 });
 
+Deno.test("set_schedule_next_due() is a compare-and-set: a due time computed from an older advanced_at changes nothing", async () => {
+  await using db = await freshDatabase();
+  const flow = reportFlow();
+  await compileFlow(db.sql, flow);
+  await schedule(db.sql, flow, { cron: "* * * * *", input: { kind: "cas" }, now: T0 });
+  // Fired by SQL alone (as pg_cron does): the schedule now awaits its next due time.
+  const [fired] = await db.sql<{ advanced_at: Date }[]>`
+    select advanced_at from sluice.fire_due_schedules(${at(40_000)})`;
+  assert.deepEqual(fired.advanced_at, at(40_000));
+  const due = (advancedAt: Date, next: Date) =>
+    db.sql.json([{
+      schedule_name: "report",
+      advanced_at: advancedAt.toISOString(),
+      next_due_at: next.toISOString(),
+      following_due_at: null,
+    }]);
+  // A late heartbeat that computed from the schedule as created (advanced_at T0) loses.
+  const [stale] = await db.sql`select sluice.set_schedule_next_due(${
+    due(T0, tick(1))
+  }::jsonb) as n`;
+  assert.equal(stale.n, 0);
+  assert.equal((await getSchedule(db.sql, "report"))?.nextDueAt, null);
+  const [live] = await db.sql`
+    select sluice.set_schedule_next_due(${due(at(40_000), tick(2))}::jsonb) as n`;
+  assert.equal(live.n, 1);
+  assert.deepEqual((await getSchedule(db.sql, "report"))?.nextDueAt, tick(2));
+  const [again] = await db.sql`
+    select sluice.set_schedule_next_due(${due(at(40_000), tick(3))}::jsonb) as n`;
+  assert.equal(again.n, 0, "a due time already stored is not overwritten");
+  assert.deepEqual((await getSchedule(db.sql, "report"))?.nextDueAt, tick(2));
+});
+
 Deno.test("missed ticks after an hour down: run-once starts one catch-up run, skip none", async () => {
   await using db = await freshDatabase();
   const flow = reportFlow();

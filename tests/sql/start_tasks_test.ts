@@ -280,3 +280,23 @@ Deno.test("two workers racing to claim the same messages never both claim a task
   const [row] = await db.sql`select max(attempts_count)::int as n from sluice.step_tasks`;
   assert.equal(row.n, 1);
 });
+
+Deno.test("a restart pause survives a worker starting again (track_worker_function); only clear_restart_pause lifts it", async () => {
+  const { db, worker, supported } = await setup();
+  await using _ = db;
+  const [foreign] = await db
+    .sql`select * from pgmq.send('claims', '{"hello":"world"}'::jsonb) as id`;
+  const result = await startTasks(db.sql, "claims", [foreign.id], worker, supported);
+  assert.equal(result.outcome, "fatal");
+
+  // Every startWorker outside Edge tracks its function first: that must not lift the pause.
+  const [tracked] = await db.sql`
+    select restart_paused_at, pause_reason from sluice.track_worker_function('claims_fn')`;
+  assert.ok(tracked.restart_paused_at instanceof Date, "still paused after tracking");
+  assert.match(tracked.pause_reason, new RegExp(`message ${foreign.id} \\(missing\\)`));
+  const [{ cleared }] = await db.sql`select sluice.clear_restart_pause('claims_fn') as cleared`;
+  assert.ok(cleared);
+  const [fn] = await db.sql`
+    select restart_paused_at from sluice.worker_functions where function_name = 'claims_fn'`;
+  assert.equal(fn.restart_paused_at, null);
+});

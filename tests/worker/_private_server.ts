@@ -2,13 +2,8 @@
 // connections on the suite server). It uses the suite server's own binaries, so in the extension
 // mode it offers the same PGMQ.
 import assert from "node:assert/strict";
-import { dirname } from "node:path";
 import postgres from "postgres";
-import {
-  findPostgresBinaries,
-  startTempPostgres,
-  type TempPostgres,
-} from "../../dev/temp_postgres.ts";
+import { startTempPostgres, type TempPostgres } from "../../dev/temp_postgres.ts";
 import { migrate } from "../../src/ops/migrate.ts";
 import { adminUrl, installedPgmq, type TestDatabase } from "../_db.ts";
 
@@ -22,6 +17,10 @@ export interface PrivateServer extends AsyncDisposable {
   readonly db: TestDatabase;
   /** Restarts it with `pg_ctl restart`: `fast` shuts down cleanly, `immediate` as after a crash. */
   restart(mode: "fast" | "immediate"): Promise<void>;
+  /** Stops it (`pg_ctl stop`), for an outage that lasts until {@linkcode start}. */
+  stop(mode: "fast" | "immediate"): Promise<void>;
+  /** Starts it again after {@linkcode stop}; resolves once it accepts connections. */
+  start(): Promise<void>;
 }
 
 /** The suite server's binary directory. */
@@ -45,7 +44,6 @@ async function suiteBinDir(): Promise<string> {
 export async function startPrivateServer(): Promise<PrivateServer> {
   const binDir = await suiteBinDir();
   const server = await startTempPostgres({ path: binDir, settings: { synchronous_commit: true } });
-  const { pgCtl } = await findPostgresBinaries({ path: binDir });
   const sql = postgres(server.url, { max: 2, onnotice: () => {} });
   try {
     const { pgmq } = await migrate(sql);
@@ -59,28 +57,9 @@ export async function startPrivateServer(): Promise<PrivateServer> {
     server,
     sql,
     db: { url: server.url } as TestDatabase,
-    async restart(mode) {
-      const command = [
-        pgCtl,
-        "restart",
-        "--pgdata",
-        server.dataDir,
-        `--mode=${mode}`,
-        "--wait",
-        "--timeout=60",
-        "--log",
-        `${dirname(server.dataDir)}/server.log`,
-      ];
-      // Like dev/temp_postgres.ts: PostgreSQL refuses to run as root.
-      const argv = Deno.uid() === 0 ? ["runuser", "-u", "postgres", "--", ...command] : command;
-      const { code, stderr } = await new Deno.Command(argv[0], {
-        args: argv.slice(1),
-        stdin: "null",
-        stdout: "null",
-        stderr: "piped",
-      }).output();
-      assert.equal(code, 0, `pg_ctl restart failed: ${new TextDecoder().decode(stderr)}`);
-    },
+    restart: (mode) => server.control("restart", mode),
+    stop: (mode) => server.control("stop", mode),
+    start: () => server.control("start"),
     async [Symbol.asyncDispose]() {
       await sql.end();
       await server[Symbol.asyncDispose]();

@@ -85,7 +85,7 @@ Deno.test("waitForSignal: the step waits with its key and no task; a signal comp
   );
 });
 
-Deno.test("waitForSignal: a signal sent before the wait starts is kept and completes the wait as it starts", async () => {
+Deno.test("waitForSignal: a signal sent before the wait starts is kept and completes the wait as it starts; of two, the earliest", async () => {
   await using db = await freshDatabase();
   const flow = approvalFlow("signal_before");
   const early = await sendSignal(db.sql, {
@@ -94,6 +94,12 @@ Deno.test("waitForSignal: a signal sent before the wait starts is kept and compl
     signalId: "early",
   });
   assert.deepEqual(early, { signalId: "early", outcome: "sent", released: 0 });
+  // Two signals kept for the key: the wait takes the earliest (docs/waits.md), not the latest.
+  await sendSignal(db.sql, {
+    key: "approval:r2",
+    payload: { approved: true },
+    signalId: "a_later",
+  });
   await using _worker = await testWorker(flow, db);
   const runId = await startFlow(db.sql, flow, { id: "r2" });
   assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
@@ -204,6 +210,36 @@ Deno.test("cancelRun() of a waiting run cancels the wait: a later signal release
   const sent = await sendSignal(db.sql, { key: "approval:c1", payload: null, signalId: "late" });
   assert.equal(sent.released, 0);
   assert.equal((await getRun(db.sql, runId))?.status, "cancelled");
+});
+
+Deno.test("release_due_waits: a sleep is due exactly its seconds after it began waiting, and not released a moment before", async () => {
+  await using db = await freshDatabase();
+  const flow = new Flow<{ n: number }>({ slug: uniqueSlug("due") })
+    .step({ slug: "first" }, (input) => input.n)
+    .sleep({ slug: "pause", dependsOn: ["first"] }, () => ({ seconds: 3600 }))
+    .step({ slug: "after", dependsOn: ["pause"] }, (deps) => deps.pause);
+  let runId: string;
+  {
+    await using _worker = await testWorker(flow, db);
+    runId = await startFlow(db.sql, flow, { n: 1 });
+    await waiting(db, runId, "pause");
+  }
+  const [{ wait }] = await db.sql<{ wait: number }[]>`
+    select extract(epoch from wait_until - waiting_at)::float8 as wait from sluice.step_states
+    where run_id = ${runId} and step_slug = 'pause'`;
+  assert.equal(wait, 3600);
+  // now() is one instant per transaction: the due time is set relative to it, and no worker runs.
+  const released = await db.sql.begin(async (tx) => {
+    await tx`update sluice.step_states set wait_until = now() + interval '1 millisecond'
+      where run_id = ${runId} and step_slug = 'pause'`;
+    const [early] = await tx<{ n: number }[]>`select sluice.release_due_waits() as n`;
+    await tx`update sluice.step_states set wait_until = now()
+      where run_id = ${runId} and step_slug = 'pause'`;
+    const [due] = await tx<{ n: number }[]>`select sluice.release_due_waits() as n`;
+    return [early.n, due.n];
+  });
+  assert.deepEqual(released, [0, 1]);
+  assert.equal((await stepStatus(db, runId, "pause")).status, "completed");
 });
 
 Deno.test("release_due_waits: many concurrent sweepers release each due timer exactly once", async () => {

@@ -1,0 +1,277 @@
+/**
+ * The mutation audit's mutants (docs/testing.md, "The mutation audit"): one-line breaks of the
+ * invariants sluice's SQL and workers keep, each with the test files that must fail when it is
+ * applied. `deno task test:mutants` (scripts/mutants.ts) applies each to a scratch copy of the
+ * checkout and runs its guards; `tests/mutants/mutants_test.ts` keeps the list from going stale
+ * (each `search` is found exactly once in its file, and changes one line).
+ *
+ * SQL mutants target the live definition of a routine: the last migration that defines it.
+ *
+ * @module
+ */
+
+/** One mutant: a one-line change to `file` and the tests that must catch it. */
+export interface Mutant {
+  /** A short unique name, for `--only`. */
+  readonly id: string;
+  /** The file it changes, relative to the repository root. */
+  readonly file: string;
+  /**
+   * The text it replaces, found exactly once in `file`. It may hold neighbouring lines for
+   * context when the changed line alone is not unique; `replace` differs from it in one line.
+   */
+  readonly search: string;
+  /** What replaces `search`. */
+  readonly replace: string;
+  /** The test files (relative to the repository root) of which at least one must fail. */
+  readonly guards: readonly string[];
+  /** The invariant it breaks, and what a user would see. */
+  readonly why: string;
+}
+
+const RUN_CONTROL = "supabase/migrations/20261202000100_sluice_run_control.sql";
+const WAITS = "supabase/migrations/20261202000300_sluice_waits.sql";
+const SCHEDULES = "supabase/migrations/20261202000200_sluice_schedules.sql";
+const WORKERS = "supabase/migrations/20261130000300_sluice_workers.sql";
+const QUEUE_NAMES = "supabase/migrations/20261130001000_sluice_queue_names.sql";
+const START_FLOW = "supabase/migrations/20261130000500_sluice_start_flow.sql";
+const RETRY_POLICY = "supabase/migrations/20261130000350_sluice_retry_policy.sql";
+const SERVER_COST = "supabase/migrations/20261202000400_sluice_server_cost.sql";
+
+/** Every mutant of the audit. */
+export const MUTANTS: readonly Mutant[] = [
+  {
+    id: "fail_task_attempt_check",
+    file: RUN_CONTROL,
+    search: "    and t.status = 'started' and t.attempts_count = fail_task.attempt\n",
+    replace: "    and t.status = 'started'\n",
+    guards: ["tests/sql/fencing_test.ts"],
+    why:
+      "a late failure report of attempt 1, by the worker that claimed attempt 2 after a stall, " +
+      "would fail the task while attempt 2 runs",
+  },
+  {
+    id: "fail_task_worker_check",
+    file: RUN_CONTROL,
+    search: "    and t.last_worker_id = fail_task.worker_id\n",
+    replace: "\n",
+    guards: ["tests/sql/fencing_test.ts"],
+    why: "another worker's failure report with the live attempt number would fail the task",
+  },
+  {
+    id: "fail_task_attempt_cap",
+    file: RUN_CONTROL,
+    search: "  if v_task.attempts_count - v_task.attempts_base >= v_max_attempts then",
+    replace: "  if v_task.attempts_count - v_task.attempts_base > v_max_attempts then",
+    guards: ["tests/sql/fail_task_test.ts"],
+    why: "a task would get one attempt more than maxAttempts",
+  },
+  {
+    id: "complete_tasks_stale_fencing",
+    file: WAITS,
+    search: "        and t.status = 'started' and t.attempts_count = x.attempt\n",
+    replace: "        and t.status = 'started'\n",
+    guards: ["tests/sql/fencing_test.ts"],
+    why:
+      "a result of an attempt that was taken over would complete the task instead of being stale",
+  },
+  {
+    id: "complete_tasks_remaining_tasks",
+    file: WAITS,
+    search: "    if v_state.remaining_tasks > v_n then",
+    replace: "    if v_state.remaining_tasks >= v_n then",
+    guards: ["tests/sql/complete_tasks_test.ts"],
+    why: "a step would not complete when its last tasks complete",
+  },
+  {
+    id: "output_limit_inclusive",
+    file: WAITS,
+    search: "  where x.flow_slug is null or x.bytes > f.opt_max_output_bytes",
+    replace: "  where x.flow_slug is null or x.bytes >= f.opt_max_output_bytes",
+    guards: ["tests/sql/limits_test.ts"],
+    why: "an output of exactly max_output_bytes would be refused",
+  },
+  {
+    id: "input_limit_inclusive",
+    file: START_FLOW,
+    search: "  if v_bytes > v_max_bytes then",
+    replace: "  if v_bytes >= v_max_bytes then",
+    guards: ["tests/sql/limits_test.ts"],
+    why: "a run input of exactly max_input_bytes would be refused",
+  },
+  {
+    id: "claim_visibility_check",
+    file: RUN_CONTROL,
+    search: "    if v_updated <> cardinality(v_vis_ids) then",
+    replace: "    if v_updated < 0 then",
+    guards: ["tests/sql/start_tasks_test.ts"],
+    why: "a claim whose visibility update missed a message would still hand the task out, " +
+      "visible to a second claimer",
+  },
+  {
+    id: "claim_visibility_timeout",
+    file: RUN_CONTROL,
+    search: "        when t.status = 'queued' then coalesce(s.opt_timeout, f.opt_timeout) + 2",
+    replace: "        when t.status = 'queued' then coalesce(s.opt_timeout, f.opt_timeout)",
+    guards: ["tests/sql/start_tasks_test.ts"],
+    why: "a claimed message would become visible again exactly as its handler times out",
+  },
+  {
+    id: "start_tasks_wrong_queue_class",
+    file: RUN_CONTROL,
+    search: "          ) then 'wrong_queue' else 'missing' end",
+    replace: "          ) then 'missing' else 'missing' end",
+    guards: ["tests/sql/start_tasks_test.ts"],
+    why: "a message naming a task of another queue would be reported as missing",
+  },
+  {
+    id: "start_tasks_unsupported_class",
+    file: RUN_CONTROL,
+    search: "        ) then 'unsupported'",
+    replace: "        ) and false then 'unsupported'",
+    guards: ["tests/sql/start_tasks_test.ts"],
+    why: "a worker would claim a route it does not support instead of pausing its restarts",
+  },
+  {
+    id: "start_tasks_fenced_worker",
+    file: RUN_CONTROL,
+    search: "  if sluice.worker_fenced(start_tasks.worker_id) then",
+    replace: "  if false then",
+    guards: ["tests/sql/fencing_test.ts"],
+    why: "a worker registered for an older compile would claim tasks of the new definition",
+  },
+  {
+    id: "worker_fenced_generation",
+    file: WORKERS,
+    search: "      and f.compile_generation is distinct from w.flow_generation",
+    replace: "      and false",
+    guards: ["tests/sql/fencing_test.ts"],
+    why: "a recompile would not fence the workers of the older compile",
+  },
+  {
+    id: "track_worker_function_keeps_pause",
+    file: WORKERS,
+    search: "  on conflict (function_name) do update set updated_at = now()",
+    replace: "  on conflict (function_name) do update set updated_at = now(), " +
+      "restart_paused_at = null, pause_reason = null",
+    guards: ["tests/sql/start_tasks_test.ts"],
+    why: "every startWorker outside Edge would lift the restart pause a fatal claim set",
+  },
+  {
+    id: "heartbeat_names_cancelled",
+    file: RUN_CONTROL,
+    search: "    where not (t.status is not distinct from 'started'",
+    replace: "    where not (true",
+    guards: ["tests/sql/run_control_test.ts"],
+    why: "a handler of a cancelled run would not be aborted at the next heartbeat",
+  },
+  {
+    id: "lock_order",
+    file: SERVER_COST,
+    search: "    order by ss.run_id, ss.step_slug\n",
+    replace: "    order by ss.run_id desc, ss.step_slug\n",
+    guards: ["tests/sql/lock_run_steps_test.ts"],
+    why: "step states would be locked against the documented (run, slug) order: deadlocks",
+  },
+  {
+    id: "requeue_stall_margin",
+    file: RETRY_POLICY,
+    // Both the candidate filter and the per-task recheck of requeue_stalled_tasks add the margin,
+    // so it is removed where they both read it.
+    search: "as $$ select 30 $$;",
+    replace: "as $$ select 0 $$;",
+    guards: ["tests/sql/requeue_stalled_tasks_test.ts"],
+    why: "a task would be requeued as stalled at its timeout, without the 30 s margin, while " +
+      "its worker may still report",
+  },
+  {
+    id: "backoff_cap",
+    file: RETRY_POLICY,
+    search: "    sluice.max_retry_delay_seconds()::double precision,",
+    replace: "    2147483647::double precision,",
+    guards: ["tests/sql/fail_task_test.ts"],
+    why: "retry delays would grow past the 24 h cap (and overflow)",
+  },
+  {
+    id: "cancel_archives_messages",
+    file: WAITS,
+    search: "    cross join lateral pgmq.archive(q.queue_name, q.ids) as a(id)",
+    replace: "    cross join lateral unnest(q.ids) as a(id)",
+    guards: ["tests/sql/run_control_test.ts"],
+    why: "a cancelled run's messages would stay on the queue and come back after a retry delay",
+  },
+  {
+    id: "schedule_tick_unique",
+    file: SCHEDULES,
+    search: "      if v_inserted then",
+    replace: "      if v_inserted is not false then",
+    guards: ["tests/sql/schedules_test.ts"],
+    why: "a tick already fired (its tick row exists) would start a second run",
+  },
+  {
+    id: "schedule_next_due_cas",
+    file: SCHEDULES,
+    search: "    where s.schedule_name = g.schedule_name and s.advanced_at = g.advanced_at",
+    replace: "    where s.schedule_name = g.schedule_name",
+    guards: ["tests/sql/schedules_test.ts"],
+    why: "a late heartbeat's due time, computed from an older state, would be stored",
+  },
+  {
+    id: "signal_duplicate_once",
+    file: WAITS,
+    search: "  on conflict on constraint signals_pkey do nothing;\n  if not found then\n",
+    replace: "  on conflict on constraint signals_pkey do nothing;\n  if false then\n",
+    guards: ["tests/worker/waits_test.ts"],
+    why: "a signal sent twice with the same id would be reported sent again, not a duplicate",
+  },
+  {
+    id: "earliest_signal",
+    file: WAITS,
+    search: "  order by s.sent_at, s.signal_id\n",
+    replace: "  order by s.sent_at desc, s.signal_id\n",
+    guards: ["tests/worker/waits_test.ts"],
+    why: "a wait would complete with the latest kept signal, not the documented earliest",
+  },
+  {
+    id: "sleep_due_early",
+    file: WAITS,
+    search: "    v_until := coalesce(now() + make_interval(secs => v_state.wait_seconds), " +
+      "v_state.wait_until);",
+    replace: "    v_until := coalesce(now() + make_interval(secs => v_state.wait_seconds - 30), " +
+      "v_state.wait_until);",
+    guards: ["tests/worker/waits_test.ts"],
+    why: "a sleep would be released 30 s before its due time",
+  },
+  {
+    id: "release_due_waits_boundary",
+    file: WAITS,
+    search: "    where ss.status = 'waiting' and ss.wait_until <= now()\n",
+    replace: "    where ss.status = 'waiting' and ss.wait_until < now()\n",
+    guards: ["tests/worker/waits_test.ts"],
+    why: "a wait due at the sweep's instant would be left for a later sweep",
+  },
+  {
+    id: "progress_dedupe",
+    file: "src/events/run_event_feed.ts",
+    search: "        if (step.stage !== 1 || done <= step.done) return false;",
+    replace: "        if (step.stage !== 1 || done < step.done) return false;",
+    guards: ["tests/events/run_event_feed_test.ts"],
+    why: "watchRun() would pass on a repeated step:progress with the same count",
+  },
+  {
+    id: "queue_name_hyphen",
+    file: QUEUE_NAMES,
+    search: "    and queue_name ~ '^[a-z0-9_]+$'",
+    replace: "    and queue_name ~ '^[a-z0-9_-]+$'",
+    guards: ["tests/dsl/queue_name_agreement_test.ts"],
+    why: "SQL would admit a queue name with '-' that TypeScript refuses",
+  },
+  {
+    id: "queue_name_length",
+    file: QUEUE_NAMES,
+    search: "    and octet_length(queue_name) <= sluice.max_queue_name_length()\n",
+    replace: "    and octet_length(queue_name) <= sluice.max_queue_name_length() + 1\n",
+    guards: ["tests/dsl/queue_name_agreement_test.ts"],
+    why: "a 48-byte queue name would be admitted, whose PGMQ table names can truncate",
+  },
+];
