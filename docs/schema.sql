@@ -18,6 +18,7 @@ CREATE SCHEMA sluice;
 
 CREATE FUNCTION sluice.activate_alias(alias text, flow_slug text, expected_generation bigint, force boolean DEFAULT false, activated_by text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_alias text := activate_alias.alias;
@@ -143,6 +144,7 @@ $$;
 
 CREATE FUNCTION sluice.archive_messages(queue_names text[], message_ids bigint[]) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_queue text;
@@ -170,6 +172,7 @@ $$;
 
 CREATE FUNCTION sluice.archive_messages(queue_name text, message_ids bigint[]) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_queue text := lower(archive_messages.queue_name);
@@ -215,6 +218,7 @@ $$;
 
 CREATE FUNCTION sluice.backoff_delay_seconds(base_delay integer, attempt integer) RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select least(
     sluice.max_retry_delay_seconds()::double precision,
@@ -228,6 +232,7 @@ $$;
 
 CREATE FUNCTION sluice.begin_wait(run_id uuid, flow_slug text, step_slug text, step_type text, deps_count integer, wait_options jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_state sluice.step_states;
@@ -296,6 +301,7 @@ $$;
 
 CREATE FUNCTION sluice.browser_error_message(message text) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select regexp_replace(
     regexp_replace(message, '\n[ \t]*at [^\n]*', '', 'g'),
@@ -308,6 +314,7 @@ $$;
 
 CREATE FUNCTION sluice.browser_event(event jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select case when jsonb_typeof(event -> 'errorMessage') = 'string'
     then jsonb_set(event, '{errorMessage}',
@@ -321,6 +328,7 @@ $$;
 
 CREATE FUNCTION sluice.cancel_run(run_id uuid, reason text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_tasks integer;
@@ -353,6 +361,7 @@ $$;
 
 CREATE FUNCTION sluice.cancel_run_set(run_ids uuid[], reason text) RETURNS TABLE(cancelled_run_id uuid, cancelled_tasks integer)
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_runs uuid[];
@@ -411,6 +420,7 @@ $$;
 
 CREATE FUNCTION sluice.cancel_runs(flow_slug text, reason text DEFAULT NULL::text, started_via text DEFAULT NULL::text, started_before timestamp with time zone DEFAULT NULL::timestamp with time zone, batch_size integer DEFAULT 500) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_ids uuid[];
@@ -460,6 +470,7 @@ $$;
 
 CREATE FUNCTION sluice.check_cancel_reason(reason text, what text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if reason is not null and char_length(reason) > sluice.max_cancel_reason_length() then
@@ -476,6 +487,7 @@ $$;
 
 CREATE FUNCTION sluice.check_enum(value jsonb, allowed text[], what text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if value is not null and (jsonb_typeof(value) <> 'string' or not (value #>> '{}' = any (allowed)))
@@ -492,6 +504,7 @@ $$;
 
 CREATE FUNCTION sluice.check_timeout(value jsonb, what text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if value is not null and value <> 'null'::jsonb and value::text::numeric > 2147483 then
@@ -507,6 +520,7 @@ $$;
 
 CREATE FUNCTION sluice.check_whole_number(value jsonb, minimum integer, what text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if value is null or value = 'null'::jsonb then
@@ -527,6 +541,7 @@ $$;
 
 CREATE FUNCTION sluice.claim_respawn(function_name text, seen_invoked_at timestamp with time zone) RETURNS boolean
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   with claimed as (
     update sluice.worker_functions wf
@@ -546,6 +561,7 @@ $$;
 
 CREATE FUNCTION sluice.clear_restart_pause(function_name text) RETURNS boolean
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   with cleared as (
     update sluice.worker_functions wf
@@ -563,6 +579,7 @@ $$;
 
 CREATE FUNCTION sluice.compile_generation(flow_slug text) RETURNS bigint
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select f.compile_generation from sluice.flows f where f.flow_slug = compile_generation.flow_slug
 $$;
@@ -573,6 +590,7 @@ $$;
 
 CREATE FUNCTION sluice.complete_step(run_id uuid, flow_slug text, step_slug text, output jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_map_step text;
@@ -617,6 +635,7 @@ $$;
 
 CREATE FUNCTION sluice.complete_task(run_id uuid, step_slug text, task_index integer, attempt integer, worker_id uuid, output jsonb) RETURNS text
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   -- PL/pgSQL, not SQL, so that the call is not parsed and planned again every time.
@@ -637,6 +656,7 @@ $$;
 
 CREATE FUNCTION sluice.complete_tasks(results jsonb) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 declare
   v_missing record;
@@ -845,6 +865,7 @@ $_$;
 
 CREATE FUNCTION sluice.create_flow(definition jsonb, shape jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text := definition ->> 'flow_slug';
@@ -917,6 +938,7 @@ $$;
 
 CREATE FUNCTION sluice.create_queue(flow_slug text, queue text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   perform pgmq.create(create_queue.queue);
@@ -932,6 +954,7 @@ $$;
 
 CREATE FUNCTION sluice.create_run(flow_slug text, started_via text, input jsonb, run_id uuid) RETURNS uuid
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text := create_run.flow_slug;
@@ -993,6 +1016,7 @@ $$;
 
 CREATE FUNCTION sluice.is_valid_slug(slug text) RETURNS boolean
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
   select slug is not null
     and slug ~ '^[A-Za-z][A-Za-z0-9_]*$'
@@ -1039,6 +1063,7 @@ COMMENT ON TABLE sluice.schedules IS 'Cron schedules of flow starts. Written by 
 
 CREATE FUNCTION sluice.create_schedule(schedule_name text, target_kind text, target text, input jsonb, cron text, timezone text, missed text, next_due_at timestamp with time zone, following_due_at timestamp with time zone, created_at timestamp with time zone DEFAULT clock_timestamp()) RETURNS sluice.schedules
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_row sluice.schedules;
@@ -1103,6 +1128,7 @@ $$;
 
 CREATE FUNCTION sluice.default_max_json_bytes() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 16 * 1024 * 1024 $$;
 
 --
@@ -1111,6 +1137,7 @@ CREATE FUNCTION sluice.default_max_json_bytes() RETURNS integer
 
 CREATE FUNCTION sluice.default_max_map_tasks() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 10000 $$;
 
 --
@@ -1119,6 +1146,7 @@ CREATE FUNCTION sluice.default_max_map_tasks() RETURNS integer
 
 CREATE FUNCTION sluice.definition_shape(definition jsonb) RETURNS jsonb
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select jsonb_build_object(
     'queue_mode', definition ->> 'queue_mode',
@@ -1149,6 +1177,7 @@ $$;
 
 CREATE FUNCTION sluice.delete_archived_messages(queue_names text[], message_ids bigint[]) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 declare
   v_queue text;
@@ -1252,6 +1281,7 @@ $$;
 
 CREATE FUNCTION sluice.delete_schedule(schedule_name text) RETURNS boolean
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   with deleted as (
     delete from sluice.schedules s where s.schedule_name = delete_schedule.schedule_name
@@ -1266,6 +1296,7 @@ $$;
 
 CREATE FUNCTION sluice.dependency_outputs(run_id uuid, flow_slug text, step_slug text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   return (
@@ -1286,6 +1317,7 @@ $$;
 
 CREATE FUNCTION sluice.deprecate_function_workers(function_names text[]) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_unknown text;
@@ -1326,6 +1358,7 @@ $$;
 
 CREATE FUNCTION sluice.derive_queue_name(queue_mode text, flow_slug text, step_slug text, step_index integer) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select case queue_mode
     when 'flow' then lower(flow_slug)
@@ -1339,6 +1372,7 @@ $$;
 
 CREATE FUNCTION sluice.drop_queue(flow_slug text, queue text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   perform pgmq.drop_queue(drop_queue.queue);
@@ -1433,6 +1467,7 @@ $$;
 
 CREATE FUNCTION sluice.exhaust_task(run_id uuid, step_slug text, task_index integer, error_message text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_task sluice.step_tasks;
@@ -1475,6 +1510,7 @@ $$;
 
 CREATE FUNCTION sluice.fail_run(run_id uuid, step_slug text, error_message text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   update sluice.runs r
@@ -1501,6 +1537,7 @@ $$;
 
 CREATE FUNCTION sluice.fail_task(run_id uuid, step_slug text, task_index integer, attempt integer, worker_id uuid, error text, retry_delay_seconds double precision DEFAULT NULL::double precision) RETURNS text
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_task sluice.step_tasks;
@@ -1590,11 +1627,31 @@ end;
 $$;
 
 --
+-- Name: finish_prune(timestamp with time zone, bigint); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.finish_prune(cutoff timestamp with time zone, runs bigint) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_workers integer;
+begin
+  with pruned as (
+    delete from sluice.workers w where w.stopped_at < finish_prune.cutoff returning 1
+  )
+  select count(*) into v_workers from pruned;
+  return jsonb_build_object('runs', finish_prune.runs, 'workers', v_workers);
+end;
+$$;
+
+--
 -- Name: finish_run_if_done(uuid); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
 CREATE FUNCTION sluice.finish_run_if_done(run_id uuid) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   update sluice.runs r
@@ -1621,6 +1678,7 @@ $$;
 
 CREATE FUNCTION sluice.fire_due_schedules(now timestamp with time zone DEFAULT clock_timestamp(), max_schedules integer DEFAULT 100) RETURNS TABLE(schedule_name text, cron text, timezone text, advanced_at timestamp with time zone, fired boolean)
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_schedule sluice.schedules;
@@ -1707,6 +1765,7 @@ $$;
 
 CREATE FUNCTION sluice.grant_access(grantee name) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   role_name text := quote_ident(grantee);
@@ -1744,6 +1803,7 @@ $$;
 
 CREATE FUNCTION sluice.heartbeat_worker(worker_id uuid) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_deprecated timestamptz;
@@ -1764,6 +1824,7 @@ $$;
 
 CREATE FUNCTION sluice.heartbeat_worker(worker_id uuid, tasks jsonb) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_result jsonb;
@@ -1799,6 +1860,7 @@ $$;
 
 CREATE FUNCTION sluice.is_valid_queue_name(queue_name text) RETURNS boolean
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
   select queue_name is not null
     and queue_name ~ '^[a-z0-9_]+$'
@@ -1811,6 +1873,7 @@ $_$;
 
 CREATE FUNCTION sluice.iso_instant(at timestamp with time zone) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
 
 --
@@ -1819,6 +1882,7 @@ CREATE FUNCTION sluice.iso_instant(at timestamp with time zone) RETURNS text
 
 CREATE FUNCTION sluice.lock_queue_names(shape jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_queue text;
@@ -1880,6 +1944,7 @@ WITH (fillfactor='60');
 CREATE FUNCTION sluice.lock_run_steps(run_ids uuid[], step_slugs text[], skip_locked_runs boolean) RETURNS SETOF sluice.step_states
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_runs uuid[];
@@ -1921,6 +1986,7 @@ $$;
 
 CREATE FUNCTION sluice.lock_signal_keys(keys text[]) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_id bigint;
@@ -1942,6 +2008,7 @@ $$;
 
 CREATE FUNCTION sluice.max_cancel_reason_length() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 1000 $$;
 
 --
@@ -1950,6 +2017,7 @@ CREATE FUNCTION sluice.max_cancel_reason_length() RETURNS integer
 
 CREATE FUNCTION sluice.max_event_bytes() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 7999 $$;
 
 --
@@ -1958,6 +2026,7 @@ CREATE FUNCTION sluice.max_event_bytes() RETURNS integer
 
 CREATE FUNCTION sluice.max_queue_name_length() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 47 $$;
 
 --
@@ -1966,6 +2035,7 @@ CREATE FUNCTION sluice.max_queue_name_length() RETURNS integer
 
 CREATE FUNCTION sluice.max_retry_delay_seconds() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 86400 $$;
 
 --
@@ -1974,6 +2044,7 @@ CREATE FUNCTION sluice.max_retry_delay_seconds() RETURNS integer
 
 CREATE FUNCTION sluice.max_signal_key_length() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 1000 $$;
 
 --
@@ -1982,6 +2053,7 @@ CREATE FUNCTION sluice.max_signal_key_length() RETURNS integer
 
 CREATE FUNCTION sluice.notify_queue(queue_name text) RETURNS void
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select pg_notify('sluice_queue_ready', notify_queue.queue_name) $$;
 
 --
@@ -1990,6 +2062,7 @@ CREATE FUNCTION sluice.notify_queue(queue_name text) RETURNS void
 
 CREATE FUNCTION sluice.pause_schedule(schedule_name text) RETURNS boolean
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_paused_at timestamptz;
@@ -2011,17 +2084,13 @@ end;
 $$;
 
 --
--- Name: prune_data_older_than(interval, integer, jsonb); Type: PROCEDURE; Schema: sluice; Owner: -
+-- Name: prune_cutoff(interval, integer); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
-CREATE PROCEDURE sluice.prune_data_older_than(IN retention interval, IN batch_size integer DEFAULT 1000, INOUT result jsonb DEFAULT NULL::jsonb)
+CREATE FUNCTION sluice.prune_cutoff(retention interval, batch_size integer) RETURNS timestamp with time zone
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-  v_cutoff timestamptz;
-  v_runs bigint := 0;
-  v_batch integer;
-  v_workers integer;
 begin
   if retention is null or retention < interval '0' then
     raise exception 'Cannot prune: retention must be a non-negative interval, got %',
@@ -2033,22 +2102,30 @@ begin
       coalesce(batch_size::text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
-  -- Fixed once: now() moves with every batch's transaction.
-  v_cutoff := now() - retention;
+  return now() - retention;
+end;
+$$;
 
+--
+-- Name: prune_data_older_than(interval, integer, jsonb); Type: PROCEDURE; Schema: sluice; Owner: -
+--
+
+CREATE PROCEDURE sluice.prune_data_older_than(IN retention interval, IN batch_size integer DEFAULT 1000, INOUT result jsonb DEFAULT NULL::jsonb)
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cutoff timestamptz;
+  v_runs bigint := 0;
+  v_batch integer;
+begin
+  v_cutoff := sluice.prune_cutoff(retention, batch_size);
   loop
     v_batch := sluice.prune_runs_batch(v_cutoff, batch_size);
     v_runs := v_runs + v_batch;
     commit;
     exit when v_batch < batch_size;
   end loop;
-
-  with pruned as (
-    delete from sluice.workers w where w.stopped_at < v_cutoff returning 1
-  )
-  select count(*) into v_workers from pruned;
-
-  result := jsonb_build_object('runs', v_runs, 'workers', v_workers);
+  result := sluice.finish_prune(v_cutoff, v_runs);
 end;
 $$;
 
@@ -2058,6 +2135,7 @@ $$;
 
 CREATE FUNCTION sluice.prune_runs_batch(cutoff timestamp with time zone, batch_size integer) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_runs uuid[];
@@ -2095,6 +2173,7 @@ $$;
 
 CREATE FUNCTION sluice.prune_worker_functions(idle_for interval) RETURNS text[]
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_names text[];
@@ -2131,6 +2210,7 @@ $$;
 
 CREATE FUNCTION sluice.queue_owner_error(action text, flow_slug text, queue text, cause text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_owner text;
@@ -2146,6 +2226,30 @@ begin
     using errcode = 'insufficient_privilege', detail = cause,
       hint = format('Run the sluice migrations as role "%s", the owner of extension pgmq', v_owner);
 end;
+$$;
+
+--
+-- Name: read_messages(text, integer, integer); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.read_messages(queue_name text, vt integer, qty integer) RETURNS SETOF pgmq.message_record
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select * from pgmq.read(read_messages.queue_name, read_messages.vt, read_messages.qty)
+$$;
+
+--
+-- Name: read_messages_with_poll(text, integer, integer, integer, integer); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.read_messages_with_poll(queue_name text, vt integer, qty integer, max_poll_seconds integer, poll_interval_ms integer) RETURNS SETOF pgmq.message_record
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select * from pgmq.read_with_poll(read_messages_with_poll.queue_name, read_messages_with_poll.vt,
+    read_messages_with_poll.qty, read_messages_with_poll.max_poll_seconds,
+    read_messages_with_poll.poll_interval_ms)
 $$;
 
 --
@@ -2169,6 +2273,7 @@ $$;
 
 CREATE FUNCTION sluice.recreate_flow(old_slug text, definition jsonb, shape jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_kept sluice.aliases[];
@@ -2195,6 +2300,7 @@ $$;
 
 CREATE FUNCTION sluice.refresh_runtime_options(definition jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text := definition ->> 'flow_slug';
@@ -2259,6 +2365,7 @@ $$;
 
 CREATE FUNCTION sluice.refuse_alias_history_change() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   raise exception 'Cannot % sluice.alias_history: the alias history is append-only', lower(tg_op)
@@ -2272,6 +2379,7 @@ $$;
 
 CREATE FUNCTION sluice.refuse_routed(definition jsonb) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if definition ->> 'queue_mode' = 'routed' then
@@ -2291,6 +2399,7 @@ $$;
 
 CREATE FUNCTION sluice.register_worker(worker_id uuid, function_name text, queue_name text, flow_slug text, step_slug text DEFAULT NULL::text, flow_generation bigint DEFAULT NULL::bigint) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if not exists (
@@ -2320,6 +2429,7 @@ $$;
 
 CREATE FUNCTION sluice.reject_task_identity_change() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if new.flow_slug is distinct from old.flow_slug
@@ -2342,6 +2452,7 @@ $$;
 
 CREATE FUNCTION sluice.release_due_waits(batch_size integer DEFAULT 100) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run_ids uuid[];
@@ -2404,6 +2515,7 @@ $$;
 
 CREATE FUNCTION sluice.requeue_stalled_tasks() RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_candidate record;
@@ -2474,6 +2586,7 @@ $$;
 
 CREATE FUNCTION sluice.resume_schedule(schedule_name text, next_due_at timestamp with time zone, following_due_at timestamp with time zone, resumed_at timestamp with time zone DEFAULT clock_timestamp()) RETURNS boolean
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_paused_at timestamptz;
@@ -2508,6 +2621,7 @@ $$;
 
 CREATE FUNCTION sluice.retry_run(run_id uuid, force boolean DEFAULT false) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run sluice.runs;
@@ -2640,6 +2754,7 @@ $$;
 
 CREATE FUNCTION sluice.run_channel(run_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 'sluice_run_' || replace(run_id::text, '-', '') $$;
 
 --
@@ -2694,6 +2809,7 @@ COMMENT ON COLUMN sluice.runs.retried_by IS 'The database role (current_user) th
 
 CREATE FUNCTION sluice.run_event(r sluice.runs, status text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   return case status
@@ -2722,6 +2838,7 @@ $$;
 
 CREATE FUNCTION sluice.run_events(run_id uuid) RETURNS jsonb
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select jsonb_agg(e.event order by e.last, e.at, e.step_index, e.stage)
   from sluice.runs r
@@ -2763,6 +2880,7 @@ $$;
 
 CREATE FUNCTION sluice.run_topic(run_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 'sluice:run:' || run_id::text $$;
 
 --
@@ -2771,6 +2889,7 @@ CREATE FUNCTION sluice.run_topic(run_id uuid) RETURNS text
 
 CREATE FUNCTION sluice.schedule_ticks_kept() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 1000 $$;
 
 --
@@ -2779,6 +2898,7 @@ CREATE FUNCTION sluice.schedule_ticks_kept() RETURNS integer
 
 CREATE FUNCTION sluice.send_run_event(run_id uuid, event jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_omitted jsonb;
@@ -2822,6 +2942,7 @@ $$;
 
 CREATE FUNCTION sluice.send_run_status_event() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if tg_op = 'UPDATE' and new.status = 'started' then
@@ -2840,6 +2961,7 @@ $$;
 
 CREATE FUNCTION sluice.send_signal(key text, payload jsonb, signal_id text) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_existing sluice.signals;
@@ -2915,6 +3037,7 @@ $$;
 
 CREATE FUNCTION sluice.send_step_progress_event() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_events boolean;
@@ -2940,6 +3063,7 @@ $$;
 
 CREATE FUNCTION sluice.send_step_status_event() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if new.status = 'created' then
@@ -2958,6 +3082,7 @@ $$;
 
 CREATE FUNCTION sluice.set_schedule_next_due(due jsonb) RETURNS integer
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   with given as (
     select d.schedule_name, d.advanced_at, d.next_due_at, d.following_due_at
@@ -2984,6 +3109,7 @@ $$;
 
 CREATE FUNCTION sluice.set_worker_functions_enabled(settings jsonb) RETURNS TABLE(function_name text, was_tracked boolean, previous_enabled boolean, enabled boolean)
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 declare
@@ -3036,6 +3162,7 @@ $$;
 
 CREATE FUNCTION sluice.shape_differences(stored jsonb, proposed jsonb) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_out text[] := '{}';
@@ -3078,6 +3205,7 @@ $$;
 
 CREATE FUNCTION sluice.skip_steps(run_id uuid, flow_slug text, step_slug text, skip_reason text, cascade_dependents boolean) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_skipped text[];
@@ -3135,6 +3263,7 @@ $$;
 
 CREATE FUNCTION sluice.stall_margin_seconds() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 30 $$;
 
 --
@@ -3143,6 +3272,7 @@ CREATE FUNCTION sluice.stall_margin_seconds() RETURNS integer
 
 CREATE FUNCTION sluice.start_flow(flow_ref text, input jsonb, run_id uuid DEFAULT NULL::uuid) RETURNS uuid
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text;
@@ -3166,6 +3296,7 @@ $$;
 
 CREATE FUNCTION sluice.start_flow_version(flow_slug text, input jsonb, run_id uuid DEFAULT NULL::uuid) RETURNS uuid
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if not exists (
@@ -3186,6 +3317,7 @@ $$;
 
 CREATE FUNCTION sluice.start_ready_steps(run_id uuid) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run_input jsonb;
@@ -3357,6 +3489,7 @@ $$;
 CREATE FUNCTION sluice.start_tasks(queue_name text, message_ids bigint[], worker_id uuid, supported jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 declare
   v_queue text := lower(start_tasks.queue_name);
@@ -3597,6 +3730,7 @@ $_$;
 
 CREATE FUNCTION sluice.step_event(ss sluice.step_states, status text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   return case status
@@ -3624,6 +3758,7 @@ $$;
 
 CREATE FUNCTION sluice.step_progress_event(ss sluice.step_states, at timestamp with time zone) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   return jsonb_build_object('type', 'step:progress', 'runId', ss.run_id,
@@ -3638,6 +3773,7 @@ $$;
 
 CREATE FUNCTION sluice.step_queue_name(flow_slug text, step_slug text, step_index integer) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_readable text := lower(flow_slug || '__' || step_slug);
@@ -3662,6 +3798,7 @@ $$;
 
 CREATE FUNCTION sluice.stop_worker(worker_id uuid) RETURNS void
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   update sluice.workers w set stopped_at = coalesce(w.stopped_at, now())
   where w.worker_id = stop_worker.worker_id
@@ -3673,6 +3810,7 @@ $$;
 
 CREATE FUNCTION sluice.store_wait_parameters(run_id uuid, flow_slug text, step_slug text, waits jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_wait record;
@@ -3732,6 +3870,7 @@ $$;
 
 CREATE FUNCTION sluice.stored_shape(flow_slug text) RETURNS jsonb
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select jsonb_build_object(
     'queue_mode', f.queue_mode,
@@ -3764,6 +3903,7 @@ $$;
 
 CREATE FUNCTION sluice.terminate_tasks(run_id uuid, step_slugs text[], new_status text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_queues text[];
@@ -3808,6 +3948,7 @@ CREATE TABLE sluice.worker_functions (
 
 CREATE FUNCTION sluice.track_worker_function(function_name text) RETURNS sluice.worker_functions
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   insert into sluice.worker_functions as wf (function_name)
   values (track_worker_function.function_name)
@@ -3821,6 +3962,7 @@ $$;
 
 CREATE FUNCTION sluice.try_uuid(value text) RETURNS uuid
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   return value::uuid;
@@ -3835,6 +3977,7 @@ $$;
 
 CREATE FUNCTION sluice.validate_definition(definition jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text := definition ->> 'flow_slug';
@@ -3998,6 +4141,7 @@ $$;
 
 CREATE FUNCTION sluice.validate_routes(definition jsonb, shape jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text := definition ->> 'flow_slug';
@@ -4089,6 +4233,7 @@ $$;
 
 CREATE FUNCTION sluice.validate_wait_step(flow_slug text, step jsonb, earlier_slugs text[], earlier_types text[]) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_slug text := step ->> 'step_slug';
@@ -4142,6 +4287,7 @@ $$;
 
 CREATE FUNCTION sluice.wait_options(step jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select case step ->> 'step_type'
     when 'sleep' then '{}'::jsonb
@@ -4158,6 +4304,7 @@ $$;
 
 CREATE FUNCTION sluice.worker_fenced(worker_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select exists (
     select 1 from sluice.workers w
@@ -4174,6 +4321,7 @@ $$;
 
 CREATE FUNCTION sluice.worker_heartbeat_ttl() RETURNS interval
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select interval '30 seconds' $$;
 
 --
