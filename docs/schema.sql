@@ -940,11 +940,45 @@ CREATE FUNCTION sluice.create_queue(flow_slug text, queue text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v_name text;
+  v_owner text;
 begin
-  perform pgmq.create(create_queue.queue);
-exception when insufficient_privilege then
-  perform sluice.queue_owner_error('compile', create_queue.flow_slug, create_queue.queue, sqlerrm);
-  raise;
+  foreach v_name in array array['q_' || lower(create_queue.queue), 'a_' || lower(create_queue.queue)]
+  loop
+    select c.relowner::regrole::text into v_owner
+    from pg_class c
+    where c.relnamespace = 'pgmq'::regnamespace and c.relname = v_name;
+    if v_owner is not null and not exists (
+      select 1 from pgmq.meta m where lower(m.queue_name) = lower(create_queue.queue)
+    ) then
+      raise exception 'Cannot compile flow "%": queue "%" cannot be created: table pgmq.% already exists (owned by role "%") but PGMQ''s registry pgmq.meta has no queue "%"; sluice never adopts a table it did not create',
+        create_queue.flow_slug, create_queue.queue, v_name, v_owner, create_queue.queue
+        using errcode = 'duplicate_table',
+          hint = format('Find out whose table pgmq.%s is and drop it, or deploy the flow under another slug', v_name);
+    end if;
+  end loop;
+
+  begin
+    perform pgmq.create(create_queue.queue);
+  exception when insufficient_privilege then
+    perform sluice.queue_owner_error('compile', create_queue.flow_slug, create_queue.queue, sqlerrm);
+    raise;
+  end;
+
+  foreach v_name in array array['q_' || lower(create_queue.queue), 'a_' || lower(create_queue.queue)]
+  loop
+    select c.relowner::regrole::text into v_owner
+    from pg_class c
+    where c.relnamespace = 'pgmq'::regnamespace and c.relname = v_name;
+    if v_owner is distinct from current_user::text then
+      raise exception 'Cannot compile flow "%": queue "%" cannot be used: its table pgmq.% is owned by role "%", not by role "%", which owns sluice''s functions; sluice never uses a queue table another role can alter',
+        create_queue.flow_slug, create_queue.queue, v_name, coalesce(v_owner, '(none)'), current_user
+        using errcode = 'insufficient_privilege',
+          hint = format('Find out whose table pgmq.%s is and drop it, or deploy the flow under another slug', v_name);
+    end if;
+  end loop;
+  perform sluice.restrict_queue_tables(create_queue.queue);
 end;
 $$;
 
@@ -1792,6 +1826,7 @@ begin
   -- by a grantee would make delete_flow_and_data drop a queue that is not its flow's.
   execute format('revoke insert, update, delete, truncate on sluice.queues, pgmq.meta from %s',
     role_name);
+  perform sluice.restrict_queue_tables(q.queue_name) from sluice.queues q;
   -- Granting stays with the owner.
   execute format('revoke execute on function sluice.grant_access(name) from %s', role_name);
 end;
@@ -2577,6 +2612,37 @@ begin
     v_handled := v_handled + 1;
   end loop;
   return v_handled;
+end;
+$$;
+
+--
+-- Name: restrict_queue_tables(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.restrict_queue_tables(queue text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_table regclass;
+  v_grantee text;
+begin
+  foreach v_table in array array[
+    to_regclass(format('pgmq.%I', 'q_' || lower(restrict_queue_tables.queue))),
+    to_regclass(format('pgmq.%I', 'a_' || lower(restrict_queue_tables.queue)))
+  ] loop
+    continue when v_table is null;
+    for v_grantee in
+      select distinct case when a.grantee = 0 then 'public' else a.grantee::regrole::text end
+      from pg_class c
+      cross join lateral aclexplode(c.relacl) a
+      where c.oid = v_table
+        and a.grantee <> c.relowner
+        and a.privilege_type in ('TRIGGER', 'REFERENCES')
+    loop
+      execute format('revoke trigger, references on table %s from %s', v_table, v_grantee);
+    end loop;
+  end loop;
 end;
 $$;
 
