@@ -199,7 +199,7 @@ async function verifyLedger(sql: Sql, files: MigrationFile[]): Promise<Set<strin
       const checksums = adopted.map((f) => f.checksum);
       await tx`
         update sluice_migrations.applied a set checksum = f.checksum
-        from pg_catalog.unnest(${names}::text[], ${checksums}::text[]) as f(file, checksum)
+        from unnest(${names}::text[], ${checksums}::text[]) as f(file, checksum)
         where a.file = f.file and a.checksum is null
       `;
     }
