@@ -2639,8 +2639,11 @@ begin
       where c.oid = v_table
         and a.grantee <> c.relowner
         and a.privilege_type in ('TRIGGER', 'REFERENCES')
+      order by 1
     loop
-      execute format('revoke trigger, references on table %s from %s', v_table, v_grantee);
+      -- cascade: also what a holder of the grant option passed on, which the owner's revoke
+      -- from that holder would otherwise refuse to leave behind.
+      execute format('revoke trigger, references on table %s from %s cascade', v_table, v_grantee);
     end loop;
   end loop;
 end;

@@ -41,12 +41,23 @@ async function extending(sql: Sql, role: string, table: string): Promise<string[
 Deno.test("TRIGGER and REFERENCES that Supabase Queues' style grants give on queue tables are taken back: by grant_access for queues that exist, by compilation for new ones", async () => {
   await using db = await freshDatabase();
   const grantee = await grantedRole(db);
+  const passedTo = `sluice_zz_${crypto.randomUUID().slice(0, 8)}`;
+  await db.sql.unsafe(`create role ${passedTo} nologin`);
   try {
-    // As Supabase Queues' "expose queues" does, run by the owner of sluice's objects.
+    // As Supabase Queues' "expose queues" does, run by the owner of sluice's objects; with the
+    // grant option, so the grantee passes TRIGGER on to PUBLIC itself.
     await db.sql.unsafe(`
       grant usage on schema pgmq to ${grantee.name};
-      alter default privileges in schema pgmq grant all on tables to ${grantee.name};`);
+      alter default privileges in schema pgmq grant all on tables to ${grantee.name}
+        with grant option;`);
     await compileFlow(db.sql, { slug: "before_grant", steps: [{ slug: "only" }] });
+    // Its grant on the tables that exist (compilation restricted them as it created them), as
+    // on a database that had the queue before this fix; passed on to a role whose name sorts
+    // after the grantee's, and to PUBLIC.
+    await db.sql.unsafe(
+      `grant all on all tables in schema pgmq to ${grantee.name} with grant option`,
+    );
+    await grantee.sql.unsafe(`grant trigger on pgmq.q_before_grant to public, ${passedTo}`);
     await db.sql`select sluice.grant_access(${grantee.name})`;
     // Supabase lets service_role create in public; a trigger function could live there.
     await db.sql.unsafe(`grant create on schema public to ${grantee.name}`);
@@ -54,7 +65,9 @@ Deno.test("TRIGGER and REFERENCES that Supabase Queues' style grants give on que
     const held: string[] = [];
     for (const queue of ["before_grant", "after_grant"]) {
       for (const prefix of ["q", "a"]) {
-        held.push(...await extending(db.sql, grantee.name, `pgmq.${prefix}_${queue}`));
+        for (const role of [grantee.name, passedTo, "public"]) {
+          held.push(...await extending(db.sql, role, `pgmq.${prefix}_${queue}`));
+        }
       }
     }
     assert.deepEqual(held, []);
@@ -83,6 +96,8 @@ Deno.test("TRIGGER and REFERENCES that Supabase Queues' style grants give on que
     assert.equal(messages, 1);
   } finally {
     await grantee.drop();
+    await db.sql.unsafe(`drop owned by ${passedTo}`);
+    await db.sql.unsafe(`drop role ${passedTo}`);
   }
 });
 
