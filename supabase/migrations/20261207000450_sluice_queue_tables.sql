@@ -7,8 +7,9 @@
 --    referencing a queue table puts its RI triggers on it and blocks the queue's drop. Now every
 --    queue table sluice creates loses TRIGGER and REFERENCES for every role but its owner at
 --    creation (sluice.create_queue), grant_access takes them from every sluice queue table, and
---    this migration takes them from the queue tables that exist. SELECT, INSERT, UPDATE and DELETE
---    stay as granted.
+--    this migration takes them from the queue tables that exist (and names, in a WARNING, each
+--    trigger on one whose function another role owns: revoking leaves it). SELECT, INSERT, UPDATE
+--    and DELETE stay as granted.
 -- 2. Pre-made tables. A role with CREATE on schema pgmq could create pgmq.q_<queue> before any
 --    flow used the name; compilation checked only pgmq.meta, and PGMQ's `create table if not
 --    exists` adopted the table, its owner and triggers included. Now sluice.create_queue refuses a
@@ -145,5 +146,30 @@ end;
 $$;
 
 select sluice.restrict_queue_tables(q.queue_name) from sluice.queues q;
+
+-- Revoking TRIGGER leaves a trigger made before in place. One whose function another role owns
+-- is what a grantee would have left there: name each, for the migrating role to decide.
+do $$
+declare
+  v_trigger record;
+begin
+  for v_trigger in
+    select c.oid::regclass::text as table_name, t.tgname, p.proowner::regrole::text as owner
+    from sluice.queues q
+    join pg_class c
+      on c.relnamespace = 'pgmq'::regnamespace
+      and c.relname in ('q_' || q.queue_name, 'a_' || q.queue_name)
+    join pg_trigger t on t.tgrelid = c.oid and not t.tgisinternal
+    join pg_proc p on p.oid = t.tgfoid
+    where p.proowner <> c.relowner
+    order by 1, 2
+  loop
+    raise warning 'Queue table % has trigger "%", whose function role "%" owns: it runs as whoever writes the queue, sluice''s security definer functions included',
+      v_trigger.table_name, v_trigger.tgname, v_trigger.owner
+      using hint = format('Drop it unless you trust role "%s": drop trigger %I on %s',
+        v_trigger.owner, v_trigger.tgname, v_trigger.table_name);
+  end loop;
+end;
+$$;
 
 revoke all on all routines in schema sluice from public;

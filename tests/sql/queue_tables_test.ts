@@ -3,6 +3,7 @@
 // compilation take it back, and a queue table a role made in advance is refused, not adopted.
 import assert from "node:assert/strict";
 import postgres, { type Sql } from "postgres";
+import { migrate, MIGRATIONS_DIRECTORY } from "../../src/ops/migrate.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { compileFlow, startFlow } from "./_fixtures.ts";
 
@@ -20,7 +21,7 @@ async function grantedRole(
     sql,
     async drop() {
       await sql.end();
-      await db.sql.unsafe(`drop owned by ${name}`);
+      await db.sql.unsafe(`drop owned by ${name} cascade`);
       await db.sql.unsafe(`drop role ${name}`);
     },
   };
@@ -143,5 +144,49 @@ Deno.test("a queue table a role created in advance in pgmq is refused by compila
     }
   } finally {
     await grantee.drop();
+  }
+});
+
+Deno.test("the migration names a trigger another role's function put on a queue table before it: revoking TRIGGER leaves the trigger", async () => {
+  await using db = await freshDatabase({ empty: true });
+  // The migrations before this fix, from a directory of their own.
+  const before = await Deno.makeTempDir({ prefix: "sluice_before_queue_tables_" });
+  const grantee = await grantedRole(db);
+  try {
+    for await (const entry of Deno.readDir(MIGRATIONS_DIRECTORY)) {
+      if (entry.name.endsWith(".sql") && entry.name < "20261207000450") {
+        await Deno.copyFile(new URL(entry.name, MIGRATIONS_DIRECTORY), `${before}/${entry.name}`);
+      }
+    }
+    await migrate(db.sql, { directory: before });
+    await compileFlow(db.sql, { slug: "legacy", steps: [{ slug: "only" }] });
+    await db.sql.unsafe(`
+      grant usage on schema pgmq to ${grantee.name};
+      grant trigger on pgmq.q_legacy to ${grantee.name};
+      grant create on schema public to ${grantee.name};`);
+    await grantee.sql.unsafe(`
+      create function public.hijack() returns trigger language plpgsql as $$
+      begin return new; end $$;
+      create trigger hijack after insert on pgmq.q_legacy
+      for each row execute function public.hijack();`);
+
+    const notices: string[] = [];
+    const notified = postgres(db.url, {
+      max: 1,
+      onnotice: (notice) => notices.push(`${notice.severity}: ${notice.message}`),
+    });
+    try {
+      const { applied } = await migrate(notified);
+      assert.deepEqual(applied, ["20261207000450_sluice_queue_tables.sql"]);
+    } finally {
+      await notified.end();
+    }
+    assert.deepEqual(notices.filter((notice) => notice.includes("pgmq.q_legacy")), [
+      `WARNING: Queue table pgmq.q_legacy has trigger "hijack", whose function role "${grantee.name}" owns: it runs as whoever writes the queue, sluice's security definer functions included`,
+    ]);
+    assert.deepEqual(await extending(db.sql, grantee.name, "pgmq.q_legacy"), []);
+  } finally {
+    await grantee.drop();
+    await Deno.remove(before, { recursive: true });
   }
 });
