@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { PendingQuery, Sql } from "./postgres.ts";
 import {
   inline,
   integer,
@@ -167,6 +167,28 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
   } finally {
     args.signal?.removeEventListener("abort", cancel);
   }
+}
+
+/**
+ * Waits in the database, for at most `maxSeconds` and checking every `intervalMs`, until one of
+ * `queues` has a visible message (`sluice.wait_for_messages`); resolves the queues that have one
+ * (none when the time ran out). The statement is returned unawaited so that its caller can cancel
+ * it: only ever on a connection of its own, since a cancel request ends whatever statement its
+ * backend runs at that moment.
+ */
+export function waitForMessages(
+  sql: Sql,
+  queues: readonly string[],
+  maxSeconds: number,
+  intervalMs: number,
+): PendingQuery<{ ready: string[] }[]> {
+  return simpleQuery<{ ready: string[] }[]>(
+    sql,
+    // As JSON: a session client fetches no array types, so a text[] would come back unparsed.
+    inline`select to_jsonb(sluice.wait_for_messages(
+      array(select jsonb_array_elements_text(${jsonb([...queues])})),
+      ${integer(maxSeconds)}, ${integer(intervalMs)})) as ready`,
+  );
 }
 
 /** The worker function row, as far as the worker cares. */

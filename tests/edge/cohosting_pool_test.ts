@@ -1,0 +1,153 @@
+// Co-hosted workers without LISTEN (what Supabase's transaction pooler needs) on the default pool
+// of 4 (issue 45): six step workers in one function complete runs and shut down within their
+// grace period, reporting the result a handler finished during the shutdown; directly and behind
+// a real PgBouncer in transaction mode. A step that meets unsupported work stops the whole
+// function, its neighbours included.
+import assert from "node:assert/strict";
+import { startFlow } from "../../src/client/start_flow.ts";
+import { waitForRun } from "../../src/client/wait_for_run.ts";
+import { Flow } from "../../src/dsl/flow.ts";
+import { withStepQueues } from "../../src/dsl/step_queues.ts";
+import { serveWorkers, type ServeWorkersOptions } from "../../src/edge/mod.ts";
+import { freshDatabase, type TestDatabase } from "../_db.ts";
+import { call, latch, LogCapture, SECRET, waitUntil } from "./_helpers.ts";
+import { pgBouncerBinary, startPgBouncer } from "./_pgbouncer.ts";
+
+const FUNCTION = "office-pooled";
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Six chained steps in one function; `s6` holds the runs whose input says so until `gate`. */
+function sixSteps(gate: Promise<void>, holding: () => void) {
+  return withStepQueues(
+    new Flow<{ n: number; hold?: boolean }>({ slug: "pooled_six" })
+      .step({ slug: "s1" }, (input) => input.n)
+      .step({ slug: "s2", dependsOn: ["s1"] }, (deps) => deps.s1 + 1)
+      .step({ slug: "s3", dependsOn: ["s2"] }, (deps) => deps.s2 + 1)
+      .step({ slug: "s4", dependsOn: ["s3"] }, (deps) => deps.s3 + 1)
+      .step({ slug: "s5", dependsOn: ["s4"] }, (deps) => deps.s4 + 1)
+      .step({ slug: "s6", dependsOn: ["s5"] }, async (deps, ctx) => {
+        if (ctx.flowInput.hold) {
+          holding();
+          await gate;
+        }
+        return deps.s5 + 1;
+      }),
+    {
+      functions: {
+        s1: FUNCTION,
+        s2: FUNCTION,
+        s3: FUNCTION,
+        s4: FUNCTION,
+        s5: FUNCTION,
+        s6: FUNCTION,
+      },
+    },
+  );
+}
+
+function options(url: string, logs: LogCapture): ServeWorkersOptions {
+  return {
+    functionName: FUNCTION,
+    connectionString: url,
+    listen: false,
+    secret: SECRET,
+    env: {},
+    hostname: "127.0.0.1",
+    port: 0,
+    onListen: () => {},
+    handleSignals: false,
+    heartbeatIntervalMs: 200,
+    pollIntervalMs: 100,
+    shutdownGraceMs: SHUTDOWN_GRACE_MS,
+    logLevel: "debug",
+    logger: logs.sink,
+  };
+}
+
+/** Resolves `true` when `promise` settles within `ms`, `false` otherwise. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: number | undefined;
+  const expired = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), ms));
+  try {
+    return await Promise.race([promise.then(() => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function sixStepsWithoutListen(db: TestDatabase, workerUrl: string): Promise<void> {
+  const logs = new LogCapture();
+  const gate = latch();
+  const holding = latch();
+  const flow = sixSteps(gate.promise, holding.resolve);
+  const served = serveWorkers([flow], options(workerUrl, logs));
+  let shutdown: Promise<void> | undefined;
+  try {
+    const { body } = await call(new URL(`http://127.0.0.1:${served.addr.port}/`));
+    assert.equal(body.status, "running", JSON.stringify(body));
+    assert.equal(body.workers?.length, 6);
+
+    const runIds = await Promise.all([1, 2, 3].map((n) => startFlow(db.sql, flow, { n })));
+    for (const [i, runId] of runIds.entries()) {
+      const output = await waitForRun(db.sql, runId, { timeoutMs: 60_000, flow, listen: false });
+      assert.equal(output.s6, i + 1 + 5);
+    }
+
+    // A handler still runs as the function shuts down: its result must be reported.
+    const held = await startFlow(db.sql, flow, { n: 10, hold: true });
+    await holding.promise;
+    shutdown = served.shutdown();
+    await waitUntil(
+      () => logs.find("info", "worker stopping").length === 6,
+      "every worker to begin stopping",
+    );
+    gate.resolve();
+    assert.ok(
+      await settlesWithin(shutdown, SHUTDOWN_GRACE_MS + 5000),
+      "the shutdown did not finish within its grace period",
+    );
+    const [row] = await db.sql`
+      select r.status, t.status as task_status, t.output from sluice.runs r
+      join sluice.step_tasks t on t.run_id = r.run_id and t.step_slug = 's6'
+      where r.run_id = ${held}`;
+    assert.deepEqual({ ...row }, { status: "completed", task_status: "completed", output: 15 });
+    const [{ live }] = await db.sql`
+      select count(*) filter (where stopped_at is null)::int as live from sluice.workers`;
+    assert.equal(live, 0);
+    assert.deepEqual(
+      logs.find("error").map((record) => record.message),
+      [],
+      "errors were logged",
+    );
+  } finally {
+    gate.resolve();
+    await (shutdown ?? served.shutdown());
+  }
+}
+
+Deno.test("six co-hosted steps without LISTEN on a pool of 4 complete runs and shut down within the grace period, reporting a result finished during shutdown", async () => {
+  await using db = await freshDatabase();
+  await sixStepsWithoutListen(db, db.url);
+});
+
+Deno.test({
+  name:
+    "six co-hosted steps without LISTEN behind PgBouncer in transaction mode complete runs and shut down within the grace period",
+  ignore: !pgBouncerAvailable(),
+  async fn() {
+    await using db = await freshDatabase();
+    await using bouncer = await startPgBouncer(db.url);
+    await sixStepsWithoutListen(db, bouncer.url);
+  },
+});
+
+function pgBouncerAvailable(): boolean {
+  const found = pgBouncerBinary() !== null;
+  if (!found) {
+    console.warn(
+      "skipping the PgBouncer test: no pgbouncer binary on PATH or in /usr/sbin " +
+        "(scripts/setup.sh installs it with apt-get as root)",
+    );
+  }
+  return found;
+}
