@@ -1,8 +1,10 @@
-// Co-hosted workers without LISTEN (what Supabase's transaction pooler needs) on the default pool
-// of 4 (issue 45): six step workers in one function complete runs and shut down within their
-// grace period, reporting the result a handler finished during the shutdown; directly and behind
-// a real PgBouncer in transaction mode. A step that meets unsupported work stops the whole
-// function, its neighbours included.
+// Co-hosted workers without LISTEN (what Supabase's transaction pooler needs), issue 45: six step
+// workers in one function on the default pool of 4 long-polled on the pool they shared, so every
+// claim, completion and heartbeat queued behind 5 s polls (a run did not finish in a minute, a
+// shutdown never ended, a result finished during the shutdown was dropped). Now they complete
+// runs and shut down within their grace period: directly, on a pool of 1, and behind a real
+// PgBouncer in transaction mode (skipped where pgbouncer is not installed, except under CI=true,
+// where scripts/setup.sh installs it).
 import assert from "node:assert/strict";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
@@ -15,6 +17,8 @@ import { pgBouncerBinary, startPgBouncer } from "./_pgbouncer.ts";
 
 const FUNCTION = "office-pooled";
 const SHUTDOWN_GRACE_MS = 10_000;
+/** Far beyond what the runs need (about a second): a stalled pool takes minutes. */
+const RUN_TIMEOUT_MS = 30_000;
 
 /** Six chained steps in one function; `s6` holds the runs whose input says so until `gate`. */
 function sixSteps(gate: Promise<void>, holding: () => void) {
@@ -45,10 +49,11 @@ function sixSteps(gate: Promise<void>, holding: () => void) {
   );
 }
 
-function options(url: string, logs: LogCapture): ServeWorkersOptions {
+function options(url: string, logs: LogCapture, poolSize?: number): ServeWorkersOptions {
   return {
     functionName: FUNCTION,
     connectionString: url,
+    ...(poolSize === undefined ? {} : { poolSize }),
     listen: false,
     secret: SECRET,
     env: {},
@@ -57,7 +62,6 @@ function options(url: string, logs: LogCapture): ServeWorkersOptions {
     onListen: () => {},
     handleSignals: false,
     heartbeatIntervalMs: 200,
-    pollIntervalMs: 100,
     shutdownGraceMs: SHUTDOWN_GRACE_MS,
     logLevel: "debug",
     logger: logs.sink,
@@ -69,18 +73,33 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
   let timer: number | undefined;
   const expired = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), ms));
   try {
-    return await Promise.race([promise.then(() => true), expired]);
+    return await Promise.race([promise.then(() => true, () => true), expired]);
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function sixStepsWithoutListen(db: TestDatabase, workerUrl: string): Promise<void> {
+/** Every record at warn and above: a clean run and shutdown log none. */
+function problems(logs: LogCapture): string[] {
+  return logs.records
+    .filter((record) => record.level === "warn" || record.level === "error")
+    .map((record) => `${record.level}: ${record.message} ${JSON.stringify(record.fields)}`);
+}
+
+/**
+ * Serves the six steps without LISTEN at `workerUrl`, completes three runs, then shuts down
+ * while `s6` of a fourth run is still in its handler, and checks that its result was written.
+ */
+async function sixStepsWithoutListen(
+  db: TestDatabase,
+  workerUrl: string,
+  poolSize?: number,
+): Promise<void> {
   const logs = new LogCapture();
   const gate = latch();
   const holding = latch();
   const flow = sixSteps(gate.promise, holding.resolve);
-  const served = serveWorkers([flow], options(workerUrl, logs));
+  const served = serveWorkers([flow], options(workerUrl, logs, poolSize));
   let shutdown: Promise<void> | undefined;
   try {
     const { body } = await call(new URL(`http://127.0.0.1:${served.addr.port}/`));
@@ -89,11 +108,16 @@ async function sixStepsWithoutListen(db: TestDatabase, workerUrl: string): Promi
 
     const runIds = await Promise.all([1, 2, 3].map((n) => startFlow(db.sql, flow, { n })));
     for (const [i, runId] of runIds.entries()) {
-      const output = await waitForRun(db.sql, runId, { timeoutMs: 60_000, flow, listen: false });
+      const output = await waitForRun(db.sql, runId, {
+        timeoutMs: RUN_TIMEOUT_MS,
+        flow,
+        listen: false,
+      });
       assert.equal(output.s6, i + 1 + 5);
     }
 
-    // A handler still runs as the function shuts down: its result must be reported.
+    // A handler still runs as the function shuts down: its result must be written before the
+    // pool ends, and no statement of a neighbour may be cancelled on the way.
     const held = await startFlow(db.sql, flow, { n: 10, hold: true });
     await holding.promise;
     shutdown = served.shutdown();
@@ -104,7 +128,9 @@ async function sixStepsWithoutListen(db: TestDatabase, workerUrl: string): Promi
     gate.resolve();
     assert.ok(
       await settlesWithin(shutdown, SHUTDOWN_GRACE_MS + 5000),
-      "the shutdown did not finish within its grace period",
+      `the shutdown did not finish within its grace period; problems logged: ${
+        problems(logs).join("; ")
+      }`,
     );
     const [row] = await db.sql`
       select r.status, t.status as task_status, t.output from sluice.runs r
@@ -114,40 +140,46 @@ async function sixStepsWithoutListen(db: TestDatabase, workerUrl: string): Promi
     const [{ live }] = await db.sql`
       select count(*) filter (where stopped_at is null)::int as live from sluice.workers`;
     assert.equal(live, 0);
-    assert.deepEqual(
-      logs.find("error").map((record) => record.message),
-      [],
-      "errors were logged",
-    );
+    assert.deepEqual(problems(logs), [], "nothing went wrong on the way");
   } finally {
     gate.resolve();
-    await (shutdown ?? served.shutdown());
+    // A stalled shutdown fails the test above; it must not also hang it.
+    await settlesWithin(shutdown ?? served.shutdown(), SHUTDOWN_GRACE_MS + 5000);
   }
 }
 
-Deno.test("six co-hosted steps without LISTEN on a pool of 4 complete runs and shut down within the grace period, reporting a result finished during shutdown", async () => {
+Deno.test("six co-hosted steps without LISTEN on the default pool of 4 complete runs and shut down within the grace period, writing the result a handler finished during the shutdown", async () => {
   await using db = await freshDatabase();
   await sixStepsWithoutListen(db, db.url);
+});
+
+Deno.test("six co-hosted steps without LISTEN on a pool of 1 complete runs and shut down within the grace period", async () => {
+  await using db = await freshDatabase();
+  await sixStepsWithoutListen(db, db.url, 1);
 });
 
 Deno.test({
   name:
     "six co-hosted steps without LISTEN behind PgBouncer in transaction mode complete runs and shut down within the grace period",
-  ignore: !pgBouncerAvailable(),
+  ignore: ignorePgBouncer(),
   async fn() {
+    assert.ok(
+      pgBouncerBinary() !== null,
+      "no pgbouncer binary on PATH or in /usr/sbin: run 'apt-get install pgbouncer' as root " +
+        "(scripts/setup.sh does)",
+    );
     await using db = await freshDatabase();
     await using bouncer = await startPgBouncer(db.url);
     await sixStepsWithoutListen(db, bouncer.url);
   },
 });
 
-function pgBouncerAvailable(): boolean {
-  const found = pgBouncerBinary() !== null;
-  if (!found) {
-    console.warn(
-      "skipping the PgBouncer test: no pgbouncer binary on PATH or in /usr/sbin " +
-        "(scripts/setup.sh installs it with apt-get as root)",
-    );
-  }
-  return found;
+/** Ignore the PgBouncer test only where the binary is missing outside CI, saying why. */
+function ignorePgBouncer(): boolean {
+  if (pgBouncerBinary() !== null || Deno.env.get("CI") === "true") return false;
+  console.warn(
+    "skipping the PgBouncer test: no pgbouncer binary on PATH or in /usr/sbin " +
+      "(run 'apt-get install pgbouncer' as root; scripts/setup.sh does)",
+  );
+  return true;
 }
