@@ -4137,6 +4137,55 @@ end;
 $$;
 
 --
+-- Name: wait_for_messages(text[], integer, integer); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.wait_for_messages(queue_names text[], max_seconds integer, interval_ms integer) RETURNS text[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_stop_at timestamp with time zone;
+  v_ready text[];
+  v_queue text;
+  v_table text;
+  v_visible boolean;
+begin
+  if max_seconds is null or max_seconds < 0 then
+    raise exception 'Cannot wait for messages: max_seconds must be an integer >= 0, got %',
+      coalesce(max_seconds::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if interval_ms is null or interval_ms < 1 then
+    raise exception 'Cannot wait for messages: interval_ms must be an integer >= 1, got %',
+      coalesce(interval_ms::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
+  v_stop_at := clock_timestamp() + make_interval(secs => max_seconds);
+  loop
+    v_ready := '{}';
+    foreach v_queue in array coalesce(queue_names, '{}') loop
+      v_table := pgmq.format_table_name(v_queue, 'q');
+      if to_regclass(format('pgmq.%I', v_table)) is null then
+        v_visible := true;
+      else
+        execute format(
+          'select exists (select 1 from pgmq.%I where vt <= clock_timestamp())', v_table
+        ) into v_visible;
+      end if;
+      if v_visible then
+        v_ready := v_ready || v_queue;
+      end if;
+    end loop;
+    if cardinality(v_ready) > 0 or clock_timestamp() >= v_stop_at then
+      return v_ready;
+    end if;
+    perform pg_sleep(interval_ms / 1000.0);
+  end loop;
+end;
+$$;
+
+--
 -- Name: wait_options(jsonb); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
