@@ -11,8 +11,8 @@
  * (like the LISTEN session, never recycled) runs one statement at a time: it waits in the database
  * (`sluice.wait_for_messages`, checking every 100 ms for up to `maxPollSeconds`) until a queue of a
  * waiting worker has a visible message, then wakes that worker's view. The pool only ever runs short
- * statements, whatever its size; the poll's statement is the only one on its connection, so
- * cancelling it at close cancels nothing else. Only queues whose worker waits are watched: a queue
+ * statements, whatever its size, and closing the poll connection at shutdown ends no statement
+ * but the wait. Only queues whose worker waits are watched: a queue
  * with messages its busy worker cannot take yet would otherwise end every wait at once. A worker
  * that starts waiting while a wait is under way is watched from the next one; until then its own
  * fallback read every `pollIntervalMs` covers it, as it covers an outage of the poll connection.
@@ -20,7 +20,7 @@
  * @module
  */
 
-import type { PendingQuery, Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/postgres.ts";
 import { openSessionClient } from "../db/session_client.ts";
 import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { waitForMessages } from "../db/worker_queries.ts";
@@ -42,7 +42,6 @@ export class PollSession implements WakeSession {
   /** Views whose worker waits for messages: their queues are the ones watched. */
   #waiting = new Set<QueueListener>();
   #changed: (() => void) | null = null;
-  #wait: PendingQuery<{ ready: string[] }[]> | null = null;
   #closed = new AbortController();
   #closing: Promise<void> | null = null;
   #loop: Promise<void>;
@@ -80,15 +79,19 @@ export class PollSession implements WakeSession {
     if (this.#views.size === 0) await this.close();
   }
 
-  /** Ends the wait under way (its statement is the only one on the connection) and closes. */
+  /**
+   * Closes the connection at once, which ends the wait under way: the database checks for a
+   * closed client every 100 ms while it waits (`client_connection_check_interval`). Not a cancel
+   * request: postgres.js drops the promise of the connection a cancel opens, and when that
+   * connection fails (a shutdown during an outage) its rejection would end the process.
+   */
   close(): Promise<void> {
     if (this.#closing) return this.#closing;
     this.#closed.abort();
     this.#changed?.();
-    this.#wait?.cancel();
     return this.#closing = (async () => {
-      await this.#loop;
       await this.#client.end({ timeout: 0 }).catch(() => {});
+      await this.#loop;
     })();
   }
 
@@ -102,10 +105,14 @@ export class PollSession implements WakeSession {
         continue;
       }
       try {
-        this.#wait = waitForMessages(this.#client, queues, this.#maxPollSeconds, CHECK_INTERVAL_MS);
-        const [row] = await this.#wait;
+        const ready = await waitForMessages(
+          this.#client,
+          queues,
+          this.#maxPollSeconds,
+          CHECK_INTERVAL_MS,
+        );
         failures = 0;
-        for (const queue of row?.ready ?? []) {
+        for (const queue of ready) {
           for (const view of this.#views.get(queue) ?? []) view.wake();
         }
       } catch (error) {
@@ -122,8 +129,6 @@ export class PollSession implements WakeSession {
           this.#logger.debug("waiting for messages failed: retrying", fields);
         }
         await sleep(backoffDelay(failures), this.#closed.signal);
-      } finally {
-        this.#wait = null;
       }
     }
   }

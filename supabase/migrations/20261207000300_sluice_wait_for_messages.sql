@@ -14,7 +14,10 @@
 -- as ready: its worker's own read then finds out that the queue is gone. Reads only (no row lock,
 -- no write): a message another transaction holds locked counts as visible, and the worker's read
 -- skips it. Each check is its own statement, so in read committed it sees messages committed since
--- the previous check.
+-- the previous check. The worker's statement sets client_connection_check_interval for its
+-- transaction before calling this (the setting only takes effect from the next statement on), so
+-- a wait whose client disconnected ends within that interval instead of holding the backend (or a
+-- transaction pooler's server connection) until max_seconds are up.
 create or replace function sluice.wait_for_messages(
   queue_names text[],
   max_seconds integer,

@@ -99,6 +99,7 @@ async function sixStepsWithoutListen(
   const gate = latch();
   const holding = latch();
   const flow = sixSteps(gate.promise, holding.resolve);
+  const direct = workerUrl === db.url;
   const served = serveWorkers([flow], options(workerUrl, logs, poolSize));
   let shutdown: Promise<void> | undefined;
   try {
@@ -140,6 +141,21 @@ async function sixStepsWithoutListen(
     const [{ live }] = await db.sql`
       select count(*) filter (where stopped_at is null)::int as live from sluice.workers`;
     assert.equal(live, 0);
+    // The poll connection's wait ended with it, not when its maxPollSeconds were up (the server
+    // side of a PgBouncer wait belongs to PgBouncer, so only the direct cases look).
+    if (direct) {
+      await waitUntil(
+        async () => {
+          const [{ waiting }] = await db.sql`
+          select count(*)::int as waiting from pg_stat_activity
+          where datname = current_database() and state = 'active'
+            and query like '%sluice.wait_for_messages(%' and pid <> pg_backend_pid()`;
+          return waiting === 0;
+        },
+        "the wait for messages to end with its connection",
+        3000,
+      );
+    }
     assert.deepEqual(problems(logs), [], "nothing went wrong on the way");
   } finally {
     gate.resolve();
