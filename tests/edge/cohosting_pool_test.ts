@@ -106,6 +106,11 @@ async function sixStepsWithoutListen(
     const { body } = await call(new URL(`http://127.0.0.1:${served.addr.port}/`));
     assert.equal(body.status, "running", JSON.stringify(body));
     assert.equal(body.workers?.length, 6);
+    assert.deepEqual(
+      logs.find("info", "worker started").map((record) => record.fields.wake_up),
+      Array(6).fill("shared_poll"),
+      "no worker long-polls on the pool",
+    );
 
     const runIds = await Promise.all([1, 2, 3].map((n) => startFlow(db.sql, flow, { n })));
     for (const [i, runId] of runIds.entries()) {
@@ -129,8 +134,10 @@ async function sixStepsWithoutListen(
     gate.resolve();
     assert.ok(
       await settlesWithin(shutdown, SHUTDOWN_GRACE_MS + 5000),
-      `the shutdown did not finish within its grace period; problems logged: ${
-        problems(logs).join("; ")
+      `the shutdown did not finish within its grace period; ${
+        logs.find("info", "worker stopped").length
+      } of 6 workers stopped; problems logged: ${problems(logs).join("; ")}; last records: ${
+        logs.records.slice(-8).map((record) => record.message).join("; ")
       }`,
     );
     const [row] = await db.sql`
