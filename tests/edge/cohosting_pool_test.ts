@@ -136,7 +136,9 @@ async function sixStepsWithoutListen(
       await settlesWithin(shutdown, SHUTDOWN_GRACE_MS + 5000),
       `the shutdown did not finish within its grace period; ${
         logs.find("info", "worker stopped").length
-      } of 6 workers stopped; problems logged: ${problems(logs).join("; ")}; last records: ${
+      } of 6 workers stopped; ${
+        logs.find("debug", "waiting for messages failed").length
+      } failed waits; problems logged: ${problems(logs).join("; ")}; last records: ${
         logs.records.slice(-8).map((record) => record.message).join("; ")
       }`,
     );
