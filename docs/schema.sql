@@ -228,11 +228,14 @@ $$;
 
 CREATE FUNCTION sluice.begin_wait(run_id uuid, flow_slug text, step_slug text, step_type text, deps_count integer, wait_options jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_state sluice.step_states;
   v_until timestamptz;
   v_signal sluice.signals;
+  v_run_started timestamptz;
+  v_max_bytes integer;
 begin
   select * into v_state from sluice.step_states ss
   where ss.run_id = begin_wait.run_id and ss.step_slug = begin_wait.step_slug;
@@ -270,18 +273,28 @@ begin
       begin_wait.step_slug, begin_wait.run_id
       using errcode = 'invalid_parameter_value';
   end if;
-  -- Normally held already (sluice.complete_tasks takes it before the run lock); a no-op then.
+  -- Normally held already (sluice.complete_tasks takes it before the run lock); a no-op then. It
+  -- also makes this the only consumer of the key's buffered signals until the transaction ends.
   perform sluice.lock_signal_keys(array[v_state.wait_key]);
   update sluice.step_states ss
   set status = 'waiting', waiting_at = now(),
     wait_until = now() + make_interval(secs => (begin_wait.wait_options ->> 'timeout_seconds')::integer)
   where ss.run_id = begin_wait.run_id and ss.step_slug = begin_wait.step_slug;
 
+  select r.started_at into v_run_started from sluice.runs r where r.run_id = begin_wait.run_id;
+  select f.opt_max_output_bytes into v_max_bytes from sluice.flows f
+  where f.flow_slug = begin_wait.flow_slug;
   select * into v_signal from sluice.signals s
   where s.signal_key = v_state.wait_key
+    and s.consumed_at is null
+    and s.expires_at > now()
+    and (s.sent_at >= v_run_started
+      or begin_wait.wait_options -> 'accept_signals_sent_before_run' = 'true'::jsonb)
+    and octet_length(s.payload::text) <= v_max_bytes
   order by s.sent_at, s.signal_id
   limit 1;
   if found then
+    update sluice.signals s set consumed_at = now() where s.signal_id = v_signal.signal_id;
     update sluice.step_states ss set wait_signal_id = v_signal.signal_id
     where ss.run_id = begin_wait.run_id and ss.step_slug = begin_wait.step_slug;
     perform sluice.complete_step(begin_wait.run_id, begin_wait.flow_slug, begin_wait.step_slug,
@@ -1039,22 +1052,26 @@ COMMENT ON TABLE sluice.schedules IS 'Cron schedules of flow starts. Written by 
 
 CREATE FUNCTION sluice.create_schedule(schedule_name text, target_kind text, target text, input jsonb, cron text, timezone text, missed text, next_due_at timestamp with time zone, following_due_at timestamp with time zone, created_at timestamp with time zone DEFAULT clock_timestamp()) RETURNS sluice.schedules
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_row sluice.schedules;
+  v_problem text;
+  v_bytes bigint;
+  v_max_bytes integer;
 begin
   if create_schedule.schedule_name is null or not sluice.is_valid_slug(create_schedule.schedule_name) then
     raise exception 'Cannot create schedule "%": a schedule name starts with a letter and holds letters, digits and single underscores',
-      create_schedule.schedule_name using errcode = 'invalid_parameter_value';
+      left(create_schedule.schedule_name, 200) using errcode = 'invalid_parameter_value';
   end if;
   if create_schedule.target_kind is distinct from 'flow' and create_schedule.target_kind is distinct from 'alias' then
     raise exception 'Cannot create schedule "%": target kind must be flow or alias, got %',
-      create_schedule.schedule_name, coalesce(create_schedule.target_kind, 'null')
+      create_schedule.schedule_name, coalesce(left(create_schedule.target_kind, 100), 'null')
       using errcode = 'invalid_parameter_value';
   end if;
   if create_schedule.missed is distinct from 'run-once' and create_schedule.missed is distinct from 'skip' then
     raise exception 'Cannot create schedule "%": missed must be run-once or skip, got %',
-      create_schedule.schedule_name, coalesce(create_schedule.missed, 'null')
+      create_schedule.schedule_name, coalesce(left(create_schedule.missed, 100), 'null')
       using errcode = 'invalid_parameter_value';
   end if;
   if create_schedule.input is null then
@@ -1066,19 +1083,45 @@ begin
     raise exception 'Cannot create schedule "%": cron, timezone and the next due time are required',
       create_schedule.schedule_name using errcode = 'null_value_not_allowed';
   end if;
+  v_problem := sluice.cron_problem(create_schedule.cron);
+  if v_problem is not null then
+    raise exception 'Cannot create schedule "%": invalid cron expression %: %',
+      create_schedule.schedule_name, left(create_schedule.cron, 100), v_problem
+      using errcode = 'invalid_parameter_value',
+        hint = '5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, as croner reads them';
+  end if;
+  if not exists (
+    select 1 from pg_catalog.pg_timezone_names z where z.name = create_schedule.timezone
+  ) then
+    raise exception 'Cannot create schedule "%": unknown time zone "%"',
+      create_schedule.schedule_name, left(create_schedule.timezone, 100)
+      using errcode = 'invalid_parameter_value',
+        hint = 'An IANA time zone name such as UTC, Europe/Berlin or America/New_York (pg_timezone_names lists them)';
+  end if;
   if create_schedule.target_kind = 'flow' and not exists (
     select 1 from sluice.flows f where f.flow_slug = create_schedule.target
   ) then
     raise exception 'Cannot create schedule "%": no flow "%"', create_schedule.schedule_name,
-      create_schedule.target using errcode = 'no_data_found',
+      left(create_schedule.target, 200) using errcode = 'no_data_found',
         hint = 'A flow exists once a worker for it has started and compiled it';
   end if;
   if create_schedule.target_kind = 'alias' and not exists (
     select 1 from sluice.aliases a where a.alias = create_schedule.target
   ) then
     raise exception 'Cannot create schedule "%": no alias "%"', create_schedule.schedule_name,
-      create_schedule.target using errcode = 'no_data_found',
+      left(create_schedule.target, 200) using errcode = 'no_data_found',
         hint = 'Every compiled flow has an alias of its own name; activate_alias creates others';
+  end if;
+  v_max_bytes := coalesce((
+    select f.opt_max_input_bytes from sluice.flows f
+    where create_schedule.target_kind = 'flow' and f.flow_slug = create_schedule.target
+  ), sluice.default_max_json_bytes());
+  v_bytes := octet_length(create_schedule.input::text);
+  if v_bytes > v_max_bytes then
+    raise exception 'Cannot create schedule "%": the input is % bytes as JSON, more than the limit of % bytes (max_input_bytes)',
+      create_schedule.schedule_name, v_bytes, v_max_bytes
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_input_bytes',
+        'size', v_bytes, 'max', v_max_bytes)::text;
   end if;
   insert into sluice.schedules (schedule_name, target_kind, target, input, cron, timezone, missed,
     next_due_at, following_due_at, advanced_at, created_at)
@@ -1094,6 +1137,308 @@ begin
         hint = 'Delete it first, or choose another name';
   end if;
   return v_row;
+end;
+$$;
+
+--
+-- Name: cron_field_problem(integer, text, boolean); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.cron_field_problem(field integer, part text, day_special boolean) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_name text := (array['second', 'minute', 'hour', 'day-of-month', 'month',
+    'day-of-week'])[field + 1];
+  -- Values are indexes: days and months count from 0 (offset -1).
+  v_offset integer := (array[0, 0, 0, -1, -1, 0])[field + 1];
+  v_length integer := (array[60, 60, 24, 31, 12, 7])[field + 1];
+  -- The highest index (day of week 7 is Sunday, as 0).
+  v_max integer := (array[59, 59, 23, 30, 11, 7])[field + 1];
+  v_part text := cron_field_problem.part;
+  v_item text;
+  v_problem text;
+  v_base text;
+  v_nth text;
+  v_bits text[];
+  v_low numeric;
+  v_high numeric;
+  v_step numeric;
+begin
+  if v_part = '' then
+    if field = 3 and day_special then
+      return null;
+    end if;
+    return format('the %s field is empty', v_name);
+  end if;
+  if v_part = '*' then
+    return null;
+  end if;
+  if strpos(v_part, ',') > 0 then
+    foreach v_item in array string_to_array(v_part, ',') loop
+      v_problem := sluice.cron_field_problem(field, v_item, day_special);
+      if v_problem is not null then
+        return v_problem;
+      end if;
+    end loop;
+    return null;
+  end if;
+  if strpos(upper(v_part), 'W') > 0 and (strpos(v_part, '-') > 0 or strpos(v_part, '/') > 0) then
+    return format('W is not allowed in a range or a step (%s)', v_part);
+  end if;
+
+  v_base := v_part;
+  if strpos(v_part, '#') > 0 then
+    v_bits := string_to_array(v_part, '#');
+    if cardinality(v_bits) <> 2 or v_bits[2] = '' then
+      return format('illegal nth weekday %s', v_part);
+    end if;
+    v_base := v_bits[1];
+    v_nth := v_bits[2];
+  elsif upper(right(v_part, 1)) = 'L' then
+    if field <> 5 then
+      return format('L is allowed alone in the day-of-month field and after a weekday, got %s',
+        v_part);
+    end if;
+    v_base := left(v_part, -1);
+    v_nth := 'L';
+  end if;
+  if v_nth is not null and upper(v_nth) <> 'L'
+    and not (v_nth ~ '^[0-9]+$' and v_nth::numeric between 1 and 5)
+  then
+    return format('the nth weekday must be 1 to 5 or L, got %s', v_part);
+  end if;
+
+  if strpos(v_part, '-') > 0 and strpos(v_part, '/') > 0 then
+    v_bits := regexp_match(v_base, '^([0-9]+)-([0-9]+)/([0-9]+)$');
+    if v_bits is null then
+      return format('illegal range with a step %s', v_part);
+    end if;
+    v_low := v_bits[1]::numeric + v_offset;
+    v_high := v_bits[2]::numeric + v_offset;
+    v_step := v_bits[3]::numeric;
+    if v_low > v_high then
+      return format('the range %s starts after it ends', v_part);
+    elsif v_step = 0 then
+      return format('the step of %s is 0', v_part);
+    elsif v_step > v_length then
+      return format('the step of %s is larger than the %s field''s %s values', v_part, v_name,
+        v_length);
+    end if;
+    -- The values set: v_low, v_low + step, ... up to v_high.
+    v_high := v_low + floor((v_high - v_low) / v_step) * v_step;
+  elsif strpos(v_part, '-') > 0 then
+    v_bits := string_to_array(v_base, '-');
+    if cardinality(v_bits) <> 2 or v_bits[1] !~ '^[0-9]+$' or v_bits[2] !~ '^[0-9]+$' then
+      return format('illegal range %s', v_part);
+    end if;
+    v_low := v_bits[1]::numeric + v_offset;
+    v_high := v_bits[2]::numeric + v_offset;
+    if v_low > v_high then
+      return format('the range %s starts after it ends', v_part);
+    end if;
+  elsif strpos(v_part, '/') > 0 then
+    v_bits := string_to_array(v_base, '/');
+    if cardinality(v_bits) <> 2 then
+      return format('illegal step %s', v_part);
+    elsif v_bits[1] <> '*' then
+      return format('a step needs * or a range before it (*/n, a-b/n), got %s', v_part);
+    elsif v_bits[2] !~ '^[0-9]+$' then
+      return format('illegal step %s', v_part);
+    end if;
+    v_step := v_bits[2]::numeric;
+    if v_step = 0 then
+      return format('the step of %s is 0', v_part);
+    elsif v_step > v_length then
+      return format('the step of %s is larger than the %s field''s %s values', v_part, v_name,
+        v_length);
+    end if;
+    return null;
+  else
+    if strpos(upper(v_base), 'W') > 0 then
+      if field <> 3 then
+        return format('W is allowed in the day-of-month field only, got %s', v_part);
+      end if;
+      v_base := regexp_replace(v_base, '[Ww]$', '');
+    end if;
+    if v_base !~ '^[0-9]+$' then
+      return format('%s is not a number', v_part);
+    end if;
+    v_low := v_base::numeric + v_offset;
+    v_high := v_low;
+  end if;
+  if v_low < 0 or v_high > v_max then
+    return format('%s is out of range for the %s field (%s to %s)', v_part, v_name,
+      -v_offset, v_max - v_offset);
+  end if;
+  return null;
+end;
+$_$;
+
+--
+-- Name: cron_problem(text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.cron_problem(cron text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_cron text := cron_problem.cron;
+  v_nickname text;
+  v_parts text[];
+  v_items text[];
+  v_day_special boolean := false;
+  v_replaced text;
+  v_problem text;
+  i integer;
+begin
+  if v_cron is null then
+    return 'the expression is null';
+  end if;
+  if char_length(v_cron) > sluice.max_cron_length() then
+    return format('the expression is %s characters, more than the limit of %s',
+      char_length(v_cron), sluice.max_cron_length());
+  end if;
+  if v_cron ~ '[^ -~]' then
+    return 'only printable ASCII characters and spaces are allowed';
+  end if;
+  if btrim(v_cron) = '' then
+    return 'the expression is empty';
+  end if;
+  if strpos(v_cron, ':') > 0 then
+    return 'a date and time (it has ":") is not a cron expression';
+  end if;
+  if strpos(v_cron, '@') > 0 then
+    v_nickname := lower(btrim(v_cron));
+    if v_nickname = '@reboot' then
+      return '@reboot is not supported';
+    end if;
+    v_cron := btrim(coalesce((jsonb_build_object(
+      '@yearly', '0 0 1 1 *', '@annually', '0 0 1 1 *', '@monthly', '0 0 1 * *',
+      '@weekly', '0 0 * * SUN', '@daily', '0 0 * * *', '@midnight', '0 0 * * *',
+      '@hourly', '0 * * * *')) ->> v_nickname, v_cron));
+  end if;
+  v_parts := regexp_split_to_array(btrim(v_cron), ' +');
+  if cardinality(v_parts) not in (5, 6) then
+    return format('expected 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, got %s',
+      cardinality(v_parts));
+  end if;
+  if cardinality(v_parts) = 5 then
+    v_parts := array['0'] || v_parts;
+  end if;
+  for i in 1 .. 6 loop
+    v_parts[i] := replace(v_parts[i], '?', '*');
+  end loop;
+
+  if upper(v_parts[4]) = 'LW' then
+    v_day_special := true;
+    v_parts[4] := '';
+  elsif strpos(upper(v_parts[4]), 'L') > 0 then
+    v_items := string_to_array(v_parts[4], ',');
+    if cardinality(v_items) > 1 and 'LW' = any (
+      select upper(x) from unnest(v_items) as x
+    ) then
+      return format('LW cannot be in a list in the day-of-month field (%s)', v_parts[4]);
+    end if;
+    if exists (
+      select 1 from unnest(v_items) as x where x = '' or (upper(x) <> 'L' and x ~* 'l')
+    ) then
+      return format('L must stand alone in the day-of-month field (%s)', v_parts[4]);
+    end if;
+    v_parts[4] := coalesce((
+      select string_agg(x, ',' order by n) from unnest(v_items) with ordinality as u(x, n)
+      where upper(x) <> 'L'
+    ), '');
+    v_day_special := true;
+  end if;
+
+  if char_length(v_parts[5]) >= 3 then
+    v_replaced := sluice.cron_replace_names(v_parts[5],
+      array['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'],
+      array['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12']);
+    if v_replaced is null then
+      return format('a month name must stand alone (%s)', v_parts[5]);
+    end if;
+    v_parts[5] := v_replaced;
+  end if;
+  if char_length(v_parts[6]) >= 3 then
+    v_replaced := sluice.cron_replace_names(v_parts[6],
+      array['-sun', 'sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'],
+      array['-7', '0', '1', '2', '3', '4', '5', '6']);
+    if v_replaced is null then
+      return format('a day name must stand alone (%s)', v_parts[6]);
+    end if;
+    v_parts[6] := v_replaced;
+  end if;
+  if left(v_parts[6], 1) = '+' then
+    v_parts[6] := substr(v_parts[6], 2);
+    if v_parts[6] = '' then
+      return 'the day-of-week field is empty after +';
+    end if;
+  end if;
+
+  for i in 1 .. 6 loop
+    if v_parts[i] ~ (array['[^/*0-9,-]', '[^/*0-9,-]', '[^/*0-9,-]', '[^/*0-9,WwLl-]',
+      '[^/*0-9,-]', '[^/*0-9,#Ll-]'])[i]
+    then
+      return format('the %s field (%s) has characters it does not allow',
+        (array['second', 'minute', 'hour', 'day-of-month', 'month', 'day-of-week'])[i],
+        v_parts[i]);
+    end if;
+  end loop;
+  for i in 1 .. 6 loop
+    v_problem := sluice.cron_field_problem(i - 1, v_parts[i], v_day_special);
+    if v_problem is not null then
+      return v_problem;
+    end if;
+  end loop;
+  return null;
+end;
+$$;
+
+--
+-- Name: cron_replace_names(text, text[], text[]); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.cron_replace_names(field text, names text[], numbers text[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_field text := cron_replace_names.field;
+  v_lower text;
+  v_result text;
+  v_name text;
+  v_at integer;
+  v_found integer;
+  v_start integer;
+  i integer;
+begin
+  for i in 1 .. cardinality(cron_replace_names.names) loop
+    v_name := cron_replace_names.names[i];
+    v_lower := translate(v_field, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
+    v_result := '';
+    v_at := 1;
+    loop
+      v_found := strpos(substr(v_lower, v_at), v_name);
+      exit when v_found = 0;
+      v_found := v_at + v_found - 1;
+      -- Where the three letters of the name start ('-sun' has a dash first).
+      v_start := v_found + char_length(v_name) - 3;
+      if (v_start > 1 and substr(v_field, v_start - 1, 1) ~ '[A-Za-z0-9/#]')
+        or substr(v_field, v_start + 3, 1) ~ '[A-Ka-km-zM-Z0-9]'
+      then
+        return null;
+      end if;
+      v_result := v_result || substr(v_field, v_at, v_found - v_at)
+        || cron_replace_names.numbers[i];
+      v_at := v_found + char_length(v_name);
+    end loop;
+    v_field := v_result || substr(v_field, v_at);
+  end loop;
+  return v_field;
 end;
 $$;
 
@@ -1621,6 +1966,7 @@ $$;
 
 CREATE FUNCTION sluice.fire_due_schedules(now timestamp with time zone DEFAULT clock_timestamp(), max_schedules integer DEFAULT 100) RETURNS TABLE(schedule_name text, cron text, timezone text, advanced_at timestamp with time zone, fired boolean)
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_schedule sluice.schedules;
@@ -1696,7 +2042,8 @@ begin
       s.schedule_name = any(v_fired)
     from sluice.schedules s
     where s.paused_at is null and s.next_due_at is null
-    order by s.schedule_name
+    order by s.schedule_name = any(v_fired) desc, s.schedule_name
+    limit greatest(fire_due_schedules.max_schedules, 1)
     for update of s skip locked;
 end;
 $$;
@@ -1945,6 +2292,15 @@ CREATE FUNCTION sluice.max_cancel_reason_length() RETURNS integer
     AS $$ select 1000 $$;
 
 --
+-- Name: max_cron_length(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.max_cron_length() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select 1000 $$;
+
+--
 -- Name: max_event_bytes(); Type: FUNCTION; Schema: sluice; Owner: -
 --
 
@@ -2022,19 +2378,20 @@ declare
   v_runs bigint := 0;
   v_batch integer;
   v_workers integer;
+  v_signals integer;
 begin
   if retention is null or retention < interval '0' then
     raise exception 'Cannot prune: retention must be a non-negative interval, got %',
-      coalesce(retention::text, 'null')
+      pg_catalog.coalesce(retention::pg_catalog.text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
   if batch_size is null or batch_size < 1 then
     raise exception 'Cannot prune: batch_size must be a positive integer, got %',
-      coalesce(batch_size::text, 'null')
+      pg_catalog.coalesce(batch_size::pg_catalog.text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
   -- Fixed once: now() moves with every batch's transaction.
-  v_cutoff := now() - retention;
+  v_cutoff := pg_catalog.now() operator(pg_catalog.-) retention;
 
   loop
     v_batch := sluice.prune_runs_batch(v_cutoff, batch_size);
@@ -2044,11 +2401,13 @@ begin
   end loop;
 
   with pruned as (
-    delete from sluice.workers w where w.stopped_at < v_cutoff returning 1
+    delete from sluice.workers w where w.stopped_at operator(pg_catalog.<) v_cutoff returning 1
   )
-  select count(*) into v_workers from pruned;
+  select pg_catalog.count(*) into v_workers from pruned;
+  v_signals := sluice.prune_signals(v_cutoff);
 
-  result := jsonb_build_object('runs', v_runs, 'workers', v_workers);
+  result := pg_catalog.jsonb_build_object('runs', v_runs, 'workers', v_workers,
+    'signals', v_signals);
 end;
 $$;
 
@@ -2087,6 +2446,22 @@ begin
   delete from sluice.runs r where r.run_id = any (v_runs);
   return cardinality(v_runs);
 end;
+$$;
+
+--
+-- Name: prune_signals(timestamp with time zone); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.prune_signals(cutoff timestamp with time zone) RETURNS integer
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  with pruned as (
+    delete from sluice.signals s
+    where s.expires_at <= now() or s.consumed_at < prune_signals.cutoff
+    returning 1
+  )
+  select count(*)::integer from pruned;
 $$;
 
 --
@@ -2840,12 +3215,17 @@ $$;
 
 CREATE FUNCTION sluice.send_signal(key text, payload jsonb, signal_id text) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
+  v_payload jsonb := coalesce(send_signal.payload, 'null'::jsonb);
+  v_bytes bigint;
   v_existing sluice.signals;
   v_run_ids uuid[];
   v_slugs text[];
+  v_too_large record;
   v_state sluice.step_states;
+  v_inserted boolean;
   v_released integer := 0;
   v_runs uuid[] := '{}';
   v_run uuid;
@@ -2866,19 +3246,19 @@ begin
       coalesce(left(send_signal.signal_id, 100), 'null')
       using errcode = 'invalid_parameter_value';
   end if;
+  v_bytes := octet_length(v_payload::text);
+  if v_bytes > sluice.default_max_json_bytes() then
+    raise exception 'Cannot send signal "%": the payload is % bytes as JSON, more than the limit of % bytes (max_output_bytes: it becomes a wait step''s output)',
+      left(send_signal.signal_id, 100), v_bytes, sluice.default_max_json_bytes()
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_output_bytes',
+        'size', v_bytes, 'max', sluice.default_max_json_bytes())::text;
+  end if;
 
   perform sluice.lock_signal_keys(array[send_signal.key]);
 
-  insert into sluice.signals (signal_id, signal_key, payload)
-  values (send_signal.signal_id, send_signal.key, coalesce(send_signal.payload, 'null'::jsonb))
-  on conflict on constraint signals_pkey do nothing;
-  if not found then
-    select * into v_existing from sluice.signals s where s.signal_id = send_signal.signal_id;
-    if v_existing.signal_key <> send_signal.key then
-      raise exception 'Cannot send signal "%" with key "%": that signal id was sent with key "%"',
-        send_signal.signal_id, left(send_signal.key, 100), left(v_existing.signal_key, 100)
-        using errcode = 'unique_violation';
-    end if;
+  select * into v_existing from sluice.signals s where s.signal_id = send_signal.signal_id;
+  if found then
+    perform sluice.signal_id_taken(v_existing, send_signal.key);
     return jsonb_build_object('signal_id', send_signal.signal_id, 'outcome', 'duplicate',
       'released', 0);
   end if;
@@ -2887,13 +3267,40 @@ begin
   from sluice.step_states ss
   where ss.status = 'waiting' and ss.wait_key = send_signal.key;
 
+  select f.flow_slug, f.opt_max_output_bytes into v_too_large
+  from sluice.step_states ss
+  join sluice.flows f on f.flow_slug = ss.flow_slug
+  where ss.status = 'waiting' and ss.wait_key = send_signal.key
+    and f.opt_max_output_bytes < v_bytes
+  limit 1;
+  if found then
+    raise exception 'Cannot send signal "%": the payload is % bytes as JSON, more than the limit of % bytes of flow "%", which waits on key "%" (max_output_bytes)',
+      left(send_signal.signal_id, 100), v_bytes, v_too_large.opt_max_output_bytes,
+      v_too_large.flow_slug, left(send_signal.key, 100)
+      using errcode = 'SLL01', detail = json_build_object('limit', 'max_output_bytes',
+        'size', v_bytes, 'max', v_too_large.opt_max_output_bytes)::text;
+  end if;
+
+  insert into sluice.signals (signal_id, signal_key, payload, sent_at, expires_at)
+  values (send_signal.signal_id, send_signal.key, v_payload, clock_timestamp(),
+    clock_timestamp() + sluice.signal_lifetime())
+  on conflict on constraint signals_pkey do nothing
+  returning true into v_inserted;
+  if v_inserted is null then
+    -- Sent concurrently under another key (this one's lock does not cover it), and committed.
+    select * into v_existing from sluice.signals s where s.signal_id = send_signal.signal_id;
+    perform sluice.signal_id_taken(v_existing, send_signal.key);
+    return jsonb_build_object('signal_id', send_signal.signal_id, 'outcome', 'duplicate',
+      'released', 0);
+  end if;
+
   if v_run_ids is not null then
     for v_state in select * from sluice.lock_run_steps(v_run_ids, v_slugs, false) loop
       continue when v_state.status <> 'waiting' or v_state.wait_key <> send_signal.key;
       update sluice.step_states ss set wait_signal_id = send_signal.signal_id
       where ss.run_id = v_state.run_id and ss.step_slug = v_state.step_slug;
       perform sluice.complete_step(v_state.run_id, v_state.flow_slug, v_state.step_slug,
-        coalesce(send_signal.payload, 'null'::jsonb));
+        v_payload);
       v_released := v_released + 1;
       if not (v_state.run_id = any (v_runs)) then
         v_runs := v_runs || v_state.run_id;
@@ -2902,6 +3309,9 @@ begin
     foreach v_run in array v_runs loop
       perform sluice.start_ready_steps(v_run);
     end loop;
+  end if;
+  if v_released > 0 then
+    update sluice.signals s set consumed_at = now() where s.signal_id = send_signal.signal_id;
   end if;
 
   return jsonb_build_object('signal_id', send_signal.signal_id, 'outcome', 'sent',
@@ -2958,18 +3368,23 @@ $$;
 
 CREATE FUNCTION sluice.set_schedule_next_due(due jsonb) RETURNS integer
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   with given as (
-    select d.schedule_name, d.advanced_at, d.next_due_at, d.following_due_at
+    select d.schedule_name, d.advanced_at, d.next_due_at, d.following_due_at,
+      left(d.problem, 1000) as problem
     from jsonb_to_recordset(coalesce(set_schedule_next_due.due, '[]'::jsonb)) as d(
       schedule_name text, advanced_at timestamptz, next_due_at timestamptz,
-      following_due_at timestamptz)
-    where d.next_due_at is not null
+      following_due_at timestamptz, problem text)
+    where d.next_due_at is not null or d.problem is not null
   ),
   stored as (
     update sluice.schedules s set
       next_due_at = g.next_due_at,
-      following_due_at = g.following_due_at
+      following_due_at = case when g.next_due_at is null then null else g.following_due_at end,
+      paused_at = case when g.next_due_at is null then clock_timestamp() else s.paused_at end,
+      last_error = case when g.next_due_at is null
+        then 'paused: ' || g.problem else s.last_error end
     from given g
     where s.schedule_name = g.schedule_name and s.advanced_at = g.advanced_at
       and s.next_due_at is null and s.paused_at is null
@@ -3071,6 +3486,52 @@ begin
   return v_out;
 end;
 $$;
+
+--
+-- Name: signals; Type: TABLE; Schema: sluice; Owner: -
+--
+
+CREATE TABLE sluice.signals (
+    signal_id text NOT NULL,
+    signal_key text NOT NULL,
+    payload jsonb DEFAULT 'null'::jsonb NOT NULL,
+    sent_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    sent_by text DEFAULT CURRENT_USER NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    consumed_at timestamp with time zone,
+    CONSTRAINT signals_signal_id_check CHECK (((char_length(signal_id) >= 1) AND (char_length(signal_id) <= 1000))),
+    CONSTRAINT signals_signal_key_check CHECK (((char_length(signal_key) >= 1) AND (char_length(signal_key) <= 1000)))
+);
+
+--
+-- Name: signal_id_taken(sluice.signals, text); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.signal_id_taken(existing sluice.signals, key text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if existing.signal_key <> signal_id_taken.key then
+    raise exception 'Cannot send signal "%" with key "%": that signal id was sent with key "%"',
+      left(existing.signal_id, 100), left(signal_id_taken.key, 100),
+      left(existing.signal_key, 100)
+      using errcode = 'SLS01',
+        detail = json_build_object('signal_id', existing.signal_id, 'key', signal_id_taken.key,
+          'existing_key', existing.signal_key)::text,
+        hint = 'A signal id names one signal: use a new id for another key (include the key in the id)';
+  end if;
+end;
+$$;
+
+--
+-- Name: signal_lifetime(); Type: FUNCTION; Schema: sluice; Owner: -
+--
+
+CREATE FUNCTION sluice.signal_lifetime() RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select interval '7 days' $$;
 
 --
 -- Name: skip_steps(uuid, text, text, text, boolean); Type: FUNCTION; Schema: sluice; Owner: -
@@ -4089,6 +4550,7 @@ $$;
 
 CREATE FUNCTION sluice.validate_wait_step(flow_slug text, step jsonb, earlier_slugs text[], earlier_types text[]) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_slug text := step ->> 'step_slug';
@@ -4128,6 +4590,13 @@ begin
       format('wait.timeout_seconds of step "%s"', v_slug));
     perform sluice.check_enum(coalesce(step #> '{wait,on_timeout}', '"fail"'::jsonb),
       array['fail', 'skip', 'value'], format('wait.on_timeout of step "%s"', v_slug));
+    if coalesce(jsonb_typeof(step #> '{wait,accept_signals_sent_before_run}'), 'boolean')
+      <> 'boolean'
+    then
+      raise exception 'Invalid flow definition: wait.accept_signals_sent_before_run of step "%" of flow "%" must be a boolean, got %',
+        v_slug, flow_slug, step #> '{wait,accept_signals_sent_before_run}'
+        using errcode = 'invalid_parameter_value';
+    end if;
   elsif coalesce(step -> 'wait', 'null'::jsonb) not in ('null'::jsonb, '{}'::jsonb) then
     raise exception 'Invalid flow definition: sleep step "%" of flow "%" takes no wait options, got %',
       v_slug, flow_slug, step -> 'wait'
@@ -4142,6 +4611,7 @@ $$;
 
 CREATE FUNCTION sluice.wait_options(step jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select case step ->> 'step_type'
     when 'sleep' then '{}'::jsonb
@@ -4149,6 +4619,8 @@ CREATE FUNCTION sluice.wait_options(step jsonb) RETURNS jsonb
       'timeout_seconds', coalesce(step #> '{wait,timeout_seconds}', 'null'::jsonb),
       'on_timeout', coalesce(step #>> '{wait,on_timeout}', 'fail'),
       'timeout_value', coalesce(step #> '{wait,timeout_value}', 'null'::jsonb))
+      || case when step #> '{wait,accept_signals_sent_before_run}' = 'true'::jsonb
+        then '{"accept_signals_sent_before_run": true}'::jsonb else '{}'::jsonb end
   end
 $$;
 
@@ -4445,20 +4917,6 @@ CREATE TABLE sluice.schedule_ticks (
 COMMENT ON TABLE sluice.schedule_ticks IS 'One row per fired tick of a schedule; its primary key is what makes a tick start exactly one run.';
 
 --
--- Name: signals; Type: TABLE; Schema: sluice; Owner: -
---
-
-CREATE TABLE sluice.signals (
-    signal_id text NOT NULL,
-    signal_key text NOT NULL,
-    payload jsonb DEFAULT 'null'::jsonb NOT NULL,
-    sent_at timestamp with time zone DEFAULT now() NOT NULL,
-    sent_by text DEFAULT CURRENT_USER NOT NULL,
-    CONSTRAINT signals_signal_id_check CHECK (((char_length(signal_id) >= 1) AND (char_length(signal_id) <= 1000))),
-    CONSTRAINT signals_signal_key_check CHECK (((char_length(signal_key) >= 1) AND (char_length(signal_key) <= 1000)))
-);
-
---
 -- Name: version_drain; Type: VIEW; Schema: sluice; Owner: -
 --
 
@@ -4693,10 +5151,22 @@ CREATE INDEX runs_flow_slug_idx ON sluice.runs USING btree (flow_slug);
 CREATE INDEX schedules_due ON sluice.schedules USING btree (next_due_at) WHERE (paused_at IS NULL);
 
 --
--- Name: signals_key_idx; Type: INDEX; Schema: sluice; Owner: -
+-- Name: signals_buffered_idx; Type: INDEX; Schema: sluice; Owner: -
 --
 
-CREATE INDEX signals_key_idx ON sluice.signals USING btree (signal_key, sent_at);
+CREATE INDEX signals_buffered_idx ON sluice.signals USING btree (signal_key, sent_at) WHERE (consumed_at IS NULL);
+
+--
+-- Name: signals_consumed_idx; Type: INDEX; Schema: sluice; Owner: -
+--
+
+CREATE INDEX signals_consumed_idx ON sluice.signals USING btree (consumed_at) WHERE (consumed_at IS NOT NULL);
+
+--
+-- Name: signals_expires_idx; Type: INDEX; Schema: sluice; Owner: -
+--
+
+CREATE INDEX signals_expires_idx ON sluice.signals USING btree (expires_at);
 
 --
 -- Name: step_states_ready_idx; Type: INDEX; Schema: sluice; Owner: -
