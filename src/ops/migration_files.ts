@@ -35,4 +35,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261202000400_sluice_server_cost.sql",
   "20261202000500_sluice_refuse_routed.sql",
   "20261207000200_sluice_cancel_sees_new_tasks.sql",
+  "20261207000500_sluice_signals_schedules.sql",
 ];

@@ -266,6 +266,7 @@ declare
   v_too_large record;
   v_state sluice.step_states;
   v_inserted boolean;
+  v_sent_at timestamptz;
   v_released integer := 0;
   v_runs uuid[] := '{}';
   v_run uuid;
@@ -321,9 +322,10 @@ begin
         'size', v_bytes, 'max', v_too_large.opt_max_output_bytes)::text;
   end if;
 
+  v_sent_at := clock_timestamp();
   insert into sluice.signals (signal_id, signal_key, payload, sent_at, expires_at)
-  values (send_signal.signal_id, send_signal.key, v_payload, clock_timestamp(),
-    clock_timestamp() + sluice.signal_lifetime())
+  values (send_signal.signal_id, send_signal.key, v_payload, v_sent_at,
+    v_sent_at + sluice.signal_lifetime())
   on conflict on constraint signals_pkey do nothing
   returning true into v_inserted;
   if v_inserted is null then

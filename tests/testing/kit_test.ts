@@ -110,11 +110,13 @@ function refundFlow(slug: string) {
     );
 }
 
-Deno.test("testing kit: a flow that waits: a signal sent first is kept, the three-day sleep is skipped, a timeout on request", async () => {
+Deno.test("testing kit: a flow that waits: a signal given to runFlow is kept for the run, the three-day sleep is skipped, a timeout on request", async () => {
   await using db = await startTestDatabase();
   const flow = refundFlow("kit_refund");
-  await sendSignal(db.sql, { key: "refund:a", payload: { approved: true }, signalId: "a" });
-  const approved = await runFlow(db, flow, { id: "a" }, { timeoutMs: 10_000 });
+  const approved = await runFlow(db, flow, { id: "a" }, {
+    timeoutMs: 10_000,
+    signals: [{ key: "refund:a", payload: { approved: true }, signalId: "a" }],
+  });
   assert.equal(approved.status, "completed");
   assert.deepEqual(approved.stepOutput("decision"), { approved: true });
   assert.match(approved.output?.payout ?? "", /^paid after \d{4}-\d\d-\d\dT/);
@@ -167,15 +169,42 @@ Deno.test("testing kit: the test clock releases a sleep and a wait's timeout tha
 Deno.test("testing kit: step-queued and deployed flows with a wait get a worker for every step but the wait", async () => {
   await using db = await startTestDatabase();
   const flow = withStepQueues(refundFlow("kit_refund_queued"));
-  await sendSignal(db.sql, { key: "refund:e", payload: { approved: false }, signalId: "e" });
-  const result = await runFlow(db, flow, { id: "e" }, { timeoutMs: 10_000 });
+  const result = await runFlow(db, flow, { id: "e" }, {
+    timeoutMs: 10_000,
+    signals: [{ key: "refund:e", payload: { approved: false }, signalId: "e" }],
+  });
   assert.deepEqual(result.output, { payout: "declined" });
   // Behind an alias: activation needs no worker for the wait step either.
   const deployed = defineDeployedFlow(withStepQueues(refundFlow("kit_refund_v1")), {
     alias: "kit_refund",
   });
-  await sendSignal(db.sql, { key: "refund:f", payload: { approved: true }, signalId: "f" });
-  const viaAlias = await runFlow(db, deployed, { id: "f" }, { timeoutMs: 10_000 });
+  const viaAlias = await runFlow(db, deployed, { id: "f" }, {
+    timeoutMs: 10_000,
+    signals: [{ key: "refund:f", payload: { approved: true }, signalId: "f" }],
+  });
   assert.equal(viaAlias.run.flowSlug, "kit_refund_v1");
   assert.match(viaAlias.output?.payout ?? "", /^paid after /);
+});
+
+Deno.test("testing kit: a signal sent before the run approves nothing of it, unless the wait accepts earlier signals", async () => {
+  await using db = await startTestDatabase();
+  const flow = refundFlow("kit_refund_early");
+  // Sent before any run exists: a replayed approval must not approve a new refund.
+  await sendSignal(db.sql, { key: "refund:g", payload: { approved: true }, signalId: "g" });
+  const result = await runFlow(db, flow, { id: "g" }, { timeoutMs: 10_000, timeOutWaits: true });
+  assert.deepEqual(result.stepOutput("decision"), { approved: false });
+  assert.deepEqual(result.output, { payout: "declined" });
+
+  const accepting = new Flow<{ id: string }>({ slug: "kit_refund_accepting" })
+    .step({ slug: "request" }, (input) => input.id)
+    .waitForSignal({
+      slug: "decision",
+      dependsOn: ["request"],
+      key: (deps) => `refund:${deps.request}`,
+      payload: signalPayload<{ approved: boolean }>(),
+      acceptSignalsSentBeforeRun: true,
+    });
+  await sendSignal(db.sql, { key: "refund:h", payload: { approved: true }, signalId: "h" });
+  const accepted = await runFlow(db, accepting, { id: "h" }, { timeoutMs: 10_000 });
+  assert.deepEqual(accepted.output, { decision: { approved: true } });
 });
