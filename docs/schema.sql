@@ -2382,12 +2382,12 @@ declare
 begin
   if retention is null or retention < interval '0' then
     raise exception 'Cannot prune: retention must be a non-negative interval, got %',
-      pg_catalog.coalesce(retention::pg_catalog.text, 'null')
+      coalesce(retention::pg_catalog.text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
   if batch_size is null or batch_size < 1 then
     raise exception 'Cannot prune: batch_size must be a positive integer, got %',
-      pg_catalog.coalesce(batch_size::pg_catalog.text, 'null')
+      coalesce(batch_size::pg_catalog.text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
   -- Fixed once: now() moves with every batch's transaction.
@@ -3226,6 +3226,7 @@ declare
   v_too_large record;
   v_state sluice.step_states;
   v_inserted boolean;
+  v_sent_at timestamptz;
   v_released integer := 0;
   v_runs uuid[] := '{}';
   v_run uuid;
@@ -3281,9 +3282,10 @@ begin
         'size', v_bytes, 'max', v_too_large.opt_max_output_bytes)::text;
   end if;
 
+  v_sent_at := clock_timestamp();
   insert into sluice.signals (signal_id, signal_key, payload, sent_at, expires_at)
-  values (send_signal.signal_id, send_signal.key, v_payload, clock_timestamp(),
-    clock_timestamp() + sluice.signal_lifetime())
+  values (send_signal.signal_id, send_signal.key, v_payload, v_sent_at,
+    v_sent_at + sluice.signal_lifetime())
   on conflict on constraint signals_pkey do nothing
   returning true into v_inserted;
   if v_inserted is null then

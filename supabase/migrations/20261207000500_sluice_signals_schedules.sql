@@ -417,12 +417,12 @@ declare
 begin
   if retention is null or retention < interval '0' then
     raise exception 'Cannot prune: retention must be a non-negative interval, got %',
-      pg_catalog.coalesce(retention::pg_catalog.text, 'null')
+      coalesce(retention::pg_catalog.text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
   if batch_size is null or batch_size < 1 then
     raise exception 'Cannot prune: batch_size must be a positive integer, got %',
-      pg_catalog.coalesce(batch_size::pg_catalog.text, 'null')
+      coalesce(batch_size::pg_catalog.text, 'null')
       using errcode = 'invalid_parameter_value';
   end if;
   -- Fixed once: now() moves with every batch's transaction.
