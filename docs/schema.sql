@@ -3257,8 +3257,14 @@ begin
 
   perform sluice.lock_signal_keys(array[send_signal.key]);
 
-  select * into v_existing from sluice.signals s where s.signal_id = send_signal.signal_id;
-  if found then
+  v_sent_at := clock_timestamp();
+  insert into sluice.signals (signal_id, signal_key, payload, sent_at, expires_at)
+  values (send_signal.signal_id, send_signal.key, v_payload, v_sent_at,
+    v_sent_at + sluice.signal_lifetime())
+  on conflict on constraint signals_pkey do nothing
+  returning true into v_inserted;
+  if v_inserted is null then
+    select * into v_existing from sluice.signals s where s.signal_id = send_signal.signal_id;
     perform sluice.signal_id_taken(v_existing, send_signal.key);
     return jsonb_build_object('signal_id', send_signal.signal_id, 'outcome', 'duplicate',
       'released', 0);
@@ -3275,25 +3281,12 @@ begin
     and f.opt_max_output_bytes < v_bytes
   limit 1;
   if found then
+    -- Raising undoes the insert above: nothing of the signal is written.
     raise exception 'Cannot send signal "%": the payload is % bytes as JSON, more than the limit of % bytes of flow "%", which waits on key "%" (max_output_bytes)',
       left(send_signal.signal_id, 100), v_bytes, v_too_large.opt_max_output_bytes,
       v_too_large.flow_slug, left(send_signal.key, 100)
       using errcode = 'SLL01', detail = json_build_object('limit', 'max_output_bytes',
         'size', v_bytes, 'max', v_too_large.opt_max_output_bytes)::text;
-  end if;
-
-  v_sent_at := clock_timestamp();
-  insert into sluice.signals (signal_id, signal_key, payload, sent_at, expires_at)
-  values (send_signal.signal_id, send_signal.key, v_payload, v_sent_at,
-    v_sent_at + sluice.signal_lifetime())
-  on conflict on constraint signals_pkey do nothing
-  returning true into v_inserted;
-  if v_inserted is null then
-    -- Sent concurrently under another key (this one's lock does not cover it), and committed.
-    select * into v_existing from sluice.signals s where s.signal_id = send_signal.signal_id;
-    perform sluice.signal_id_taken(v_existing, send_signal.key);
-    return jsonb_build_object('signal_id', send_signal.signal_id, 'outcome', 'duplicate',
-      'released', 0);
   end if;
 
   if v_run_ids is not null then
