@@ -190,34 +190,3 @@ export function scheduleDueTimes(cron: string, timezone: string, after: Date): D
   if (next === null) return null;
   return { nextDueAt: next, followingDueAt: pattern.nextRun(next) };
 }
-
-/**
- * The first two ticks after `after`, or why there are none: the expression never fires again,
- * or it (or the time zone) does not parse. What a sweep stores for a schedule awaiting its next
- * due time; a problem pauses the schedule (docs/schedules.md).
- *
- * @param cron The stored expression.
- * @param timezone The stored time zone.
- * @param after The time after which to look.
- * @returns The due times, or `{ problem }`.
- *
- * @example Usage
- * ```ts
- * import { nextDueOrProblem } from "@sluice/sluice";
- *
- * const next = nextDueOrProblem("0 0 30 2 *", "UTC", new Date("2026-01-01T00:00:00Z"));
- * // { problem: "it never fires after 2026-01-01T00:00:00.000Z" }
- * ```
- */
-export function nextDueOrProblem(
-  cron: string,
-  timezone: string,
-  after: Date,
-): DueTimes | { readonly problem: string } {
-  try {
-    return scheduleDueTimes(cron, timezone, after) ??
-      { problem: `it never fires after ${after.toISOString()}` };
-  } catch (error) {
-    return { problem: error instanceof Error ? error.message : String(error) };
-  }
-}
