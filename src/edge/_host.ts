@@ -11,6 +11,7 @@
 
 import type { Sql } from "../db/postgres.ts";
 import { connect } from "../db/connect.ts";
+import { boundDriverBackoff } from "../db/reconnect.ts";
 import { readFunctionState } from "../db/edge_queries.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { describeError } from "../worker/describe_error.ts";
@@ -136,6 +137,8 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
         applicationName: `sluice-edge:${config.functionName}`,
       })
       : null;
+    // A pool of the caller's own keeps the driver's reconnect timer; its wait is bounded instead.
+    if (connection.kind === "given") boundDriverBackoff(connection.sql);
     config.lifecycle?.addEventListener("beforeunload", this.#onBeforeUnload);
   }
 
