@@ -1,11 +1,15 @@
 /**
- * `deno task schema:dump [--check] [--migrations DIR]`: the committed schema dump `docs/schema.sql`.
+ * `deno task schema:dump [--check] [--force] [--migrations DIR]`: the committed schema dump
+ * `docs/schema.sql`, the readable sources under `supabase/schemas/` (one file per routine name,
+ * table and view: scripts/_sql_sources.ts) and the routine index of `docs/sql.md`.
  *
  * Applies the migrations to an empty throwaway cluster (`deno task db:migrate`'s runner, so PGMQ
  * comes from the compat layer there), dumps schema `sluice` with that cluster's own `pg_dump`, and
- * normalizes the text so that it depends on the migrations only. Without `--check` it writes the
- * dump; with `--check` it compares instead and exits 1 with a unified diff when the migrations
- * create something other than what the committed dump shows. `deno task check` runs the check.
+ * normalizes the text so that it depends on the migrations only. Without `--check` it writes all
+ * three; a source file that differs from the migrations may hold an edit not yet turned into a
+ * migration, so it stops naming such files unless `--force` (after a hand-written migration) says
+ * to overwrite them. With `--check` it compares instead and exits 1 with a unified diff when the
+ * migrations create something other than what is committed. `deno task check` runs the check.
  *
  * @module
  */
@@ -13,6 +17,11 @@ import { dirname } from "node:path";
 import postgres from "postgres";
 import { migrate, MIGRATIONS_DIRECTORY } from "../src/ops/migrate.ts";
 import { findPostgresBinaries, startTempPostgres } from "../dev/temp_postgres.ts";
+import { type MigrationText, sourceFiles, SOURCES_DIRECTORY, withIndex } from "./_sql_sources.ts";
+
+const ROOT = new URL("../", import.meta.url);
+/** The doc that holds the routine index. */
+const SQL_DOC = new URL("docs/sql.md", ROOT);
 
 /** The committed dump. */
 export const SCHEMA_DUMP_FILE: URL = new URL("../docs/schema.sql", import.meta.url);
@@ -77,7 +86,7 @@ export async function dumpSchema(directory: URL | string = MIGRATIONS_DIRECTORY)
   return normalizeDump(decoder.decode(stdout));
 }
 
-async function unifiedDiff(expected: string, actual: string): Promise<string> {
+async function unifiedDiff(path: string, expected: string, actual: string): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "sluice-schema-" });
   try {
     await Deno.writeTextFile(`${dir}/committed`, expected);
@@ -86,9 +95,9 @@ async function unifiedDiff(expected: string, actual: string): Promise<string> {
       args: [
         "-u",
         "--label",
-        "docs/schema.sql (committed)",
+        `${path} (committed)`,
         "--label",
-        "docs/schema.sql (from supabase/migrations/)",
+        `${path} (from supabase/migrations/)`,
         `${dir}/committed`,
         `${dir}/migrated`,
       ],
@@ -100,38 +109,128 @@ async function unifiedDiff(expected: string, actual: string): Promise<string> {
   }
 }
 
+/** Every generated file, by path from the repository root, for one set of migrations. */
+async function generatedFiles(directory: URL | string): Promise<Map<string, string>> {
+  const dump = await dumpSchema(directory);
+  const { files, index } = sourceFiles(dump, await migrationTexts(directory));
+  const generated = new Map<string, string>([["docs/schema.sql", dump]]);
+  for (const [file, text] of files) generated.set(`${SOURCES_DIRECTORY}${file}`, text);
+  const doc = await Deno.readTextFile(SQL_DOC);
+  generated.set("docs/sql.md", await formatMarkdown(withIndex(doc, index)));
+  return generated;
+}
+
+async function migrationTexts(directory: URL | string): Promise<MigrationText[]> {
+  const dir = typeof directory === "string"
+    ? new URL(directory.replace(/\/?$/, "/"), `file://${Deno.cwd()}/`)
+    : directory;
+  const names: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.isFile && entry.name.endsWith(".sql")) names.push(entry.name);
+  }
+  names.sort();
+  return await Promise.all(
+    names.map(async (file) => ({ file, text: await Deno.readTextFile(new URL(file, dir)) })),
+  );
+}
+
+/** `text` as `deno fmt` formats Markdown here, so that the generated doc stays formatted. */
+async function formatMarkdown(text: string): Promise<string> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--ext=md", "--line-width=100", "-"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(text));
+  await writer.close();
+  const { code, stdout, stderr } = await child.output();
+  if (code !== 0) {
+    throw new Error(`Cannot format docs/sql.md: deno fmt: ${new TextDecoder().decode(stderr)}`);
+  }
+  return new TextDecoder().decode(stdout);
+}
+
+/** The committed files under `supabase/schemas/`, by path from the repository root. */
+async function committedSources(): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (dir: string) => {
+    for await (const entry of Deno.readDir(new URL(dir, ROOT))) {
+      if (entry.isDirectory) await walk(`${dir}${entry.name}/`);
+      else if (entry.isFile) found.push(`${dir}${entry.name}`);
+    }
+  };
+  try {
+    await walk(SOURCES_DIRECTORY);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return found.sort();
+}
+
 async function main(args: string[]): Promise<number> {
   const check = args.includes("--check");
+  const force = args.includes("--force");
   const at = args.indexOf("--migrations");
   const directory = at === -1 ? MIGRATIONS_DIRECTORY : args[at + 1];
   if (directory === undefined) {
     console.error("Cannot dump the schema: --migrations needs a directory");
     return 2;
   }
-  let dump: string;
+  let generated: Map<string, string>;
   try {
-    dump = await dumpSchema(directory);
+    generated = await generatedFiles(directory);
   } catch (error) {
     // A failing migration or a missing PostgreSQL deserves one clear line, not a stack trace.
     console.error(error instanceof Error ? error.message : String(error));
     return 1;
   }
-  if (!check) {
-    await Deno.writeTextFile(SCHEMA_DUMP_FILE, dump);
-    console.log("schema: wrote docs/schema.sql");
-    return 0;
+  const read = (path: string) => Deno.readTextFile(new URL(path, ROOT)).catch(() => undefined);
+  const stale: string[] = [];
+  for (const [path, text] of generated) if (await read(path) !== text) stale.push(path);
+  const extra = (await committedSources()).filter((path) => !generated.has(path));
+  if (check) {
+    if (stale.length === 0 && extra.length === 0) {
+      console.log(
+        "schema: docs/schema.sql, supabase/schemas/ and docs/sql.md match the migrations",
+      );
+      return 0;
+    }
+    console.error(
+      "Cannot confirm the schema: what the migrations create differs from the committed " +
+        `${[...stale, ...extra].join(", ")}. After a hand-written migration run ` +
+        "'deno task schema:dump'; after editing supabase/schemas/, 'deno task sql:migration <name>'",
+    );
+    for (const path of stale) {
+      console.log(await unifiedDiff(path, (await read(path)) ?? "", generated.get(path)!));
+    }
+    for (const path of extra) console.log(`${path}: no such object in the migrations`);
+    return 1;
   }
-  const committed = await Deno.readTextFile(SCHEMA_DUMP_FILE).catch(() => "");
-  if (committed === dump) {
-    console.log("schema: docs/schema.sql matches the migrations");
-    return 0;
+  // A source that differs may hold an edit not yet turned into a migration.
+  const unsaved = [...stale.filter((path) => path.startsWith(SOURCES_DIRECTORY)), ...extra];
+  const existing = [];
+  for (const path of unsaved) if (await read(path) !== undefined) existing.push(path);
+  if (existing.length > 0 && !force) {
+    console.error(
+      `Cannot write the sources: ${existing.join(", ")} differ from what the migrations create. ` +
+        "If they hold edits, 'deno task sql:migration <name>' turns them into a migration; after a " +
+        "hand-written migration, 'deno task schema:dump --force' overwrites them",
+    );
+    return 1;
   }
-  console.error(
-    "Cannot confirm the schema dump: docs/schema.sql differs from what the migrations create; " +
-      "run 'deno task schema:dump' and commit the result",
+  for (const [path, text] of generated) {
+    const url = new URL(path, ROOT);
+    await Deno.mkdir(new URL(".", url), { recursive: true });
+    await Deno.writeTextFile(url, text);
+  }
+  for (const path of extra) await Deno.remove(new URL(path, ROOT));
+  console.log(
+    `schema: wrote docs/schema.sql, ${generated.size - 2} files under ${SOURCES_DIRECTORY} and ` +
+      "the routine index of docs/sql.md",
   );
-  console.log(await unifiedDiff(committed, dump));
-  return 1;
+  return 0;
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));
