@@ -3,7 +3,7 @@
  * in the shape of Supabase's declarative schemas), built from what the migrations create: the
  * `pg_dump` of schema `sluice` split by object, each routine headed by the comment that precedes
  * its live definition in the migration that last defines it. `deno task schema:dump` writes them
- * with `docs/schema.sql`; `--check` compares; `deno task sql:migration NAME` turns edited sources
+ * and the routine index of docs/sql.md; `--check` compares; `deno task sql:migration NAME` turns edited sources
  * into the next migration (scripts/sql_migration.ts).
  *
  * @module

@@ -7,7 +7,7 @@
  * before and after: a file that changes one, or defines a new one, has changed. Their sources go,
  * whole and in file-name order, into `supabase/migrations/<UTC timestamp>_sluice_<name>.sql`
  * (listed in `src/ops/migration_files.ts`), which is then applied on the same cluster to prove it
- * runs; finally `deno task schema:dump` brings `docs/schema.sql`, the sources and the routine index
+ * runs; finally `deno task schema:dump` brings the sources and the routine index
  * up to date. Nothing is written when no routine changed or a source fails to apply.
  *
  * @module

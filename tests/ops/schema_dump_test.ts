@@ -12,12 +12,12 @@ async function schemaCheck(...args: string[]) {
   return { code, stdout: decoder.decode(stdout), stderr: decoder.decode(stderr) };
 }
 
-Deno.test("the schema check passes when docs/schema.sql is what the shipped migrations create", async () => {
+Deno.test("the schema check passes when supabase/schemas/ is what the shipped migrations create", async () => {
   const { code, stdout, stderr } = await schemaCheck();
   assert.equal(code, 0, stderr);
   assert.equal(
     stdout,
-    "schema: docs/schema.sql, supabase/schemas/ and docs/sql.md match the migrations\n",
+    "schema: supabase/schemas/ and docs/sql.md match the migrations\n",
   );
 });
 
@@ -37,10 +37,10 @@ Deno.test("the schema check fails with a diff naming what a migration added with
     assert.equal(code, 1);
     assert.match(
       stderr,
-      /what the migrations create differs from the committed docs\/schema\.sql, supabase\/schemas\/tables\/schema_drift_probe\.sql.*run 'deno task schema:dump'/,
+      /what the migrations create differs from the committed supabase\/schemas\/tables\/schema_drift_probe\.sql.*run 'deno task schema:dump'/,
     );
     assert.match(stdout, /^\+CREATE TABLE sluice\.schema_drift_probe \($/m);
-    assert.match(stdout, /^--- docs\/schema\.sql \(committed\)$/m);
+    assert.match(stdout, /^--- supabase\/schemas\/tables\/schema_drift_probe\.sql \(committed\)$/m);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
