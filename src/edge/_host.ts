@@ -18,7 +18,7 @@ import { describeError } from "../worker/describe_error.ts";
 import { Logger } from "../worker/logger.ts";
 import type { WorkerHandle } from "../worker/worker_options.ts";
 import { launchWorkerGroup } from "../worker/start_worker.ts";
-import { BearerAuth } from "./_auth.ts";
+import { BearerAuth } from "./bearer_auth.ts";
 import {
   type HostConfig,
   type HostedWorker,

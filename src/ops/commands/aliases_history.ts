@@ -6,7 +6,7 @@
  */
 
 import { getAliasHistory } from "../../deploy/aliases.ts";
-import { formatTime, type OpsCommand, printListing } from "./_command.ts";
+import { formatTime, type OpsCommand, printListing } from "./command_types.ts";
 
 /**
  * The `aliases history` command. Exits 1 when no alias of that name was ever activated.

@@ -6,7 +6,7 @@
  */
 
 import { readAliases } from "../../db/alias_queries.ts";
-import { formatTime, type OpsCommand, printListing } from "./_command.ts";
+import { formatTime, type OpsCommand, printListing } from "./command_types.ts";
 
 /**
  * The `aliases list` command. Exits 0 when the aliases could be read.

@@ -8,7 +8,7 @@
  */
 
 import type { Sql } from "../../db/postgres.ts";
-import { formatTime, type OpsCommand, type OpsIo } from "./_command.ts";
+import { formatTime, type OpsCommand, type OpsIo } from "./command_types.ts";
 import {
   deprecateFunctionWorkers,
   readDrain,

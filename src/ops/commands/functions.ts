@@ -6,7 +6,7 @@
  */
 
 import { readWorkerFunctionStatus } from "../../db/ops_queries.ts";
-import { formatTime, type OpsCommand, printListing } from "./_command.ts";
+import { formatTime, type OpsCommand, printListing } from "./command_types.ts";
 
 /**
  * The `functions` command.

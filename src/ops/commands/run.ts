@@ -15,7 +15,7 @@ import { getRun, type RunState, type StepState } from "../../client/get_run.ts";
 import { getRunTasks, type TaskState } from "../../client/get_run_tasks.ts";
 import { watchRun } from "../../client/watch_run.ts";
 import type { RunEvent } from "../../events/run_event.ts";
-import { firstLine, formatDuration, formatTable, formatTime, type OpsCommand } from "./_command.ts";
+import { firstLine, formatDuration, formatTable, formatTime, type OpsCommand } from "./command_types.ts";
 
 /** One step of the view: its state, dependencies, tasks, and tasks done of total. */
 type StepDetail = StepState & {

@@ -13,7 +13,7 @@ import {
   type OpsCommand,
   optionString,
   printListing,
-} from "./_command.ts";
+} from "./command_types.ts";
 
 const STATUSES = ["started", "completed", "failed", "cancelled"];
 

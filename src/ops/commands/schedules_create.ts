@@ -8,7 +8,7 @@
 import { schedule, scheduleFlowVersion } from "../../client/schedules.ts";
 import { InvalidCronError, InvalidTimezoneError } from "../../dsl/schedule_times.ts";
 import type { Json } from "../../dsl/json.ts";
-import { formatTime, type OpsCommand, optionString } from "./_command.ts";
+import { formatTime, type OpsCommand, optionString } from "./command_types.ts";
 
 /**
  * The `schedules create` command. Exits 0 when the schedule exists as asked, 2 for a bad cron

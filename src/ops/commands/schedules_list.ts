@@ -6,7 +6,7 @@
  */
 
 import { listSchedules } from "../../client/schedules.ts";
-import { firstLine, formatTime, type OpsCommand, printListing } from "./_command.ts";
+import { firstLine, formatTime, type OpsCommand, printListing } from "./command_types.ts";
 
 /**
  * The `schedules list` command. Exits 0 when the schedules could be read.
