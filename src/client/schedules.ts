@@ -23,7 +23,7 @@ import type { Queryable } from "../db/postgres.ts";
 import type { Json } from "../dsl/json.ts";
 import { DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import { startRefOf } from "../dsl/routing.ts";
-import { nextDueOrProblem } from "../dsl/_next_due.ts";
+import { nextDueOrProblem } from "../dsl/next_due.ts";
 import { validateSchedule } from "../dsl/schedule_times.ts";
 import { slugProblem } from "../dsl/slug.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";

@@ -14,7 +14,7 @@ import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { describeError } from "./describe_error.ts";
 import { heartbeatWorker, releaseDueWaits, requeueStalledTasks } from "../db/worker_queries.ts";
 import { sweepSchedules } from "../db/schedule_queries.ts";
-import { nextDueOrProblem } from "../dsl/_next_due.ts";
+import { nextDueOrProblem } from "../dsl/next_due.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";
 import type { RunningAttempts } from "./_running_attempts.ts";
 import type { Logger } from "./logger.ts";

@@ -9,7 +9,7 @@
  */
 
 import { pruneDataOlderThan } from "../../db/ops_queries.ts";
-import type { OpsCommand } from "./_command.ts";
+import type { OpsCommand } from "./command_types.ts";
 
 /**
  * The `prune` command. The interval is any PostgreSQL interval (`30 days`, `12h`, `1 week`); an
