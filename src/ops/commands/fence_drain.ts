@@ -8,7 +8,7 @@
  */
 
 import type { Sql } from "../../db/postgres.ts";
-import { type OpsCommand, type OpsIo } from "./command_types.ts";
+import type { OpsCommand, OpsIo } from "./command_types.ts";
 import { formatIsoTime } from "../../dashboard/format.ts";
 import {
   deprecateFunctionWorkers,
