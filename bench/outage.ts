@@ -4,23 +4,25 @@
  *
  * On a throwaway cluster, one worker (its own pool, `connectionString`), one producer (a
  * `connect()` pool starting a run every 20 ms, retrying what fails) and one watcher (`waitForRun`
- * on the producer's pool) all reach the server through a counting TCP proxy. Each repetition
- * brings one fault:
+ * on the producer's pool) all reach the server through a TCP proxy that drops every connection
+ * and refuses new ones (ECONNREFUSED, as a restarting server or pooler answers) for the length of
+ * each fault:
  *
  * - `restart`: `pg_ctl restart -m immediate` (as after a crash); the server is back when
  *   `pg_ctl` returns (it waits until the server accepts connections);
- * - `cut`: the proxy drops every connection and refuses new ones for `--cut-ms` (default 2000),
- *   as a network cut or a pooler restart; the server is back when the proxy forwards again.
+ * - `cut`: nothing else for `--cut-ms` (default 2000), as a pooler restart or a failover; the
+ *   server is back when the proxy listens again.
  *
  * It prints, per fault, p50 / p95 / max over the repetitions of: the first task claimed (its
  * handler started), the first task completed (its run's completion seen by the watcher), the
- * first run started by the producer, each after the server was back; and the connects per second
- * the proxy saw during the outage (load-independent: what the clients sent a recovering server),
- * with the load average before and after.
+ * first run started by the producer, each after the server was back; and the connection attempts
+ * per second of all three during the outage (load-independent: what the clients send a
+ * recovering server; refused ones count), with the load average before and after.
  *
  * @module
  */
 
+import net from "node:net";
 import { parseArgs } from "node:util";
 import { connect } from "../src/db/connect.ts";
 import { Flow } from "../src/dsl/flow.ts";
@@ -31,48 +33,63 @@ import { benchDatabase } from "./_bench_database.ts";
 import { loadAverage } from "./_machine.ts";
 import { duration, markdownTable, quantile } from "./_stats.ts";
 
-/** A TCP proxy that counts the connections it accepts and can refuse them for a while. */
-class CountingProxy {
-  readonly #listener: Deno.Listener;
+/**
+ * Counts TCP connection attempts of every client in this process (the worker's, the producer's
+ * and the watcher's pools), refused ones included: a refused connect is what grows a driver's
+ * backoff, and it never reaches a proxy or the server.
+ */
+function countConnects(): { readonly count: number } {
+  const counter = { count: 0 };
+  const connect = net.Socket.prototype.connect;
+  net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
+    counter.count += 1;
+    return (connect as (...args: unknown[]) => net.Socket).apply(this, args);
+  } as typeof connect;
+  return counter;
+}
+
+/**
+ * A TCP proxy in front of the server that can refuse connections for a while, as a restarting
+ * server or a restarting pooler does: while refusing it does not listen, so a connect fails with
+ * ECONNREFUSED, and the connections it carried are dropped.
+ */
+class RefusingProxy {
+  #listener: Deno.Listener | undefined;
   readonly #target: { hostname: string; port: number };
   readonly #conns = new Set<Deno.Conn>();
-  #refusing = false;
-  accepted = 0;
+  readonly port: number;
 
   constructor(targetPort: number) {
     this.#target = { hostname: "127.0.0.1", port: targetPort };
-    this.#listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    void this.#serve();
-  }
-
-  get port(): number {
-    return (this.#listener.addr as Deno.NetAddr).port;
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    this.port = (listener.addr as Deno.NetAddr).port;
+    this.#listen(listener);
   }
 
   /** Drops every connection and refuses new ones until {@linkcode restore}. */
-  cut(): void {
-    this.#refusing = true;
+  refuse(): void {
+    this.#listener?.close();
+    this.#listener = undefined;
     for (const conn of this.#conns) this.#close(conn);
   }
 
   restore(): void {
-    this.#refusing = false;
+    this.#listen(Deno.listen({ hostname: "127.0.0.1", port: this.port }));
   }
 
   close(): void {
-    this.#listener.close();
-    for (const conn of this.#conns) this.#close(conn);
+    this.refuse();
   }
 
-  async #serve(): Promise<void> {
-    for await (const client of this.#listener) {
-      this.accepted += 1;
-      if (this.#refusing) {
-        this.#close(client);
-        continue;
+  #listen(listener: Deno.Listener): void {
+    this.#listener = listener;
+    void (async () => {
+      try {
+        for await (const client of listener) void this.#pipe(client);
+      } catch {
+        // Closed by refuse().
       }
-      void this.#pipe(client);
-    }
+    })();
   }
 
   async #pipe(client: Deno.Conn): Promise<void> {
@@ -145,7 +162,8 @@ async function main(): Promise<void> {
     settings: { synchronous_commit: true },
   });
   const cluster = db.cluster!;
-  const proxy = new CountingProxy(cluster.port);
+  const proxy = new RefusingProxy(cluster.port);
+  const connects = countConnects();
   const url = new URL(db.url);
   url.port = String(proxy.port);
   const flow = new Flow<{ n: number }>({ slug: "outage_bench", timeout: 10 })
@@ -197,17 +215,17 @@ async function main(): Promise<void> {
       results.set(fault, figures);
       for (let run = 0; run < runs; run++) {
         const down = performance.now();
-        const acceptedBefore = proxy.accepted;
+        const connectsBefore = connects.count;
+        proxy.refuse();
         if (fault === "restart") {
           await cluster.control("restart", "immediate");
         } else {
-          proxy.cut();
           await new Promise((resolve) => setTimeout(resolve, cutMs));
-          proxy.restore();
         }
+        proxy.restore();
         const back = performance.now();
         figures.connectsPerSecond.push(
-          (proxy.accepted - acceptedBefore) / Math.max(0.001, (back - down) / 1000),
+          (connects.count - connectsBefore) / Math.max(0.001, (back - down) / 1000),
         );
         const claim = await until(() => firstAfter(claims, back), 60_000, "claim");
         const complete = await until(() => firstAfter(completed, back), 60_000, "completion");
@@ -239,12 +257,18 @@ async function main(): Promise<void> {
       (faults.includes("cut") ? `; cut ${cutMs} ms` : ""),
   );
   for (const [fault, figures] of results) {
-    console.log(`\n${fault === "restart" ? "pg_ctl restart -m immediate" : `network cut`}:\n`);
+    console.log(
+      `\n${fault === "restart" ? "pg_ctl restart -m immediate" : "connections refused"}:\n`,
+    );
     console.log(markdownTable(["after the server is back", "p50", "p95", "max"], [
       row("first task claimed", figures.claim, duration),
       row("first run completed (watcher)", figures.complete, duration),
       row("first run started (producer)", figures.start, duration),
-      row("connects/s during the outage", figures.connectsPerSecond, (v) => v.toFixed(1)),
+      row(
+        "connection attempts/s during the outage",
+        figures.connectsPerSecond,
+        (v) => v.toFixed(1),
+      ),
     ]));
   }
 }

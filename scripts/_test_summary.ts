@@ -72,3 +72,42 @@ export function failureReport(output: string, maxLines = MAX_FAILURE_LINES): str
     `… ${section.length - maxLines} more lines in the ERRORS section above`,
   ].join("\n");
 }
+
+// In a --parallel run each line names its file: "./tests/a_test.ts => a name ... ok (1s)"; in a
+// serial one a header does: "running 3 tests from ./tests/a_test.ts", then "a name ... ok (1s)".
+// Steps count within their test: indented in a serial run, "test ... step ... ok" in a parallel one.
+const TEST_LINE =
+  /^(?:\.\/(\S+_test\.ts) => )?(?!.* \.\.\. .* \.\.\. )\S.* \.\.\. (?:ok|FAILED|ignored)[^(]*\(([^)]+)\)$/;
+const FILE_HEADER = /^running \d+ tests? from \.\/(\S+_test\.ts)$/;
+
+/** Milliseconds of a `deno test` duration: `213ms`, `1s`, `2m5s`. */
+function durationMs(text: string): number {
+  let ms = 0;
+  for (const [, amount, unit] of text.matchAll(/(\d+)(ms|s|m|h)/g)) {
+    ms += Number(amount) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[unit as "ms"];
+  }
+  return ms;
+}
+
+/**
+ * Adds each test file's time in `output` (the sum of its tests' durations as `deno test` prints
+ * them, parallel or serial) to `total`, by file.
+ */
+export function addFileDurations(total: Map<string, number>, output: string): void {
+  let current: string | undefined;
+  // deno-lint-ignore no-control-regex
+  for (const line of output.replace(/\x1b\[[0-9;]*m/g, "").split("\n")) {
+    const header = FILE_HEADER.exec(line.trimEnd());
+    if (header !== null) current = header[1];
+    const match = TEST_LINE.exec(line.trimEnd());
+    const file = match?.[1] ?? current;
+    if (match === null || file === undefined) continue;
+    total.set(file, (total.get(file) ?? 0) + durationMs(match[2]));
+  }
+}
+
+/** The `count` files with the most time, slowest first, as `  12.3 s  tests/x_test.ts` lines. */
+export function slowestFiles(total: Map<string, number>, count = 10): string[] {
+  return [...total].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, count)
+    .map(([file, ms]) => `${(ms / 1000).toFixed(1).padStart(7)} s  ${file}`);
+}

@@ -3,10 +3,13 @@
  *
  * Uses the server at `DATABASE_URL` (as superuser URL) when set, otherwise a throwaway cluster.
  * Builds the template database `sluice_template` with every migration, then runs `deno check` on
- * `tests/types/` and `deno test -A --parallel` with `SLUICE_TEST_ADMIN_URL`,
+ * `tests/types/` and `deno test -A` with `SLUICE_TEST_ADMIN_URL`,
  * `SLUICE_TEST_TEMPLATE`, `SLUICE_TEST_PGMQ_INSTALLED` and `SLUICE_TEST_PGMQ_FLAVOUR` set, and
  * prints `N passed, N failed[, N skipped]` last (docs/internals/contracts.md §4). Arguments are
- * passed on to `deno test`; without a path among them the whole `tests/` directory runs.
+ * passed on to `deno test`; without a path among them the whole `tests/` directory runs. Each
+ * mode runs its files in two phases (scripts/_test_phases.ts): the parallel one, then the files
+ * that restart servers, cut connections or freeze processes, one at a time; files that need no
+ * test server run in the first mode only. The 10 slowest files are printed at the end.
  *
  * `SLUICE_TEST_PGMQ` picks which PGMQ the suite runs on:
  *
@@ -40,11 +43,14 @@ import {
 import { EMBEDDED_DEMO, embeddedSubset } from "./_embedded_subset.ts";
 import { databaseUrl } from "../tests/_db.ts";
 import { buildPgmqExtensionServer, type PgmqExtensionServer } from "./_pgmq_extension.ts";
+import { selectedTestFiles, testPhases } from "./_test_phases.ts";
 import {
+  addFileDurations,
   addTestSummary,
   failureReport,
   formatTestSummary,
   parseTestSummary,
+  slowestFiles,
   type TestSummary,
 } from "./_test_summary.ts";
 
@@ -74,11 +80,17 @@ let cleanup: () => Promise<void> = () => Promise.resolve();
 let child: Deno.ChildProcess | undefined;
 /** Exit code once a signal arrived: the run is abandoned, no summary is printed. */
 let interrupted: number | undefined;
+/** Each test file's time over every `deno test` run, for the slowest files printed at the end. */
+const fileTimes = new Map<string, number>();
 /** Each failing `deno test` run's ERRORS section, by label, repeated before the last line. */
 const failureRecaps: { label: string; report: string }[] = [];
 
 /** Repeats what failed where the tail of a long log shows it: after the last mode. */
 function printFailureRecaps(): void {
+  if (fileTimes.size > 0) {
+    log("the 10 slowest test files (the sum of their tests' durations, over every mode):");
+    for (const line of slowestFiles(fileTimes)) console.error(line);
+  }
   for (const { label, report } of failureRecaps) {
     log(`what failed in the ${label}:`);
     console.error(report);
@@ -200,14 +212,16 @@ async function runEmbeddedSubset(args: string[], reason: string): Promise<TestSu
       "to a PostgreSQL superuser URL",
   );
   const env = { SLUICE_EMBEDDED: "1", DATABASE_URL: "" };
-  const options = args.filter((arg) => arg.startsWith("-"));
+  const options = args.filter((arg) => arg.startsWith("-") && arg !== "--parallel");
   const total: TestSummary = { passed: 0, failed: 0, ignored: 0 };
   if (await shouldCheckTypes(args)) total.failed += await checkTypes(env);
-  const runs: string[][] = [];
-  if (files.length > 0) runs.push([...options, ...files]);
-  if (demo) runs.push(["--filter", EMBEDDED_DEMO.filter, EMBEDDED_DEMO.file]);
+  const runs: { options: string[]; files: string[] }[] = [];
+  if (files.length > 0) runs.push({ options, files });
+  if (demo) {
+    runs.push({ options: ["--filter", EMBEDDED_DEMO.filter], files: [EMBEDDED_DEMO.file] });
+  }
   for (const run of runs) {
-    const result = await denoTest(run, env, "embedded subset");
+    const result = await denoTest(run.options, run.files, true, env, "embedded subset");
     if (interrupted !== undefined) return total;
     if (result.summary === undefined) {
       log("deno test printed no summary (see its output above)");
@@ -235,15 +249,16 @@ function pgmqModes(value: string | undefined): PgmqMode[] {
 /**
  * One run of the suite: a server (the one at `databaseUrl`, else a throwaway cluster of the
  * system's PostgreSQL, or of the private copy with the real or the packaged pgmq extension), the
- * template, the type tests when `checkTypesToo`, and `deno test`. Failures of the setup count as
- * one failed test.
+ * template, the type tests in the first mode, and `deno test`: the parallel phase, then the serial
+ * one (scripts/_test_phases.ts; server-independent files only in the first mode). Failures of the
+ * setup count as one failed test.
  */
 async function runMode(
   mode: PgmqMode,
   extensionDir: string,
   databaseUrl: string,
   args: string[],
-  checkTypesToo: boolean,
+  firstMode: boolean,
 ): Promise<TestSummary> {
   let adminUrl = databaseUrl;
   let copy: PgmqExtensionServer | undefined;
@@ -289,18 +304,39 @@ async function runMode(
       [FLAVOUR_VARIABLE]: flavour,
     };
     let typeFailures = 0;
-    if (checkTypesToo && await shouldCheckTypes(args)) typeFailures = await checkTypes(env);
-    const result = await denoTest(args, env, `${mode} mode`);
-    const summary: TestSummary = result.summary ?? { passed: 0, failed: 0, ignored: 0 };
-    if (interrupted !== undefined) return summary;
-    if (result.summary === undefined) {
-      log("deno test printed no summary (see its output above)");
-      summary.failed += 1;
-    } else if (result.code !== 0 && summary.failed === 0) {
-      log(`deno test exited with code ${result.code} although no test failed`);
-      summary.failed += 1;
+    if (firstMode && await shouldCheckTypes(args)) typeFailures = await checkTypes(env);
+    const summary: TestSummary = { passed: 0, failed: typeFailures, ignored: 0 };
+    const paths = await pathArgs(args);
+    const options = args.filter((arg) => !paths.includes(arg) && arg !== "--parallel");
+    const phases = await testPhases(ROOT, await selectedTestFiles(ROOT, paths), firstMode);
+    if (phases.ranOnce.length > 0) {
+      log(
+        `${mode} mode: leaves out ${phases.ranOnce.length} server-independent files, which ran ` +
+          "in the first mode",
+      );
     }
-    summary.failed += typeFailures;
+    const runs = [
+      { files: phases.parallel, parallel: true, label: `${mode} mode` },
+      { files: phases.serial, parallel: false, label: `${mode} mode, serial phase` },
+    ];
+    for (const run of runs) {
+      if (run.files.length === 0) continue;
+      if (!run.parallel) {
+        log(`${mode} mode: serial phase, one file at a time (servers restarted, connections cut)`);
+      }
+      const result = await denoTest(options, run.files, run.parallel, env, run.label);
+      if (interrupted !== undefined) return summary;
+      if (result.summary === undefined) {
+        log("deno test printed no summary (see its output above)");
+        summary.failed += 1;
+        continue;
+      }
+      if (result.code !== 0 && result.summary.failed === 0) {
+        log(`deno test exited with code ${result.code} although no test failed`);
+        summary.failed += 1;
+      }
+      addTestSummary(summary, result.summary);
+    }
     return summary;
   } catch (error) {
     if (interrupted !== undefined) return { passed: 0, failed: 0, ignored: 0 };
@@ -413,17 +449,16 @@ async function checkTypes(env: Record<string, string>): Promise<number> {
   return code === 0 ? 0 : 1;
 }
 
+/** `deno test` of `files` with `options`; the serial phase runs one file at a time. */
 async function denoTest(
-  args: string[],
+  options: string[],
+  files: string[],
+  parallel: boolean,
   env: Record<string, string>,
   label: string,
 ): Promise<{ code: number; summary: TestSummary | undefined }> {
-  const paths = await pathArgs(args);
-  const testArgs = ["test", "-A"];
-  if (!args.includes("--parallel")) testArgs.push("--parallel");
-  testArgs.push(...args);
-  if (paths.length === 0) testArgs.push("tests/");
-  log(`deno ${testArgs.join(" ")}`);
+  const testArgs = ["test", "-A", ...(parallel ? ["--parallel"] : []), ...options, ...files];
+  log(`deno ${[...testArgs.slice(0, -files.length), `<${files.length} files>`].join(" ")}`);
   child = new Deno.Command(Deno.execPath(), {
     args: testArgs,
     cwd: ROOT,
@@ -441,6 +476,7 @@ async function denoTest(
   child = undefined;
   const report = failureReport(stdout);
   if (report !== "") failureRecaps.push({ label, report });
+  addFileDurations(fileTimes, stdout);
   return { code, summary: parseTestSummary(stdout) };
 }
 

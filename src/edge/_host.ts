@@ -11,13 +11,14 @@
 
 import type { Sql } from "../db/postgres.ts";
 import { connect } from "../db/connect.ts";
+import { boundDriverBackoff } from "../db/reconnect.ts";
 import { readFunctionState } from "../db/edge_queries.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { describeError } from "../worker/describe_error.ts";
 import { Logger } from "../worker/logger.ts";
 import type { WorkerHandle } from "../worker/worker_options.ts";
 import { launchWorkerGroup } from "../worker/start_worker.ts";
-import { BearerAuth } from "./_auth.ts";
+import { BearerAuth } from "./bearer_auth.ts";
 import {
   type HostConfig,
   type HostedWorker,
@@ -159,6 +160,8 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
         applicationName: `sluice-edge:${config.functionName}`,
       })
       : null;
+    // A pool of the caller's own keeps the driver's reconnect timer; its wait is bounded instead.
+    if (connection.kind === "given") boundDriverBackoff(connection.sql);
     config.lifecycle?.addEventListener("beforeunload", this.#onBeforeUnload);
   }
 

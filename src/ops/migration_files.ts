@@ -36,4 +36,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261202000500_sluice_refuse_routed.sql",
   "20261207000200_sluice_cancel_sees_new_tasks.sql",
   "20261207000300_sluice_wait_for_messages.sql",
+  "20261207000500_sluice_signals_schedules.sql",
 ];

@@ -8,6 +8,7 @@
 
 import { compileFlowGeneration } from "../deploy/compile.ts";
 import { connect } from "../db/connect.ts";
+import { boundDriverBackoff } from "../db/reconnect.ts";
 import type { Sql } from "../db/postgres.ts";
 import { stopRefetchingTypes } from "../db/fetch_types.ts";
 import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
@@ -163,6 +164,8 @@ export async function launchWorker(
     max: connection.poolSize,
     applicationName: `sluice-worker:${target.functionName}`,
   });
+  // A pool of the caller's own keeps the driver's reconnect timer; its wait is bounded instead.
+  if (connection.kind === "given") boundDriverBackoff(sql);
   let listener: QueueListener | null = null;
   try {
     // A worker (re)started while the database restarts waits for it, up to startupTimeoutMs.

@@ -75,7 +75,7 @@ Deno.test(
       const watcher = collect(subscribeToRun(supabase, { runId, flow: webFlow }));
       await waitUntil(() => watcher.events.length >= 3 && standIn.joins === 1, "replay and join");
       await new MixedRunDriver(db.sql, "web").finish();
-      await within(watcher.done, "the terminal event");
+      await within(watcher.done, "the terminal event", 5_000);
       assert.deepEqual(watcher.events, mixedEvents(runId, "web"));
     });
   },
@@ -115,7 +115,7 @@ Deno.test(
       standIn.dropSockets();
       // The rest of the run, the terminal event included, is broadcast while no socket is joined.
       await driver.finish();
-      await within(watcher.done, "the terminal event");
+      await within(watcher.done, "the terminal event", 5_000);
       assert.ok(standIn.joins >= 2, "the channel was joined again");
       assert.deepEqual(withoutProgress(watcher.events), withoutProgress(mixedEvents(runId, "web")));
       assert.equal(watcher.events.filter((e) => e.type === "run:completed").length, 1);

@@ -16,6 +16,7 @@ import {
 import { startWaitingRun, waitingFlow } from "../worker/_waiting_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { testWorker } from "../worker/_helpers.ts";
+import { scaled } from "../_support.ts";
 
 const orders = new Flow<{ orderId: number }>({ slug: "orders", timeout: 30 })
   .step({ slug: "load" }, (input) => ({ id: input.orderId }))
@@ -197,16 +198,16 @@ Deno.test("waitForRun() resolves with the typed output, or rejects with the run'
   await using _worker = await testWorker(flow, db);
 
   const good = await startFlow(db.sql, flow, { fail: false });
-  const output = await waitForRun(db.sql, good, { timeoutMs: 10_000, flow });
+  const output = await waitForRun(db.sql, good, { timeoutMs: scaled(10_000), flow });
   const typed: { work: { ok: boolean } } = output;
   assert.deepEqual(typed, { work: { ok: true } });
-  const untyped: Json = await waitForRun(db.sql, good, { timeoutMs: 1000 });
+  const untyped: Json = await waitForRun(db.sql, good, { timeoutMs: scaled(1000) });
   assert.deepEqual(untyped, { work: { ok: true } });
-  const byTypeArgument = await waitForRun<typeof flow>(db.sql, good, { timeoutMs: 1000 });
+  const byTypeArgument = await waitForRun<typeof flow>(db.sql, good, { timeoutMs: scaled(1000) });
   assert.equal(byTypeArgument.work.ok, true);
 
   const bad = await startFlow(db.sql, flow, { fail: true });
-  const error = await waitForRun(db.sql, bad, { timeoutMs: 10_000 }).catch((e) => e);
+  const error = await waitForRun(db.sql, bad, { timeoutMs: scaled(10_000) }).catch((e) => e);
   assert.ok(error instanceof RunFailedError);
   assert.equal(error.runId, bad);
   assert.equal(error.flowSlug, "maybe");
@@ -238,7 +239,10 @@ Deno.test("waitForRun() times out with RunTimeoutError, and rejects unknown runs
     (e: Error) => e instanceof RangeError && /no such run/.test(e.message),
   );
   const controller = new AbortController();
-  const waiting = waitForRun(db.sql, runId, { timeoutMs: 10_000, signal: controller.signal });
+  const waiting = waitForRun(db.sql, runId, {
+    timeoutMs: scaled(10_000),
+    signal: controller.signal,
+  });
   controller.abort(new Error("caller gave up"));
   await assert.rejects(waiting, /caller gave up/);
 });
@@ -267,7 +271,7 @@ Deno.test("getRunTasks() returns each task's attempts, status and last failed at
     });
   await using _worker = await testWorker(flow, db);
   const bad = await startFlow(db.sql, flow, { fail: true });
-  await waitForRun(db.sql, bad, { timeoutMs: 15_000 }).catch(() => {});
+  await waitForRun(db.sql, bad, { timeoutMs: scaled(15_000) }).catch(() => {});
   const [task, ...rest] = await getRunTasks(db.sql, bad);
   assert.deepEqual(rest, []);
   assert.equal(task.stepSlug, "work");

@@ -5,7 +5,7 @@ import { waitForRun, watchRun } from "../../src/client/mod.ts";
 import { connect } from "../../src/db/connect.ts";
 import { freshDatabase } from "../_db.ts";
 import { collect, mixedEvents, mixedFlow, MixedRunDriver } from "../_run_events.ts";
-import { waitUntil, within } from "../_support.ts";
+import { scaled, waitUntil, within } from "../_support.ts";
 import { compileFlow, startFlow } from "../sql/_fixtures.ts";
 
 Deno.test("1,000 concurrent watches of one connect() pool hold the pool's connections and one LISTEN session", async () => {
@@ -21,7 +21,7 @@ Deno.test("1,000 concurrent watches of one connect() pool hold the pool's connec
     const watchers = runs.flatMap(({ runId }) =>
       Array.from({ length: 100 }, () => collect(watchRun(pool, runId)))
     );
-    const waits = runs.map(({ runId }) => waitForRun(pool, runId, { timeoutMs: 60_000 }));
+    const waits = runs.map(({ runId }) => waitForRun(pool, runId, { timeoutMs: scaled(60_000) }));
     await waitUntil(
       () => watchers.every((watcher) => watcher.events.length >= 2),
       "every watch's replayed start",
@@ -34,7 +34,11 @@ Deno.test("1,000 concurrent watches of one connect() pool hold the pool's connec
     assert.ok(connections <= 5, `${connections} connections for 1,010 watches`);
 
     for (const { slug } of runs) await new MixedRunDriver(db.sql, slug).finish();
-    await within(Promise.all(watchers.map((watcher) => watcher.done)), "every terminal event");
+    await within(
+      Promise.all(watchers.map((watcher) => watcher.done)),
+      "every terminal event",
+      30_000,
+    );
     for (const [index, watcher] of watchers.entries()) {
       const { runId, slug } = runs[Math.floor(index / 100)];
       assert.deepEqual(
@@ -80,7 +84,7 @@ Deno.test("watchRun() replaces a frozen listener session (SIGSTOP) by its ping a
         return rows.some((row) => row.pid !== pid);
       }, "a replacement listener session");
       await new MixedRunDriver(db.sql, "watched").finish();
-      await within(watcher.done, "the terminal event over the new session");
+      await within(watcher.done, "the terminal event over the new session", 5_000);
       assert.deepEqual(
         watcher.events.filter((event) => event.type !== "step:progress"),
         mixedEvents(runId, "watched").filter((event) => event.type !== "step:progress"),
@@ -100,6 +104,11 @@ function outageProxy(url: string) {
   const conns = new Set<Deno.Conn>();
   let listener: Deno.Listener | null = null;
   let port = 0;
+  const pending = new Set<Promise<unknown>>();
+  const track = (promise: Promise<unknown>) => {
+    const settled = promise.catch(() => {}).finally(() => pending.delete(settled));
+    pending.add(settled);
+  };
   const accept = async (current: Deno.Listener) => {
     for await (const client of current) {
       try {
@@ -108,8 +117,8 @@ function outageProxy(url: string) {
           port: Number(target.port),
         });
         conns.add(client).add(server);
-        client.readable.pipeTo(server.writable).catch(() => {});
-        server.readable.pipeTo(client.writable).catch(() => {});
+        track(client.readable.pipeTo(server.writable));
+        track(server.readable.pipeTo(client.writable));
       } catch {
         client.close();
       }
@@ -118,7 +127,7 @@ function outageProxy(url: string) {
   const up = () => {
     listener = Deno.listen({ hostname: "127.0.0.1", port });
     port = (listener.addr as Deno.NetAddr).port;
-    void accept(listener).catch(() => {});
+    track(accept(listener));
   };
   up();
   const proxied = new URL(url);
@@ -140,15 +149,16 @@ function outageProxy(url: string) {
       conns.clear();
     },
     up,
+    /** Resolves once every read and write of the connections it carried has ended. */
+    async settled() {
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
   };
 }
 
 Deno.test({
   name:
     "waitForRun() and watchRun() ride out a server outage (ECONNREFUSED, cut connections) and resolve",
-  // The proxy's piped streams end with the connections they cut, not within the test's ops.
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     await using db = await freshDatabase();
     const slugs = ["outage_a", "outage_b"];
@@ -164,7 +174,7 @@ Deno.test({
       connectTimeoutSeconds: 2,
     });
     try {
-      const waits = runIds.map((runId) => waitForRun(pool, runId, { timeoutMs: 60_000 }));
+      const waits = runIds.map((runId) => waitForRun(pool, runId, { timeoutMs: scaled(60_000) }));
       const watcher = collect(watchRun(pool, runIds[0]));
       await waitUntil(() => watcher.events.length >= 2, "the replayed start");
       await waitUntil(async () => {
@@ -178,15 +188,16 @@ Deno.test({
       for (const slug of slugs) await new MixedRunDriver(db.sql, slug).finish();
       await new Promise((resolve) => setTimeout(resolve, 1500));
       proxy.up();
-      assert.deepEqual(await within(Promise.all(waits), "both waits"), [
+      assert.deepEqual(await within(Promise.all(waits), "both waits", 30_000), [
         { flaky: "ok" },
         { flaky: "ok" },
       ]);
-      await within(watcher.done, "the watch's terminal event");
+      await within(watcher.done, "the watch's terminal event", 5_000);
       assert.equal(watcher.events.at(-1)?.type, "run:completed");
     } finally {
       proxy.down();
       await pool.end({ timeout: 0 });
+      await proxy.settled();
     }
   },
 });

@@ -10,7 +10,7 @@ import {
   MixedRunDriver,
   withoutProgress,
 } from "../_run_events.ts";
-import { waitUntil, within } from "../_support.ts";
+import { scaled, waitUntil, within } from "../_support.ts";
 import {
   compileFlow,
   completeTask,
@@ -32,7 +32,7 @@ Deno.test("watchRun() replays the state to a subscriber that connects mid-run, t
   assert.deepEqual(watcher.events, mixedEvents(runId, "watched").slice(0, 6));
 
   await driver.finish();
-  await within(watcher.done, "the terminal event");
+  await within(watcher.done, "the terminal event", 5_000);
   assert.deepEqual(watcher.events, mixedEvents(runId, "watched"));
 });
 
@@ -62,7 +62,7 @@ Deno.test("watchRun() re-establishes a killed listener connection and the termin
   // The rest of the run, the terminal event included, happens while the listener may be down:
   // what it misses only the reconnect's replay can bring (no periodic resync here).
   await driver.finish();
-  await within(watcher.done, "the terminal event");
+  await within(watcher.done, "the terminal event", 5_000);
 
   // A replay is a state: of the progress made during the outage only the latest can show.
   assert.deepEqual(withoutProgress(watcher.events), withoutProgress(mixedEvents(runId, "watched")));
@@ -78,7 +78,7 @@ Deno.test("watchRun() polls the state of a run whose flow has events off", async
   const watcher = collect(watchRun(db.sql, runId, { resyncIntervalMs: 3_600_000 }));
   await waitUntil(() => watcher.events.length >= 2, "the replayed start");
   await new MixedRunDriver(db.sql, "watched").finish();
-  await within(watcher.done, "the terminal event");
+  await within(watcher.done, "the terminal event", 5_000);
   // Polling sees states, not every transition: progress between two reads is not seen.
   assert.deepEqual(withoutProgress(watcher.events), withoutProgress(mixedEvents(runId, "watched")));
 });
@@ -93,7 +93,7 @@ Deno.test("watchRun() reads back an output too large for NOTIFY", async () => {
   const [task] = await readAndClaim(db.sql, "big", workerId, "big");
   const blob = "x".repeat(20_000);
   await completeTask(db.sql, task, blob);
-  await within(watcher.done, "the terminal event");
+  await within(watcher.done, "the terminal event", 5_000);
   assert.deepEqual(watcher.events.slice(2), [
     { type: "step:completed", runId, stepSlug: "blob", output: blob },
     { type: "run:completed", runId, flowSlug: "big", output: { blob } },
@@ -120,7 +120,7 @@ Deno.test("waitForRun() listens for the run's events instead of polling", async 
   const runId = await startFlow(db.sql, "watched", { tier: "silver" });
   // Polling once an hour: only the events can end this wait.
   const waiting = waitForRun(db.sql, runId, {
-    timeoutMs: 60_000,
+    timeoutMs: scaled(60_000),
     pollIntervalMs: 3_600_000,
     maxPollIntervalMs: 3_600_000,
   });
@@ -138,7 +138,7 @@ Deno.test("waitForRun() finishes by its re-read on the pool while the listener's
   await using db = await freshDatabase();
   await compileFlow(db.sql, mixedFlow("watched"));
   const runId = await startFlow(db.sql, "watched", { tier: "silver" });
-  const waiting = waitForRun(db.sql, runId, { timeoutMs: 20_000 });
+  const waiting = waitForRun(db.sql, runId, { timeoutMs: scaled(20_000) });
   const [{ pid }] = await waitUntil(async () => {
     const rows = await db.sql<{ pid: number }[]>`
       select pid from pg_stat_activity
@@ -174,7 +174,7 @@ Deno.test("waitForRun() on a connect() pool survives pg_terminate_backend of its
         select pid from pg_stat_activity where query like 'lock table sluice.runs%'`;
       return rows.length === 1 ? rows : null;
     }, "the lock");
-    const waiting = waitForRun(pool, runId, { timeoutMs: 30_000 });
+    const waiting = waitForRun(pool, runId, { timeoutMs: scaled(30_000) });
     const [{ pid }] = await waitUntil(async () => {
       const rows = await db.sql<{ pid: number }[]>`
         select pid from pg_stat_activity

@@ -10,6 +10,7 @@ import { withStepQueues } from "../../src/dsl/step_queues.ts";
 import { serveWorkers, type ServeWorkersOptions } from "../../src/edge/mod.ts";
 import { freshDatabase } from "../_db.ts";
 import { call, latch, LogCapture, SECRET, waitUntil } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 const MAX_CONCURRENT = 2;
 const FLOOD = 8;
@@ -160,7 +161,7 @@ Deno.test("one co-hosting function runs a worker per hosted step on one pool and
   // The flood drains once its handlers may finish.
   gate.resolve();
   for (const [n, runId] of floodRuns.entries()) {
-    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 30_000, flow: flood }), {
+    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(30_000), flow: flood }), {
       heavy: n,
     });
   }

@@ -17,6 +17,7 @@ import {
   waitUntil,
   workerCounts,
 } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 Deno.test("the first authorized request starts one worker inside waitUntil; later requests only report", async () => {
   await using db = await freshDatabase();
@@ -46,7 +47,7 @@ Deno.test("the first authorized request starts one worker inside waitUntil; late
   assert.deepEqual(await workerCounts(db, "greeter"), { started: 1, live: 1 });
 
   const runId = await startFlow(db.sql, flow, { name: "edge" });
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
     greet: "hello edge",
   });
 });
@@ -77,7 +78,10 @@ Deno.test("beforeunload: polling stops, one successor starts through the functio
   const started = latch();
   const gate = latch();
   let calls = 0;
-  const flow = new Flow({ slug: "relay" }).step({ slug: "work" }, async () => {
+  const flow = new Flow<{ probe?: boolean }>({ slug: "relay" }).step({ slug: "work" }, async (
+    input,
+  ) => {
+    if (input.probe) return "probe";
     calls++;
     started.resolve();
     await gate.promise;
@@ -109,11 +113,24 @@ Deno.test("beforeunload: polling stops, one successor starts through the functio
   assert.equal(functionUrl.requests.length, 1);
   assert.equal(functionUrl.requests[0].method, "POST");
   assert.equal(functionUrl.requests[0].authorization, `Bearer ${SECRET}`);
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // A run started now can only be claimed by the successor (the predecessor polls no more): once
+  // it completes, the successor has polled the queue that holds the in-flight task's message.
+  const probe = await startFlow(db.sql, flow, { probe: true });
+  assert.deepEqual(await waitForRun(db.sql, probe, { timeoutMs: scaled(10_000), flow }), {
+    work: "probe",
+  });
+  const [probed] = await db.sql`
+    select last_worker_id from sluice.step_tasks where run_id = ${probe}`;
+  assert.equal(probed.last_worker_id, successor.status.workerId);
   assert.equal(calls, 1, "the successor never claims the task in flight in its predecessor");
+  const [inFlight] = await db.sql`
+    select status, attempts_count from sluice.step_tasks where run_id = ${runId}`;
+  assert.deepEqual({ ...inFlight }, { status: "started", attempts_count: 1 });
 
   gate.resolve();
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), { work: "done" });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
+    work: "done",
+  });
   await predecessor.end();
 
   assert.equal(functionUrl.requests.length, 1);

@@ -20,6 +20,7 @@ import {
   testHandler,
   workerCounts,
 } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 const digest = withStepQueues(
   new Flow<{ text: string }>({ slug: "edge_digest" })
@@ -55,7 +56,7 @@ Deno.test("one worker function per step: each polls its step's queue under the g
     ],
   );
   const runId = await startFlow(db.sql, digest, { text: "why?" });
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow: digest }), {
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow: digest }), {
     deliver: "a question",
   });
   const rows = await db.sql`
@@ -143,7 +144,7 @@ Deno.test('worker functions of a deployed step-queued flow with activate: "on-st
   );
 
   const runId = await startFlow(db.sql, deployed, { text: "hello" });
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow: deployed }), {
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow: deployed }), {
     deliver: "a comment",
   });
 });

@@ -53,7 +53,7 @@ Deno.test("watchRun() delivers a signal wait's step:waiting with its key and tim
   assert.equal(Date.parse(waiting.until!) - Date.parse(waiting.at), 3600_000);
 
   await sendSignal(db.sql, { key: "approval:r1", payload: { approved: true }, signalId: "s1" });
-  await within(live.done, "the run's terminal event");
+  await within(live.done, "the run's terminal event", 5_000);
   const expected: Event[] = [
     { type: "run:started", runId, flowSlug: flow.slug },
     { type: "step:started", runId, stepSlug: "ask", tasks: 1 },
@@ -74,7 +74,7 @@ Deno.test("watchRun() delivers a signal wait's step:waiting with its key and tim
 
   // A watch of the finished run replays the same events, the wait's step:waiting included.
   const replay = watch(db, runId);
-  await within(replay.done, "the replay's terminal event");
+  await within(replay.done, "the replay's terminal event", 5_000);
   assert.deepEqual(bare(replay.events), expected);
 });
 
@@ -105,7 +105,7 @@ Deno.test("watchRun() delivers a sleep's step:waiting with its due time and no k
   // The timeout passes: move it rather than wait an hour; the worker's heartbeat sweep skips it.
   await db.sql`update sluice.step_states set wait_until = now() - interval '1 second'
     where run_id = ${runId} and step_slug = 'decision'`;
-  await within(live.done, "the run's terminal event");
+  await within(live.done, "the run's terminal event", 5_000);
 
   const of = (slug: string) => live.events.filter((e) => "stepSlug" in e && e.stepSlug === slug);
   // A sleep already due completes in the transaction that starts it: step:waiting (until is its

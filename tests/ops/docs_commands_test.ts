@@ -21,6 +21,7 @@ import {
   shellCommands,
   UserProjectShell,
 } from "../docs/_guides.ts";
+import { scaled } from "../_support.ts";
 
 const REPO = new URL("../../", import.meta.url);
 const MANIFEST = "supabase/functions/sluice.manifest.json";
@@ -340,9 +341,12 @@ Deno.test("every command of docs/ops.md, run_control.md, dashboard.md, edge.md, 
   assert.equal(enabled, false, "the old version was retired");
   // The callers' name now starts the new version.
   const next = await startFlow(db.sql, greetUserV2, { name: "Grace" });
-  assert.deepEqual(await waitForRun(db.sql, next, { timeoutMs: 15_000, flow: greetUserV2 }), {
-    compose: "Hi, Grace!",
-  });
+  assert.deepEqual(
+    await waitForRun(db.sql, next, { timeoutMs: scaled(15_000), flow: greetUserV2 }),
+    {
+      compose: "Hi, Grace!",
+    },
+  );
   const [started] = await db
     .sql`select flow_slug, started_via from sluice.runs where run_id = ${next}`;
   assert.deepEqual({ ...started }, { flow_slug: "greet_user_v2", started_via: "greet_user" });
@@ -399,11 +403,14 @@ Deno.test("every command of docs/versions.md runs against real workers: both ver
     await startFlow(db.sql, greetUserV2, { name: "Grace" }),
     await startFlow(db.sql, threadDigestV2, { threadId: "t2", posts }),
   ];
-  assert.deepEqual(await waitForRun(db.sql, after[0], { timeoutMs: 15_000, flow: greetUserV2 }), {
-    compose: "Hi, Grace!",
-  });
   assert.deepEqual(
-    await waitForRun(db.sql, after[1], { timeoutMs: 15_000, flow: threadDigestV2 }),
+    await waitForRun(db.sql, after[0], { timeoutMs: scaled(15_000), flow: greetUserV2 }),
+    {
+      compose: "Hi, Grace!",
+    },
+  );
+  assert.deepEqual(
+    await waitForRun(db.sql, after[1], { timeoutMs: scaled(15_000), flow: threadDigestV2 }),
     { deliver: { posts: [4, 2] } },
   );
   const aliases = await db.sql`
@@ -451,9 +458,12 @@ Deno.test("every command of docs/schedules.md runs in a user project: the schedu
   const [{ run_id }] = await db.sql`
     select run_id from sluice.schedule_ticks
     where schedule_name = 'nightly_greeting' and due_at = ${row.next_due_at}`;
-  assert.deepEqual(await waitForRun(db.sql, run_id, { timeoutMs: 15_000, flow: greetUser }), {
-    record: { greeting: "Hello, Ada!", length: 11 },
-  });
+  assert.deepEqual(
+    await waitForRun(db.sql, run_id, { timeoutMs: scaled(15_000), flow: greetUser }),
+    {
+      record: { greeting: "Hello, Ada!", length: 11 },
+    },
+  );
   await scenario.command(lines.at(-1)!);
   const [{ count }] = await db.sql`select count(*)::int as count from sluice.schedules`;
   assert.equal(count, 0);

@@ -7,6 +7,7 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { testWorker, uniqueSlug, waitUntil } from "../worker/_helpers.ts";
 import { ops, opsDone } from "./_ops.ts";
+import { scaled } from "../_support.ts";
 
 Deno.test("ops run cancel and run retry: a cancelled run is listed with its reason, a retried one with its retries", async () => {
   await using db = await freshDatabase();
@@ -63,7 +64,9 @@ Deno.test("ops run cancel and run retry: a cancelled run is listed with its reas
     retried.out,
     `Retried run ${runId} (retry 1): 1 task queued again, 1 step resumed; status started.`,
   );
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 15_000, flow }), { work: 3 });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(15_000), flow }), {
+    work: 3,
+  });
   const after = await opsDone(db, "runs", "--flow", slug);
   assert.match(after.out, new RegExp(`^${runId} +${slug} +completed +1/1 +1 `, "m"));
   const detail = await opsDone(db, "run", runId);

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import {
+  addFileDurations,
   addTestSummary,
   failureReport,
   formatTestSummary,
   parseTestSummary,
+  slowestFiles,
 } from "../../scripts/_test_summary.ts";
 
 Deno.test("the test runner counts tests from deno test's last summary line", () => {
@@ -67,4 +69,39 @@ Deno.test("the test runner repeats each failed test's name and error from deno t
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("the test runner sums each file's test durations, from a parallel and a serial run", () => {
+  const total = new Map<string, number>();
+  addFileDurations(
+    total,
+    [
+      "\x1b[0m\x1b[38;5;245m./tests/a_test.ts => \x1b[0mfirst ... \x1b[0m\x1b[32mok\x1b[0m \x1b[0m\x1b[38;5;245m(213ms)\x1b[0m",
+      "./tests/b_test.ts => a slow one ... FAILED (1m5s)",
+      "./tests/a_test.ts => second ... ok (2s)",
+      "./tests/a_test.ts => ignored one ... ignored (0ms)",
+      "./tests/b_test.ts => with steps ... a step ... ok (30s)",
+    ].join("\n"),
+  );
+  addFileDurations(
+    total,
+    [
+      "running 2 tests from ./tests/c_test.ts",
+      "with steps ...",
+      "  a step ... ok (4s)",
+      "with steps ... ok (5s)",
+      "plain ... ok (500ms)",
+      "running 1 test from ./tests/a_test.ts",
+      "third ... ok (1s)",
+    ].join("\n"),
+  );
+  assert.deepEqual(Object.fromEntries(total), {
+    "tests/a_test.ts": 3_213,
+    "tests/b_test.ts": 65_000,
+    "tests/c_test.ts": 5_500,
+  });
+  assert.deepEqual(slowestFiles(total, 2), [
+    "   65.0 s  tests/b_test.ts",
+    "    5.5 s  tests/c_test.ts",
+  ]);
 });

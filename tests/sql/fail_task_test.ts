@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { freshDatabase } from "../_db.ts";
 import {
+  type ClaimedTask,
   compileFlow,
   completeTask,
   failTask,
@@ -15,12 +16,29 @@ import {
   taskStatuses,
 } from "./_fixtures.ts";
 
-async function vtIn(sql: Sql, queue: string, messageId: string): Promise<number> {
-  const [row] = await sql.unsafe(
-    `select extract(epoch from vt - clock_timestamp())::float8 as secs from pgmq.q_${queue} where msg_id = $1`,
-    [messageId],
+/**
+ * Fails `task` and says whether its message's visibility time is exactly `delaySeconds` after a
+ * moment of the call: between the server clock read just before it and just after it. Both
+ * bounds are read on the database, so the check holds however slow the machine is.
+ */
+async function failAndCheckDelay(
+  sql: Sql,
+  queue: string,
+  task: ClaimedTask,
+  error: string,
+  delaySeconds: number,
+  retryDelaySeconds?: number,
+): Promise<{ outcome: string; inWindow: boolean; vtAfterCall: string }> {
+  const [{ before }] = await sql<{ before: string }[]>`select clock_timestamp()::text as before`;
+  const outcome = await failTask(sql, task, error, retryDelaySeconds);
+  const [row] = await sql.unsafe<{ in_window: boolean; vt_after_call: string }[]>(
+    `select vt - make_interval(secs => $2) between $3::timestamptz and clock_timestamp()
+              as in_window,
+            (vt - $3::timestamptz)::text as vt_after_call
+       from pgmq.q_${queue} where msg_id = $1`,
+    [task.message_id, delaySeconds, before],
   );
-  return row.secs;
+  return { outcome, inWindow: row.in_window, vtAfterCall: row.vt_after_call };
 }
 
 Deno.test("fail_task() requeues the task and delays its own message by exponential backoff", async () => {
@@ -38,9 +56,12 @@ Deno.test("fail_task() requeues the task and delays its own message by exponenti
     await db.sql`update pgmq.q_retry set vt = clock_timestamp()`;
     const [task] = await readAndClaim(db.sql, "retry", worker, "retry");
     assert.equal(task.attempt, i + 1);
-    assert.equal(await failTask(db.sql, task, `boom ${i}`), "retried");
-    const secs = await vtIn(db.sql, "retry", task.message_id);
-    assert.ok(Math.abs(secs - delay) < 1, `attempt ${i + 1}: expected ~${delay}s, got ${secs}`);
+    const failed = await failAndCheckDelay(db.sql, "retry", task, `boom ${i}`, delay);
+    assert.equal(failed.outcome, "retried");
+    assert.ok(
+      failed.inWindow,
+      `attempt ${i + 1}: expected ${delay}s after the call, got ${failed.vtAfterCall}`,
+    );
   }
   const [row] = await db
     .sql`select status, error_message from sluice.step_tasks where run_id = ${runId}`;
@@ -53,9 +74,10 @@ Deno.test("fail_task() honours a handler-selected retry delay", async () => {
   await startFlow(db.sql, "chosen", {});
   const worker = await registerWorker(db.sql, "chosen", "chosen");
   const [task] = await readAndClaim(db.sql, "chosen", worker, "chosen");
-  assert.equal(await failTask(db.sql, task, "rate limited", 120.2), "retried");
-  const secs = await vtIn(db.sql, "chosen", task.message_id);
-  assert.ok(secs > 120 && secs <= 121.5, `expected ~121s (rounded up), got ${secs}`);
+  // 120.2 s rounds up to whole seconds.
+  const failed = await failAndCheckDelay(db.sql, "chosen", task, "rate limited", 121, 120.2);
+  assert.equal(failed.outcome, "retried");
+  assert.ok(failed.inWindow, `expected 121 s after the call, got ${failed.vtAfterCall}`);
 });
 
 Deno.test("fail_task() rejects a negative, NaN, infinite or over-cap retry delay and writes nothing", async () => {

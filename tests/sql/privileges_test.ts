@@ -11,6 +11,7 @@ import { startWorker } from "../../src/worker/start_worker.ts";
 import { adminUrl, freshDatabase, installedPgmq, pgmqFlavour } from "../_db.ts";
 import { definition } from "./_fixtures.ts";
 import { testWorker, waitUntil } from "../worker/_helpers.ts";
+import { scaled } from "../_support.ts";
 
 const AUTHENTICATOR = "sluice_test_authenticator";
 
@@ -100,7 +101,7 @@ Deno.test("anon and authenticated can neither read nor execute anything in sluic
     });
     const runId = await startFlow(service, flow, { n: 21 });
     assert.deepEqual(
-      await waitForRun(service, runId, { timeoutMs: 15_000, flow }),
+      await waitForRun(service, runId, { timeoutMs: scaled(15_000), flow }),
       { report: { doubled: 42 } },
     );
     await worker.stop();
@@ -191,7 +192,7 @@ Deno.test("sluice.grant_access() opens sluice to another role, including queues 
     // Compiled by the owner after the grant: the new queue tables follow the default privileges.
     const worker = await startWorker(flow, { sql: db.sql, logger: () => {}, env: {} });
     const runId = await startFlow(service, flow, { n: 2 });
-    assert.deepEqual(await waitForRun(service, runId, { timeoutMs: 15_000, flow }), {
+    assert.deepEqual(await waitForRun(service, runId, { timeoutMs: scaled(15_000), flow }), {
       report: { doubled: 4 },
     });
     await worker.stop();
@@ -555,7 +556,7 @@ Deno.test("docs/events.md's start_report and report_events: a user starts the re
     );
 
     const runId = await start(alice, "report");
-    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
       render: "report for 2026-11",
     });
     const own = await events(alice, runId);
@@ -619,7 +620,7 @@ Deno.test("docs/waits.md's decide_refund: an approver's session completes the wa
   } finally {
     await browser.end();
   }
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
     settle: { approved: true, by: approver },
   });
 });

@@ -353,7 +353,7 @@ Deno.test("a role with no privilege on sluice LISTENs on a run's channel and rea
       return n === 2;
     }, "both sessions listening");
     await secretRun(db, runId, "secret-error");
-    const events = await within(watcher, "the watch's terminal event");
+    const events = await within(watcher, "the watch's terminal event", 5_000);
     await waitUntil(
       () => payloads.some((p) => isTerminalRunEvent(JSON.parse(p))),
       "the terminal event over NOTIFY",

@@ -6,7 +6,7 @@ import { Flow } from "../../mod.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import type { TestDatabase } from "../_db.ts";
-import { waitUntil } from "../_support.ts";
+import { scaled, waitUntil } from "../_support.ts";
 import { testWorker } from "../worker/_helpers.ts";
 import { documentedCronJob, ignorePgCron, startPgCronServer } from "./_pg_cron.ts";
 
@@ -58,6 +58,8 @@ Deno.test({
     await sql`select cron.unschedule('sluice-waits')`;
 
     await using _worker = await testWorker(flow, db);
-    assert.deepEqual(await waitForRun(sql, runId, { timeoutMs: 10_000, flow }), { after: true });
+    assert.deepEqual(await waitForRun(sql, runId, { timeoutMs: scaled(10_000), flow }), {
+      after: true,
+    });
   },
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { testWorker, waitUntil } from "../worker/_helpers.ts";
+import { scaled } from "../_support.ts";
 import { cancelRun } from "../../src/client/cancel_run.ts";
 import { RunCancelledError, RunFailedError } from "../../src/client/errors.ts";
 import { retryRun } from "../../src/client/retry_run.ts";
@@ -245,7 +246,7 @@ async function oldNewMatrix(tree: string, db: TestDatabase, env: Record<string, 
     const all = [...oldRuns, ...newRuns];
     const outputs = [];
     for (const id of all) {
-      outputs.push(await waitForRun(db.sql, id, { timeoutMs: 30_000, flow }));
+      outputs.push(await waitForRun(db.sql, id, { timeoutMs: scaled(30_000), flow }));
     }
     assert.deepEqual(outputs, [1, 2, 3, 1, 2, 3].map((n) => ({ double: n * 2 })));
     const stepRuns = [...old.runs];
@@ -255,7 +256,7 @@ async function oldNewMatrix(tree: string, db: TestDatabase, env: Record<string, 
     const stepOutputs = [];
     for (const id of stepRuns) {
       stepOutputs.push(
-        await waitForRun(db.sql, id, { timeoutMs: 30_000, flow: flows.stepped }),
+        await waitForRun(db.sql, id, { timeoutMs: scaled(30_000), flow: flows.stepped }),
       );
     }
     assert.deepEqual(
@@ -547,21 +548,21 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         for (
           const [id, n] of [[queued[0], 1], [queued[1], 2], [flaky, 7]] as const
         ) {
-          assert.deepEqual(await waitForRun(db.sql, id, { timeoutMs: 30_000, flow }), {
+          assert.deepEqual(await waitForRun(db.sql, id, { timeoutMs: scaled(30_000), flow }), {
             double: n * 2,
           });
         }
         await assert.rejects(
-          waitForRun(db.sql, failing, { timeoutMs: 30_000, flow }),
+          waitForRun(db.sql, failing, { timeoutMs: scaled(30_000), flow }),
           RunFailedError,
         );
         for (const id of cancelledRuns) {
           await assert.rejects(
-            waitForRun(db.sql, id, { timeoutMs: 30_000, flow }),
+            waitForRun(db.sql, id, { timeoutMs: scaled(30_000), flow }),
             RunCancelledError,
           );
         }
-        const wait = (id: string) => waitForRun(db.sql, id, { timeoutMs: 30_000 });
+        const wait = (id: string) => waitForRun(db.sql, id, { timeoutMs: scaled(30_000) });
         assert.deepEqual(await wait(ids.map), { sum: 30 });
         assert.deepEqual(await wait(ids.branch), { total: 5 });
         assert.deepEqual(await wait(ids.viaAlias), { tag: "v2:1" });
@@ -609,9 +610,12 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         }, "the upgraded database's first schedule tick");
         assert.equal(await deleteSchedule(db.sql, "upgrade_tick"), true);
         assert.equal(tick.error, null);
-        assert.deepEqual(await waitForRun(db.sql, tick.runId!, { timeoutMs: 30_000, flow }), {
-          double: 8,
-        });
+        assert.deepEqual(
+          await waitForRun(db.sql, tick.runId!, { timeoutMs: scaled(30_000), flow }),
+          {
+            double: 8,
+          },
+        );
 
         // Durable waits on the upgraded database: a flow compiled after the upgrade sleeps, waits
         // in the database for a signal (no task, no message), and finishes once it is sent.
@@ -646,9 +650,12 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
               .released,
             1,
           );
-          assert.deepEqual(await waitForRun(db.sql, waitRun, { timeoutMs: 30_000, flow: waits }), {
-            done: { woke: true, ok: true },
-          });
+          assert.deepEqual(
+            await waitForRun(db.sql, waitRun, { timeoutMs: scaled(30_000), flow: waits }),
+            {
+              done: { woke: true, ok: true },
+            },
+          );
         }
         // The routed path is closed on the upgraded database (20261202000500): a routed
         // definition is refused naming the flow, before anything is written.

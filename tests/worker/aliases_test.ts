@@ -11,6 +11,7 @@ import { Flow } from "../../src/dsl/flow.ts";
 import { withStepQueues } from "../../src/dsl/step_queues.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { latch, testWorker, waitUntil } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 type OrderInput = { orderId: number };
 
@@ -73,13 +74,18 @@ Deno.test("V1 -> V2 through an alias: old runs finish on V1's queue and worker, 
   const viaName = await startFlow(db.sql, "orders", { orderId: 3 });
   gate.resolve();
 
-  assert.deepEqual(await waitForRun(db.sql, before, { timeoutMs: 15_000, flow: orders }), {
+  assert.deepEqual(await waitForRun(db.sql, before, { timeoutMs: scaled(15_000), flow: orders }), {
     ship: "v1:1",
   });
-  assert.deepEqual(await waitForRun(db.sql, viaDeployed, { timeoutMs: 15_000, flow: orders }), {
-    ship: "v2:2",
+  assert.deepEqual(
+    await waitForRun(db.sql, viaDeployed, { timeoutMs: scaled(15_000), flow: orders }),
+    {
+      ship: "v2:2",
+    },
+  );
+  assert.deepEqual(await waitForRun(db.sql, viaName, { timeoutMs: scaled(15_000) }), {
+    ship: "v2:3",
   });
-  assert.deepEqual(await waitForRun(db.sql, viaName, { timeoutMs: 15_000 }), { ship: "v2:3" });
 
   // The old run stayed on V1: its held task and the task created after the switch.
   assert.deepEqual(await tasksOf(db, before), [
@@ -155,7 +161,7 @@ Deno.test('activate: "on-startup" for a step-queued V2: earlier step workers rep
     generation: 2,
   });
   const runId = await startFlow(db.sql, orders, { orderId: 7 });
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 15_000, flow: orders }), {
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(15_000), flow: orders }), {
     ship: "v2:7",
   });
 });
@@ -212,7 +218,7 @@ Deno.test("two deployed workers of different versions activating one alias at on
   for (const [flow, worker, version] of [[v2, w2, "v2"], [v3, w3, "v3"]] as const) {
     assert.equal(worker.status, "running");
     const runId = await startFlow(db.sql, flow, { orderId: 9 });
-    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 15_000, flow }), {
+    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(15_000), flow }), {
       ship: `${version}:9`,
     });
   }

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
-import { lineReader } from "../_support.ts";
+import { lineReader, scaled } from "../_support.ts";
 import { bufferedWriteFlow } from "./_buffered_write_flow.ts";
 
 Deno.test("a worker survives long statements sent in the turn in which a buffered write is due", async () => {
@@ -24,7 +24,7 @@ Deno.test("a worker survives long statements sent in the turn in which a buffere
     const runId = await startFlow(db.sql, "buffered_writes", { rounds: 5 });
     const flow = bufferedWriteFlow(() => Promise.resolve(0));
     const output = await Promise.race([
-      waitForRun(db.sql, runId, { timeoutMs: 60_000, flow }),
+      waitForRun(db.sql, runId, { timeoutMs: scaled(60_000), flow }),
       status.then(async (s) => {
         throw new Error(`the worker process exited (${s.code}):\n${await stderr}`);
       }),

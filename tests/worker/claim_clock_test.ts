@@ -6,6 +6,7 @@ import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { testWorker, waitUntil } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 Deno.test("a task claimed inside a long poll is stamped started no earlier than it was queued", async () => {
   await using db = await freshDatabase();
@@ -23,7 +24,7 @@ Deno.test("a task claimed inside a long poll is stamped started no earlier than 
       return row.n > 0;
     }, "the worker to be inside a long poll");
     const runId = await startFlow(db.sql, flow, {});
-    await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
+    await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow });
   }
   const rows = await db.sql`
     select queued_at, started_at from sluice.step_tasks where started_at < queued_at`;

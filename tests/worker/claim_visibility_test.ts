@@ -6,6 +6,7 @@ import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { testWorker } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 Deno.test("after its first claim a worker's reads leave the claim nothing to write on the message", async () => {
   await using db = await freshDatabase();
@@ -28,7 +29,7 @@ Deno.test("after its first claim a worker's reads leave the claim nothing to wri
   `);
   for (let i = 0; i < 3; i++) {
     const runId = await startFlow(db.sql, flow, {});
-    await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
+    await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow });
   }
   const writes = (await db.sql<{ vt_seconds: number }[]>`
     select vt_seconds from public.message_writes`).map((w) => w.vt_seconds);

@@ -5,6 +5,7 @@ import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { latch, testWorker, waitUntil } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 Deno.test("two workers on one queue split 200 tasks and run each exactly once", async () => {
   await using db = await freshDatabase();
@@ -79,14 +80,16 @@ Deno.test("a slow task does not hold up the tasks read after it (no per-batch ba
   for (let i = 0; i < 10; i++) fast.push(await startFlow(db.sql, flow, { slow: false }));
   // With one slot taken by the slow task, the ten fast runs go through the other slot.
   for (const runId of fast) {
-    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
       work: "fast",
     });
   }
   const [{ status }] = await db.sql`select status from sluice.runs where run_id = ${slow}`;
   assert.equal(status, "started");
   releaseSlow.resolve();
-  assert.deepEqual(await waitForRun(db.sql, slow, { timeoutMs: 10_000, flow }), { work: "slow" });
+  assert.deepEqual(await waitForRun(db.sql, slow, { timeoutMs: scaled(10_000), flow }), {
+    work: "slow",
+  });
 });
 
 Deno.test("a worker never runs more than maxConcurrent tasks at once", async () => {
@@ -134,7 +137,7 @@ Deno.test("a worker never runs more than maxConcurrent tasks at once", async () 
     );
     held.shift()!();
   }
-  const output = await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
+  const output = await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow });
   assert.equal(output.work.length, 30);
   assert.equal(peak, MAX);
 });

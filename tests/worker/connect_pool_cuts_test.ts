@@ -50,19 +50,17 @@ Deno.test("a worker and a producer on connect() pools survive repeated connectio
   await producer.readLine("READY");
 
   let terminated = 0;
-  // Rounds until 15 connections were cut: under load a round can find them already cut and not
-  // yet reopened.
-  for (
-    let round = 0;
-    terminated < 15 && round < 200 && !worker.exited && !producer.exited;
-    round++
-  ) {
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const [{ n }] = await db.sql`
-      select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
-      where datname = current_database() and pid <> pg_backend_pid()
-        and application_name in ('cut-worker', 'cut-producer')`;
-    terminated += n;
+  // Rounds until 15 connections were cut, each once a process has reopened one (a condition, not
+  // a pause: however slow the machine, every round cuts live connections).
+  while (terminated < 15 && !worker.exited && !producer.exited) {
+    terminated += await waitUntil(async () => {
+      if (worker.exited || producer.exited) return -1;
+      const [{ n }] = await db.sql`
+        select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid()
+          and application_name in ('cut-worker', 'cut-producer')`;
+      return n;
+    }, `a reopened connection to cut (${terminated} cut so far)`);
   }
   const alive = async () => {
     if (worker.exited) assert.fail(`the worker process died: ${await worker.stderr}`);

@@ -6,6 +6,7 @@ import { freshDatabase } from "../_db.ts";
 import { crashFlow } from "./_crash_flow.ts";
 import { testWorker } from "./_helpers.ts";
 import { spawnWorkerProcess } from "./_worker_process.ts";
+import { scaled } from "../_support.ts";
 
 Deno.test("a task of a killed worker is recovered by stalled recovery and completed by another worker", async () => {
   await using db = await freshDatabase();
@@ -29,7 +30,9 @@ Deno.test("a task of a killed worker is recovered by stalled recovery and comple
   const flow = crashFlow((input) => Promise.resolve(input.n * 2));
   await using survivor = await testWorker(flow, db);
 
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), { work: 40 });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
+    work: 40,
+  });
   const [task] = await db.sql`
     select attempts_count, requeued_count, last_worker_id from sluice.step_tasks`;
   assert.deepEqual({ ...task }, {

@@ -6,6 +6,7 @@ import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { latch, testWorker, waitUntil } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 for (const late of ["failure", "completion"] as const) {
   Deno.test(`a late ${late} of an attempt taken over by another worker is stale: logged at warn, the live attempt finishes the run`, async () => {
@@ -65,7 +66,7 @@ for (const late of ["failure", "completion"] as const) {
     });
 
     releaseSecond.resolve();
-    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
       work: "attempt 2",
     });
   });

@@ -6,6 +6,7 @@ import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { latch, testWorker } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 Deno.test("a worker runs a linear 3-step flow to completion", async () => {
   await using db = await freshDatabase();
@@ -24,7 +25,7 @@ Deno.test("a worker runs a linear 3-step flow to completion", async () => {
   await using worker = await testWorker(flow, db);
 
   const runId = await startFlow(db.sql, flow, { n: 4 });
-  const output = await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
+  const output = await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow });
 
   assert.deepEqual(output, { label: { text: "result 10", flowInput: 4, runId } });
   assert.deepEqual(seen, ["add:1:0"]);
@@ -57,7 +58,7 @@ Deno.test("a worker runs map steps, one task per element, outputs in element ord
   await using _worker = await testWorker(flow, db, { maxConcurrent: 3 });
 
   const runId = await startFlow(db.sql, flow, { words: ["a", "b", "c"] });
-  const output = await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
+  const output = await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow });
   assert.deepEqual(output, { count: 3 });
   assert.deepEqual(finished, [2, 1, 0]);
   const run = await getRun(db.sql, runId);
@@ -83,13 +84,13 @@ Deno.test("a map over an empty array completes with [] and the run completes", a
   await using _worker = await testWorker(flow, db);
 
   const empty = await startFlow(db.sql, flow, []);
-  assert.deepEqual(await waitForRun(db.sql, empty, { timeoutMs: 10_000, flow }), {
+  assert.deepEqual(await waitForRun(db.sql, empty, { timeoutMs: scaled(10_000), flow }), {
     total: { sum: 0, squares: [] },
   });
   assert.equal(mapCalls, 0);
 
   const full = await startFlow(db.sql, flow, [1, 2, 3]);
-  assert.deepEqual(await waitForRun(db.sql, full, { timeoutMs: 10_000, flow }), {
+  assert.deepEqual(await waitForRun(db.sql, full, { timeoutMs: scaled(10_000), flow }), {
     total: { sum: 14, squares: [1, 4, 9] },
   });
   assert.equal(mapCalls, 3);
@@ -108,10 +109,14 @@ Deno.test("a skipped step is absent from its dependents' input and from the run 
   await using _worker = await testWorker(flow, db);
 
   const vip = await startFlow(db.sql, flow, { vip: true, amount: 100 });
-  assert.deepEqual(await waitForRun(db.sql, vip, { timeoutMs: 10_000, flow }), { total: 110 });
+  assert.deepEqual(await waitForRun(db.sql, vip, { timeoutMs: scaled(10_000), flow }), {
+    total: 110,
+  });
 
   const regular = await startFlow(db.sql, flow, { vip: false, amount: 100 });
-  assert.deepEqual(await waitForRun(db.sql, regular, { timeoutMs: 10_000, flow }), { total: 100 });
+  assert.deepEqual(await waitForRun(db.sql, regular, { timeoutMs: scaled(10_000), flow }), {
+    total: 100,
+  });
   assert.deepEqual(inputs, [{ base: 100, bonus: 10 }, { base: 100 }]);
   const run = await getRun(db.sql, regular);
   const bonus = run?.steps.find((s) => s.stepSlug === "bonus");
@@ -127,7 +132,7 @@ Deno.test("a skipped leaf is absent from the run output", async () => {
   await using _worker = await testWorker(flow, db);
 
   const runId = await startFlow(db.sql, flow, { notify: false });
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {});
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {});
 });
 
 Deno.test("outputs and errors with quotes, backslashes and unicode are stored exactly", async () => {
@@ -141,7 +146,7 @@ Deno.test("outputs and errors with quotes, backslashes and unicode are stored ex
   await using _worker = await testWorker(flow, db, { pollIntervalMs: 50 });
 
   const runId = await startFlow(db.sql, flow, { text: nasty });
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
     echo: { text: nasty, [nasty]: 1 },
   });
   const [task] = await db.sql`select error_message from sluice.step_tasks`;

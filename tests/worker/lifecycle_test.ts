@@ -5,7 +5,7 @@ import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { latch, testWorker, waitUntil } from "./_helpers.ts";
-import { within } from "../_support.ts";
+import { scaled, within } from "../_support.ts";
 
 Deno.test("a deprecated worker stops polling, finishes its in-flight task, then stops", async () => {
   await using db = await freshDatabase();
@@ -28,13 +28,14 @@ Deno.test("a deprecated worker stops polling, finishes its in-flight task, then 
   await waitUntil(() => worker.status === "stopping", "the worker to start draining");
 
   const second = await startFlow(db.sql, flow, {});
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  assert.equal(calls, 1, "a draining worker claims nothing new");
 
+  // Checked once the worker stopped, so the whole drain is covered: the second run's task is
+  // still queued and unclaimed (below), and the handler ran once.
   release.resolve();
   await worker.done;
   assert.equal(worker.status, "stopped");
-  assert.deepEqual(await waitForRun(db.sql, first, { timeoutMs: 1000, flow }), {
+  assert.equal(calls, 1, "a draining worker claims nothing new");
+  assert.deepEqual(await waitForRun(db.sql, first, { timeoutMs: scaled(1000), flow }), {
     work: "finished",
   });
   const [row] = await db.sql`
@@ -78,7 +79,9 @@ Deno.test("stop() lets in-flight tasks finish within the grace period and report
   await stopping;
   assert.deepEqual(events, ["task returned", "stopped"]);
   assert.equal(worker.status, "stopped");
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 1000, flow }), { work: "done" });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(1000), flow }), {
+    work: "done",
+  });
 });
 
 Deno.test("stop() aborts tasks still running after the grace period and fails their attempts", async () => {
@@ -134,17 +137,19 @@ Deno.test("pollingStopped resolves once the worker reads no more, while its task
   assert.equal(worker.status, "stopping");
   assert.equal(stopped, false, "the task is still in flight");
   const second = await startFlow(db.sql, flow, {});
-  await new Promise((resolve) => setTimeout(resolve, 200));
-  assert.equal(calls, 1, "nothing is read after pollingStopped");
 
+  // Checked once the stop settled, so every moment after pollingStopped is covered: the second
+  // run's task is still queued (below), and the handler ran once.
   release.resolve();
   await stopping;
   assert.equal(worker.status, "stopped");
-  assert.deepEqual(await waitForRun(db.sql, first, { timeoutMs: 1000, flow }), {
+  assert.equal(calls, 1, "nothing is read after pollingStopped");
+  assert.deepEqual(await waitForRun(db.sql, first, { timeoutMs: scaled(1000), flow }), {
     work: "finished",
   });
-  const [task] = await db.sql`select status from sluice.step_tasks where run_id = ${second}`;
-  assert.equal(task.status, "queued");
+  const [task] = await db.sql`
+    select status, attempts_count from sluice.step_tasks where run_id = ${second}`;
+  assert.deepEqual({ ...task }, { status: "queued", attempts_count: 0 });
 });
 
 Deno.test("stop({ graceMs }) overrides shutdownGraceMs for one stop; a shorter one brings the abort forward", async () => {
@@ -170,7 +175,7 @@ Deno.test("stop({ graceMs }) overrides shutdownGraceMs for one stop; a shorter o
   assert.equal(worker.status, "running", "a rejected stop changes nothing");
 
   const first = worker.stop({ graceMs: 30_000 });
-  await within(worker.stop({ graceMs: 300 }), "the shorter grace to end the stop");
+  await within(worker.stop({ graceMs: 300 }), "the shorter grace to end the stop", 5_000);
   await first;
   // The stored error names the grace that expired: the second stop's 300 ms, not the first's 30 s.
   const [task] = await db.sql`
@@ -223,7 +228,9 @@ Deno.test("without LISTEN the worker long-polls and stop interrupts the poll", a
   assert.equal(worker.logs.find("info", "worker started")[0]?.fields.wake_up, "long_poll");
 
   const runId = await startFlow(db.sql, flow, {});
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 5000, flow }), { a: "polled" });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(5000), flow }), {
+    a: "polled",
+  });
   const poll = await waitUntil(async () => {
     const [row] = await db.sql`
       select pid, query_start from pg_stat_activity
@@ -231,7 +238,7 @@ Deno.test("without LISTEN the worker long-polls and stop interrupts the poll", a
         and query like '%pgmq.read_with_poll%' and pid <> pg_backend_pid()`;
     return row;
   }, "the worker to be inside a long poll");
-  await within(worker.stop(), "stop to interrupt the long poll");
+  await within(worker.stop(), "stop to interrupt the long poll", 5_000);
   // Database clock: the poll's statement ended (its backend no longer runs it) long before its
   // 60 s were up; the tolerance is the whole poll minus the test's own time.
   const [after] = await db.sql`
@@ -250,7 +257,7 @@ Deno.test("logLevel filters records; fatal ones always pass", async () => {
   const flow = new Flow({ slug: "quiet" }).step({ slug: "a" }, () => 1);
   const worker = await testWorker(flow, db, { logLevel: "error" });
   const runId = await startFlow(db.sql, flow, {});
-  await waitForRun(db.sql, runId, { timeoutMs: 5000 });
+  await waitForRun(db.sql, runId, { timeoutMs: scaled(5000) });
   assert.deepEqual(worker.logs.records, [], "a normal run logs nothing at error");
 
   // A message sluice did not send is fatal: its record passes the error threshold.
@@ -279,7 +286,7 @@ Deno.test("a worker given a pool uses it, wakes by NOTIFY, and leaves the pool o
     pollIntervalMs: 60_000,
   });
   const runId = await startFlow(db.sql, flow, {});
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 5000, flow }), { a: 42 });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(5000), flow }), { a: 42 });
   await worker.stop();
   const [{ ok }] = await pool`select true as ok`;
   assert.equal(ok, true);

@@ -7,6 +7,7 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { testWorker } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 async function storedOutputs(db: TestDatabase, runId: string) {
   return await db.sql`
@@ -30,7 +31,7 @@ Deno.test("an output holding NaN or \\u0000 fails its attempt naming the path, i
     ] as const
   ) {
     const runId = await startFlow(db.sql, target, {});
-    const error = await waitForRun(db.sql, runId, { timeoutMs: 10_000 }).catch((e) => e);
+    const error = await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000) }).catch((e) => e);
     assert.ok(error instanceof RunFailedError, String(error));
     const expected = `JsonValueError: Cannot store the output of step "${
       target.steps[0].slug
@@ -51,7 +52,7 @@ Deno.test("an output above maxOutputBytes fails its attempt with the sizes, and 
   await using _worker = await testWorker(flow, db, { maxOutputBytes: 100 });
 
   const runId = await startFlow(db.sql, flow, {});
-  const error = await waitForRun(db.sql, runId, { timeoutMs: 10_000 }).catch((e) => e);
+  const error = await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000) }).catch((e) => e);
   assert.ok(error instanceof RunFailedError, String(error));
   const expected = 'JsonSizeError: Cannot store the output of step "large": output is 101 bytes ' +
     "as JSON, more than the limit of 100 bytes";

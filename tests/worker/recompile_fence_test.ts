@@ -9,6 +9,7 @@ import { freshDatabase } from "../_db.ts";
 import { shapeB } from "./_recompile_fence_flow.ts";
 import { testWorker, waitUntil } from "./_helpers.ts";
 import { spawnWorkerProcess } from "./_worker_process.ts";
+import { scaled } from "../_support.ts";
 
 Deno.test("a development recompile fences a frozen worker of the old shape: report stale, claim refused, stops without a restart pause", async () => {
   await using db = await freshDatabase();
@@ -72,7 +73,7 @@ Deno.test("a development recompile fences a frozen worker of the old shape: repo
 
   const flow = shapeB();
   await using fresh = await testWorker(flow, db);
-  assert.deepEqual(await waitForRun(db.sql, newRun, { timeoutMs: 10_000, flow }), {
+  assert.deepEqual(await waitForRun(db.sql, newRun, { timeoutMs: scaled(10_000), flow }), {
     extra: "B+extra",
   });
   await waitUntil(

@@ -7,6 +7,7 @@ import { RunFailedError } from "../../src/client/errors.ts";
 import { RetryAfterError } from "../../src/worker/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { testWorker, waitUntil } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 /** The task's row and how far in the future its message is hidden (seconds, DB clock). */
 async function taskState(db: TestDatabase, runId: string, queue: string) {
@@ -40,7 +41,7 @@ Deno.test("a failing handler is retried with exponential backoff until it succee
   await using _worker = await testWorker(flow, db, { pollIntervalMs: 50 });
 
   const runId = await startFlow(db.sql, flow, { failTimes: 2 });
-  const output = await waitForRun(db.sql, runId, { timeoutMs: 15_000, flow });
+  const output = await waitForRun(db.sql, runId, { timeoutMs: scaled(15_000), flow });
 
   assert.deepEqual(output, { call: { attempt: 3 } });
   assert.equal(attemptTimes.length, 3);
@@ -71,7 +72,7 @@ Deno.test("a handler failing every attempt fails the run with its error message 
   await using worker = await testWorker(flow, db, { pollIntervalMs: 50 });
 
   const runId = await startFlow(db.sql, flow, { secret: "s3cr3t-input" });
-  const error = await waitForRun(db.sql, runId, { timeoutMs: 15_000 }).catch((e) => e);
+  const error = await waitForRun(db.sql, runId, { timeoutMs: scaled(15_000) }).catch((e) => e);
 
   assert.ok(error instanceof RunFailedError);
   assert.equal(error.stepSlug, "call");
@@ -126,7 +127,9 @@ Deno.test("RetryAfterError sets the next attempt's delay instead of the backoff"
     for each row execute function log_hidden();
   `);
   const fast = await startFlow(db.sql, flow, { delay: 0 });
-  assert.deepEqual(await waitForRun(db.sql, fast, { timeoutMs: 10_000, flow }), { call: 2 });
+  assert.deepEqual(await waitForRun(db.sql, fast, { timeoutMs: scaled(10_000), flow }), {
+    call: 2,
+  });
   const writes = (await db.sql<{ hidden_for: number }[]>`
     select l.hidden_for from hidden_log l
     join sluice.step_tasks t on t.message_id = l.msg_id
@@ -170,7 +173,7 @@ Deno.test("a result the database refuses fails the attempt with the database's m
   await using worker = await testWorker(flow, db, { pollIntervalMs: 50 });
 
   const runId = await startFlow(db.sql, flow, {});
-  const error = await waitForRun(db.sql, runId, { timeoutMs: 15_000 }).catch((e) => e);
+  const error = await waitForRun(db.sql, runId, { timeoutMs: scaled(15_000) }).catch((e) => e);
 
   assert.ok(error instanceof RunFailedError, String(error));
   assert.match(error.errorMessage, /Cannot complete task: .*must be an array, got object/);
@@ -186,7 +189,7 @@ Deno.test("an output that is not JSON-serializable fails the attempt", async () 
   await using _worker = await testWorker(flow, db);
 
   const runId = await startFlow(db.sql, flow, {});
-  const error = await waitForRun(db.sql, runId, { timeoutMs: 10_000 }).catch((e) => e);
+  const error = await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000) }).catch((e) => e);
   assert.ok(error instanceof RunFailedError);
   assert.match(
     error.errorMessage,
@@ -211,7 +214,7 @@ Deno.test("ctx.maxAttempts is the effective max attempts the database retries by
   await using _worker = await testWorker(flow, db, { pollIntervalMs: 50 });
 
   const runId = await startFlow(db.sql, flow, { n: 1 });
-  const output = await waitForRun(db.sql, runId, { timeoutMs: 15_000, flow });
+  const output = await waitForRun(db.sql, runId, { timeoutMs: scaled(15_000), flow });
 
   assert.deepEqual(output, { flow_budget: 1, own_budget: "last attempt" });
   assert.deepEqual(seen.toSorted(), [
@@ -233,7 +236,7 @@ Deno.test("an error message holding NUL and a lone surrogate is reported with th
 
   const runId = await startFlow(db.sql, flow, {});
   // Before the fix the report threw and the attempt waited for stall recovery (timeout + 30 s).
-  const error = await waitForRun(db.sql, runId, { timeoutMs: 10_000 }).catch((e) => e);
+  const error = await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000) }).catch((e) => e);
   assert.ok(error instanceof RunFailedError, String(error));
   assert.match(error.errorMessage, /Error: bad\ufffdbyte and \ufffd lone/);
   assert.equal(worker.logs.find("error", "result reporter failed").length, 0);
@@ -246,7 +249,7 @@ Deno.test("an output holding \\u0000 in a string or a key fails the attempt with
   await using _worker = await testWorker(flow, db);
 
   const runId = await startFlow(db.sql, flow, {});
-  const error = await waitForRun(db.sql, runId, { timeoutMs: 10_000 }).catch((e) => e);
+  const error = await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000) }).catch((e) => e);
   assert.ok(error instanceof RunFailedError, String(error));
   assert.match(
     error.errorMessage,

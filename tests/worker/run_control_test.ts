@@ -11,6 +11,7 @@ import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { latch, testWorker, uniqueSlug, waitUntil } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 Deno.test("cancelRun() while a handler runs: its signal aborts with the reason, its late report is stale, the next step never starts", async () => {
   await using db = await freshDatabase();
@@ -49,13 +50,13 @@ Deno.test("cancelRun() while a handler runs: its signal aborts with the reason, 
   ]);
   assert.deepEqual(next, []);
   await assert.rejects(
-    waitForRun(db.sql, runId, { timeoutMs: 5000 }),
+    waitForRun(db.sql, runId, { timeoutMs: scaled(5000) }),
     (error: unknown) =>
       error instanceof RunCancelledError && error.reason === "operator said stop" &&
       error.runId === runId,
   );
   await assert.rejects(
-    waitForRun(db.sql, runId, { timeoutMs: 5000, listen: false }),
+    waitForRun(db.sql, runId, { timeoutMs: scaled(5000), listen: false }),
     RunCancelledError,
   );
   const again = await cancelRun(db.sql, runId, { reason: "twice" });
@@ -122,7 +123,7 @@ Deno.test("retryRun() of a failed map run re-executes only the failed element, c
     });
   await using _worker = await testWorker(flow, db, { maxConcurrent: 5 });
   const runId = await startFlow(db.sql, flow, [1, 2, 3, 4, 5]);
-  await assert.rejects(waitForRun(db.sql, runId, { timeoutMs: 15_000 }), RunFailedError);
+  await assert.rejects(waitForRun(db.sql, runId, { timeoutMs: scaled(15_000) }), RunFailedError);
   assert.equal(joins, 0);
 
   apiDown = false;
@@ -133,7 +134,9 @@ Deno.test("retryRun() of a failed map run re-executes only the failed element, c
     1,
     1,
   ]);
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 15_000, flow }), { sum: 55 });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(15_000), flow }), {
+    sum: 55,
+  });
   assert.deepEqual(Object.fromEntries(executions), { 1: 1, 2: 1, 3: 2, 4: 1, 5: 1 });
   assert.equal(joins, 1);
   // The retried element's second attempt is attempt 2, the last of its round.

@@ -9,6 +9,7 @@ import postgres from "../../src/db/postgres.ts";
 import { startWorker } from "../../src/worker/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { latch, silentDatabase, testWorker, waitUntil } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 async function counts(db: TestDatabase) {
   const [row] = await db.sql`
@@ -130,5 +131,7 @@ Deno.test("in development a changed shape drains the old worker, then recompiles
     select count(*)::int as runs from sluice.runs where run_id = ${oldRun}`;
   assert.equal(runs, 0, "recompilation replaces the flow and its data");
   const runId = await startFlow(db.sql, v2, {});
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow: v2 }), { b: "new!" });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow: v2 }), {
+    b: "new!",
+  });
 });

@@ -8,6 +8,7 @@ import { withStepQueues } from "../../src/dsl/step_queues.ts";
 import { startWorker, StepSlugError } from "../../src/worker/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { silentDatabase, testWorker, uniqueSlug, waitUntil } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 /** `a -> b -> c`; records which step ran where. */
 function chain(slug: string) {
@@ -106,7 +107,7 @@ Deno.test("a 3-step step-queued flow completes with one worker per step, each on
   );
   const runs = await Promise.all([1, 2, 3].map((n) => startFlow(db.sql, flow, { n })));
   for (const [i, runId] of runs.entries()) {
-    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
       c: `n=${(i + 2) * 10}`,
     });
   }
@@ -151,7 +152,8 @@ Deno.test("without the middle step's worker its tasks wait on its queue, coverag
       where flow_slug = ${slug} and step_slug = 'b' and status = 'queued'`;
     return row.n === 3;
   }, "the b tasks to be queued");
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // By state, not by waiting: no c task exists before b completes, and b's messages are unread
+  // (read_ct 0), so no worker took them.
 
   assert.deepEqual(ran.filter((entry) => !entry.startsWith("a:")), [], "nothing ran past a");
   const states = await db.sql`
@@ -165,10 +167,15 @@ Deno.test("without the middle step's worker its tasks wait on its queue, coverag
     ],
   );
   const [queue] = await db.sql.unsafe(
-    `select count(*)::int as messages, count(*) filter (where vt <= clock_timestamp())::int as visible
+    `select count(*)::int as messages, count(*) filter (where vt <= clock_timestamp())::int as visible,
+       count(*) filter (where read_ct = 0)::int as unread
      from pgmq.q_${slug}__b`,
   );
-  assert.deepEqual({ ...queue }, { messages: 3, visible: 3 }, "the messages wait, visible");
+  assert.deepEqual(
+    { ...queue },
+    { messages: 3, visible: 3, unread: 3 },
+    "the messages wait, visible and unread",
+  );
   const [run] = await db.sql`
     select count(*)::int as started from sluice.runs
     where flow_slug = ${slug} and status = 'started'`;
@@ -199,7 +206,7 @@ Deno.test("without the middle step's worker its tasks wait on its queue, coverag
 
   await using _b = await testWorker(flow, db, { stepSlug: "b" });
   for (const [i, runId] of runs.entries()) {
-    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+    assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
       c: `n=${(i + 2) * 10}`,
     });
   }

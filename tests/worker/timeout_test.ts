@@ -6,6 +6,7 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { RunFailedError } from "../../src/client/errors.ts";
 import { freshDatabase } from "../_db.ts";
 import { testWorker } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 Deno.test("a handler past its timeout sees its signal abort and the attempt fails", async () => {
   await using db = await freshDatabase();
@@ -21,7 +22,7 @@ Deno.test("a handler past its timeout sees its signal abort and the attempt fail
   await using worker = await testWorker(flow, db);
 
   const runId = await startFlow(db.sql, flow, {});
-  const error = await waitForRun(db.sql, runId, { timeoutMs: 10_000 }).catch((e) => e);
+  const error = await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000) }).catch((e) => e);
 
   assert.deepEqual(reasons, ["TimeoutError: Task timed out after 1s"]);
   assert.ok(error instanceof RunFailedError);
@@ -41,7 +42,7 @@ Deno.test("a handler that ignores its signal still fails at the timeout", async 
   await using _worker = await testWorker(flow, db, { pollIntervalMs: 50 });
 
   const runId = await startFlow(db.sql, flow, {});
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
     wait: "second attempt",
   });
   assert.equal(aborted, true);

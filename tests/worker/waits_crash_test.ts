@@ -11,6 +11,7 @@ import { testWorker, waitUntil } from "./_helpers.ts";
 import { startPrivateServer } from "./_private_server.ts";
 import { waitCrashFlow } from "./_wait_crash_flow.ts";
 import { spawnWorkerProcess } from "./_worker_process.ts";
+import { scaled } from "../_support.ts";
 
 async function stepStatuses(sql: postgres.Sql, runId: string): Promise<string> {
   const [{ s }] = await sql<{ s: string }[]>`
@@ -80,7 +81,7 @@ Deno.test("a server restart (immediate, as after a crash) while a sleep and a si
       { signalId: "after-restart", outcome: "sent", released: 1 },
     );
     // The sleep is released by the heartbeat of the worker, which reconnected by itself.
-    const output = await waitForRun(after, runId, { timeoutMs: 30_000, flow });
+    const output = await waitForRun(after, runId, { timeoutMs: scaled(30_000), flow });
     assert.deepEqual(output, {
       finish: { woke: due.toISOString(), approved: true },
     });
@@ -121,7 +122,7 @@ Deno.test("the worker of the step after a wait is SIGKILLed mid-task: another wo
     where run_id = ${runId} and step_slug = 'after'`;
   const flow = waitCrashFlow((decision) => Promise.resolve(`approved=${decision.approved}`));
   await using _survivor = await testWorker(flow, db);
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
     after: "approved=true",
   });
   assert.equal(

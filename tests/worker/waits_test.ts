@@ -12,7 +12,8 @@ import { getVersionDrain } from "../../src/deploy/aliases.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
-import { testWorker, uniqueSlug, waitUntil } from "./_helpers.ts";
+import { latch, testWorker, uniqueSlug, waitUntil } from "./_helpers.ts";
+import { scaled } from "../_support.ts";
 
 function approvalFlow(slug: string, timeout?: { seconds: number; onTimeout: "fail" | "skip" }) {
   return new Flow<{ id: string }>({ slug: uniqueSlug(slug) })
@@ -66,7 +67,7 @@ Deno.test("waitForSignal: the step waits with its key and no task; a signal comp
   assert.deepEqual(sent, { signalId: "s1", outcome: "sent", released: 1 });
   // The signal's transaction already started the dependent: its task exists now.
   assert.equal((await stepStatus(db, runId, "settle")).tasks, 1);
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
     settle: { approved: true },
   });
 
@@ -86,7 +87,27 @@ Deno.test("waitForSignal: the step waits with its key and no task; a signal comp
 
 Deno.test("waitForSignal: a signal sent before the wait starts is kept and completes the wait as it starts; of two, the earliest", async () => {
   await using db = await freshDatabase();
-  const flow = approvalFlow("signal_before");
+  // The run exists while its wait has not started: "ask" holds until both signals are sent.
+  const asked = latch();
+  const proceed = latch();
+  const flow = new Flow<{ id: string }>({ slug: uniqueSlug("signal_before") })
+    .step({ slug: "ask" }, async (input) => {
+      asked.resolve();
+      await proceed.promise;
+      return { id: input.id };
+    })
+    .waitForSignal({
+      slug: "decision",
+      dependsOn: ["ask"],
+      key: (deps) => `approval:${deps.ask.id}`,
+      payload: signalPayload<{ approved: boolean }>(),
+    })
+    .step({ slug: "settle", dependsOn: ["decision"] }, (deps) => ({
+      approved: deps.decision.approved,
+    }));
+  await using _worker = await testWorker(flow, db);
+  const runId = await startFlow(db.sql, flow, { id: "r2" });
+  await asked.promise;
   const early = await sendSignal(db.sql, {
     key: "approval:r2",
     payload: { approved: false },
@@ -99,9 +120,8 @@ Deno.test("waitForSignal: a signal sent before the wait starts is kept and compl
     payload: { approved: true },
     signalId: "a_later",
   });
-  await using _worker = await testWorker(flow, db);
-  const runId = await startFlow(db.sql, flow, { id: "r2" });
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+  proceed.resolve();
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
     settle: { approved: false },
   });
 });
@@ -133,7 +153,7 @@ Deno.test("waitForSignal: a signal sent in a rolled-back transaction is never se
   await db.sql.begin(async (tx) => {
     await sendSignal(tx, { key: "approval:r3", payload: { approved: true }, signalId: "ok" });
   });
-  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow }), {
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
     settle: { approved: true },
   });
 });
@@ -155,13 +175,16 @@ Deno.test("waitForSignal timeout: 'skip' runs the dependents without it; 'fail' 
   // releases both.
   await db.sql`update sluice.step_states set wait_until = now() - interval '1 second'
     where status = 'waiting'`;
-  assert.deepEqual(await waitForRun(db.sql, skipRun, { timeoutMs: 10_000, flow: skipping }), {
-    settle: { approved: "timed out" },
-  });
+  assert.deepEqual(
+    await waitForRun(db.sql, skipRun, { timeoutMs: scaled(10_000), flow: skipping }),
+    {
+      settle: { approved: "timed out" },
+    },
+  );
   const skipped = await getRun(db.sql, skipRun);
   assert.equal(skipped?.steps.find((s) => s.stepSlug === "decision")?.status, "skipped");
   await assert.rejects(
-    waitForRun(db.sql, failRun, { timeoutMs: 10_000 }),
+    waitForRun(db.sql, failRun, { timeoutMs: scaled(10_000) }),
     (error: unknown) =>
       error instanceof RunFailedError &&
       /timed out after 3600 s waiting for a signal with key "approval:t2"/.test(error.message),
@@ -187,7 +210,7 @@ Deno.test("sleep: the step waits until its due time and completes with it; a ste
   const due = new Date(Date.now() - 1000);
   await db.sql`update sluice.step_states set wait_until = ${due}
     where run_id = ${runId} and step_slug = 'pause'`;
-  const output = await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
+  const output = await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow });
   const [{ until }] = await db.sql<{ until: Date }[]>`
     select wait_until as until from sluice.step_states
     where run_id = ${runId} and step_slug = 'pause'`;
@@ -347,6 +370,6 @@ Deno.test("a waiting run keeps its version from draining: active, with no task q
     [1, 0, 0, false],
   );
   await sendSignal(db.sql, { key: "approval:d1", payload: { approved: true }, signalId: "d1" });
-  await waitForRun(db.sql, runId, { timeoutMs: 10_000, flow });
+  await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow });
   assert.equal((await getVersionDrain(db.sql, flow.slug))?.workDrained, true);
 });

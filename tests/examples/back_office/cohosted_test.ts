@@ -13,6 +13,7 @@ import { seed, startEveryFlow } from "../../../examples/back_office/dev/harness.
 import * as cohosted from "../../../examples/back_office/supabase/functions/_shared/cohosted_flows.ts";
 import * as perStep from "../../../examples/back_office/supabase/functions/_shared/flows.ts";
 import { GROUPED_QUEUES } from "../../../bench/_back_office_layout.ts";
+import { scaled } from "../../_support.ts";
 
 const MODULE = "examples/back_office/supabase/functions/_shared/cohosted_flows.ts";
 const FUNCTIONS = [
@@ -110,7 +111,7 @@ Deno.test("back office co-hosted: every flow runs to completion on six co-hostin
     const rows = await seed(db.sql);
     const runs = await startEveryFlow(db.sql, rows);
     for (const runId of Object.values(runs)) {
-      await waitForRun(db.sql, runId, { timeoutMs: 60_000 });
+      await waitForRun(db.sql, runId, { timeoutMs: scaled(60_000) });
     }
     const [mails] = await db.sql`select count(*)::int as n from public.emails`;
     assert.equal(mails.n, 9, "each expected mail sent once");

@@ -8,6 +8,7 @@ import {
   startFunctionWorker,
   workerFunctions,
 } from "../../../examples/back_office/dev/harness.ts";
+import { scaled } from "../../_support.ts";
 
 Deno.test("back office: every flow runs to completion on its generated worker functions", async () => {
   await using db = await freshDatabase();
@@ -30,7 +31,7 @@ Deno.test("back office: every flow runs to completion on its generated worker fu
     const runs = await startEveryFlow(db.sql, rows);
     const outputs: Record<string, unknown> = {};
     for (const [name, runId] of Object.entries(runs)) {
-      outputs[name] = await waitForRun(db.sql, runId, { timeoutMs: 60_000 });
+      outputs[name] = await waitForRun(db.sql, runId, { timeoutMs: scaled(60_000) });
     }
     const [ada, grace] = rows.accountIds;
 

@@ -7,6 +7,7 @@ import {
   VERSIONS,
   withScenario,
 } from "./_scenario.ts";
+import { scaled } from "../../_support.ts";
 
 const OUTAGE = { title: "Login outage", body: "Nobody can log in." };
 
@@ -75,7 +76,7 @@ for (const version of VERSIONS) {
         // completes, and the broken thread's run output says why its thread failed.
         // A thread is terminal once its last domain write commits; its run finishes after it.
         for (const { run_id } of await sql<{ run_id: string }[]>`select run_id from sluice.runs`) {
-          await waitForRun(sql, run_id, { timeoutMs: 30_000, listen: false });
+          await waitForRun(sql, run_id, { timeoutMs: scaled(30_000), listen: false });
         }
         const runs = await sql<{ thread_id: number; status: string; output: unknown }[]>`
           select (input->>'threadId')::int as thread_id, status, output from sluice.runs order by 1

@@ -9,6 +9,7 @@ import {
   VERSIONS,
   withScenario,
 } from "./_scenario.ts";
+import { scaled } from "../../_support.ts";
 
 for (const version of VERSIONS) {
   Deno.test(`community threads (${version}): stalled last attempt — delivery worker SIGKILLed during the 4th post`, async () => {
@@ -47,7 +48,7 @@ for (const version of VERSIONS) {
           select run_id from sluice.runs where (input->>'threadId')::int = 1
         `;
         const output = await waitForRun(sql, run_id, {
-          timeoutMs: 30_000,
+          timeoutMs: scaled(30_000),
           listen: false,
           flow: communityThreads,
         });
