@@ -19,7 +19,7 @@
 import { parseArgs } from "node:util";
 import { Flow } from "../mod.ts";
 import { createWorkerHandler } from "../src/edge/mod.ts";
-import { BearerAuth } from "../src/edge/_auth.ts";
+import { BearerAuth } from "../src/edge/bearer_auth.ts";
 import { loadAverage } from "./_machine.ts";
 import { markdownTable, median } from "./_stats.ts";
 

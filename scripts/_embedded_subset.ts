@@ -26,6 +26,8 @@ export const SERVER_HELPERS = ["tests/_db.ts", "tests/_support.ts", "tests/_run_
 export const NEEDS_A_SERVER: Record<string, string> = {
   "tests/dev/temp_postgres_test.ts": "starts throwaway PostgreSQL clusters",
   "tests/ops/schema_dump_test.ts": "runs scripts/schema_dump.ts, which starts a throwaway server",
+  "tests/ops/sql_migration_test.ts":
+    "runs scripts/sql_migration.ts, which starts a throwaway server",
   [EMBEDDED_DEMO_FILE]: "its other tests start a server (its embedded test runs on its own)",
 };
 

@@ -75,8 +75,9 @@ export function failureReport(output: string, maxLines = MAX_FAILURE_LINES): str
 
 // In a --parallel run each line names its file: "./tests/a_test.ts => a name ... ok (1s)"; in a
 // serial one a header does: "running 3 tests from ./tests/a_test.ts", then "a name ... ok (1s)".
-// Steps are indented and count within their test.
-const TEST_LINE = /^(?:\.\/(\S+_test\.ts) => )?\S.* \.\.\. (?:ok|FAILED|ignored)[^(]*\(([^)]+)\)$/;
+// Steps count within their test: indented in a serial run, "test ... step ... ok" in a parallel one.
+const TEST_LINE =
+  /^(?:\.\/(\S+_test\.ts) => )?(?!.* \.\.\. .* \.\.\. )\S.* \.\.\. (?:ok|FAILED|ignored)[^(]*\(([^)]+)\)$/;
 const FILE_HEADER = /^running \d+ tests? from \.\/(\S+_test\.ts)$/;
 
 /** Milliseconds of a `deno test` duration: `213ms`, `1s`, `2m5s`. */

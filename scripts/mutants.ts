@@ -23,6 +23,7 @@ import {
   type MutantOutcome,
   parseMutantArgs,
 } from "./_mutants.ts";
+import { copyCheckout } from "./_checkout_copy.ts";
 import { parseTestSummary } from "./_test_summary.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -55,28 +56,6 @@ function onSignal(signal: "SIGINT" | "SIGTERM", code: number): void {
     await removeScratch();
     Deno.exit(code);
   });
-}
-
-/** Copies the checkout's files (as `git ls-files` lists them) into a new temporary directory. */
-async function copyCheckout(): Promise<string> {
-  const listed = await new Deno.Command("git", {
-    args: ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-    cwd: ROOT,
-    stdout: "piped",
-  }).output();
-  if (!listed.success) throw new Error("Cannot copy the checkout: git ls-files failed");
-  const dir = await Deno.makeTempDir({ prefix: "sluice_mutants_" });
-  const files = new TextDecoder().decode(listed.stdout).split("\0").filter((f) => f !== "");
-  for (const file of files) {
-    const from = new URL(file, ROOT);
-    // A deleted file still listed by the index is not part of the working tree.
-    const info = await Deno.lstat(from).catch(() => null);
-    if (info === null || !info.isFile) continue;
-    const to = `${dir}/${file}`;
-    await Deno.mkdir(to.slice(0, to.lastIndexOf("/")), { recursive: true });
-    await Deno.copyFile(from, to);
-  }
-  return dir;
 }
 
 /** Runs `deno task test <files>` in the scratch copy; the output goes to `logFile`. */
@@ -142,7 +121,7 @@ async function main(args: string[]): Promise<number> {
     mutated.set(mutant.id, applyMutant(mutant, original));
   }
 
-  scratch = await copyCheckout();
+  scratch = await copyCheckout("sluice_mutants_");
   const logs = await Deno.makeTempDir({ prefix: "sluice_mutant_logs_" });
   const keptLogs: string[] = [];
   try {

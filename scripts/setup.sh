@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the pinned Deno from the npm registry into .tools/ when `deno` is not on PATH, the
 # pinned Supabase CLI from the npm registry into .tools/supabase, PostgreSQL server binaries from
-# Debian packages when none are found, and Debian's Chromium (the dashboard's browser tests) when
-# there is none. Writes .tools/bin/deno and .tools/bin/supabase, launchers for both tools: put
+# Debian packages when none are found, Debian's PgBouncer (the transaction-pooler test) and
+# Chromium (the dashboard's browser tests) when there are none. Writes .tools/bin/deno and .tools/bin/supabase, launchers for both tools: put
 # .tools/bin first on PATH (the script prints the line to paste), then `deno task test` and
 # `supabase` work. Prints the launchers' directory on its last line.
 set -euo pipefail
@@ -66,6 +66,16 @@ if [[ -x /usr/lib/postgresql/15/bin/initdb && ! -f /usr/lib/postgresql/15/lib/pg
     log "installed pg_cron for PostgreSQL 15"
   else
     log "no pg_cron: the pg_cron schedules test is skipped (CI=true fails it); run 'apt-get install postgresql-15-cron' as root"
+  fi
+fi
+
+# PgBouncer in transaction mode (what Supabase's transaction pooler is) for the test of co-hosted
+# workers behind a transaction pooler (tests/edge/cohosting_pool_test.ts).
+if ! command -v pgbouncer >/dev/null 2>&1 && [[ ! -x /usr/sbin/pgbouncer ]]; then
+  if apt_install pgbouncer "the transaction-pooler test needs it"; then
+    log "installed $(/usr/sbin/pgbouncer --version 2>/dev/null | head -1 || echo pgbouncer)"
+  else
+    log "no PgBouncer: the transaction-pooler test is skipped (CI=true fails it); run 'apt-get install pgbouncer' as root"
   fi
 fi
 

@@ -10,12 +10,12 @@
 import { readCodegenConfig } from "../codegen/config.ts";
 import { importFlowsModule } from "../codegen/load_flows.ts";
 import { planWorkerFunctions } from "../codegen/plan.ts";
-import { projectPath } from "../codegen/_util.ts";
+import { projectPath } from "../codegen/project_path.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import type { LogRecord } from "../worker/logger.ts";
 import { startWorker } from "../worker/start_worker.ts";
 import type { WorkerHandle, WorkerOptions } from "../worker/worker_options.ts";
-import type { CliIo } from "../ops/commands/_command.ts";
+import type { CliIo } from "../ops/commands/command_types.ts";
 import { migrate } from "../ops/migrate.ts";
 import { connect } from "../db/connect.ts";
 

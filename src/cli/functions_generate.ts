@@ -10,10 +10,10 @@
 
 import { QueueNameError } from "../dsl/errors.ts";
 import { CodegenError } from "../codegen/errors.ts";
-import { debugRequested } from "../codegen/_util.ts";
+import { debugRequested } from "./debug_requested.ts";
 import { type FileStatus, generateFunctions } from "../codegen/generate.ts";
 import { UnsafePathError } from "../codegen/project_files.ts";
-import type { CliIo } from "../ops/commands/_command.ts";
+import type { CliIo } from "../ops/commands/command_types.ts";
 
 type Change = Exclude<FileStatus, "unchanged">;
 

@@ -20,9 +20,9 @@ import { PACKAGE_NAME, PACKAGE_VERSION } from "../codegen/sluice_package.ts";
 import { parseToml, sameToml, type TomlTable } from "../codegen/toml.ts";
 import { MIGRATION_FILES } from "../ops/migration_files.ts";
 import { MIGRATIONS_DIRECTORY } from "../ops/migrate.ts";
-import { readText } from "../ops/_read_text.ts";
+import { readText } from "../ops/read_text.ts";
 import { findSupabaseCopies, migrationNames } from "./_supabase_copies.ts";
-import type { CliIo } from "../ops/commands/_command.ts";
+import type { CliIo } from "../ops/commands/command_types.ts";
 
 /** Thrown when the directory is not a Supabase project; nothing was written. */
 export class NotASupabaseProjectError extends Error {

@@ -5,15 +5,15 @@
  *
  * @module
  */
-import { debugRequested } from "../codegen/_util.ts";
+import { debugRequested } from "./debug_requested.ts";
 import { runOpsCommand } from "../ops/cli.ts";
-import { type CliIo, terminalSafeIo } from "../ops/commands/_command.ts";
+import { type CliIo, terminalSafeIo } from "../ops/commands/command_types.ts";
 import { type CliCommand, type CommandSection, isOpsCommand } from "./command.ts";
 import { closestCommand, findCommand, parseArgs } from "./parse_args.ts";
 import { OPS_SECTIONS, SECTIONS } from "./registry.ts";
 import { commandHelp, help, PROGRAM } from "./usage.ts";
 
-export type { CliIo } from "../ops/commands/_command.ts";
+export type { CliIo } from "../ops/commands/command_types.ts";
 
 /** Options of {@linkcode main}. */
 export interface SluiceCliOptions {

@@ -11,7 +11,7 @@ import { connect } from "../db/connect.ts";
 import type { PgmqInstall } from "../ops/install_pgmq.ts";
 import { migrate, MigrationChangedError, MigrationError } from "../ops/migrate.ts";
 import { findSupabaseCopies } from "./_supabase_copies.ts";
-import type { CliIo } from "../ops/commands/_command.ts";
+import type { CliIo } from "../ops/commands/command_types.ts";
 
 const PGMQ_OUTCOME: Record<PgmqInstall, string> = {
   present: "pgmq: already installed, left as is",

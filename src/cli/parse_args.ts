@@ -1,7 +1,7 @@
 // Reading the command line against the registry: which command the arguments name, its
 // arguments, and the closest name to one that names none.
 
-import type { CommandArgs, CommandSpec } from "../ops/commands/_command.ts";
+import type { CommandArgs, CommandSpec } from "../ops/commands/command_types.ts";
 
 const words = (command: CommandSpec) => command.name.split(" ");
 

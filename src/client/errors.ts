@@ -307,3 +307,52 @@ export class RunWorkersMissingError extends Error {
     this.missingRoutes = Object.freeze([...fields.missingRoutes]);
   }
 }
+
+/**
+ * Thrown by `sendSignal()` when the signal id was sent before with another key (SQLSTATE
+ * `SLS01`): a signal id names one signal. Nothing was written.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, sendSignal, SignalIdConflictError } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await sendSignal(sql, { key: "refund:r_43", payload: true, signalId: "decision-r_42" });
+ * } catch (error) {
+ *   if (error instanceof SignalIdConflictError) console.error(error.existingKey);
+ * }
+ * ```
+ */
+export class SignalIdConflictError extends Error {
+  /** Always `"SignalIdConflictError"`. */
+  override name = "SignalIdConflictError";
+  /** The signal id given. */
+  readonly signalId: string;
+  /** The key given. */
+  readonly key: string;
+  /** The key the signal id was sent with before. */
+  readonly existingKey: string;
+
+  /**
+   * Creates the error; the message says what to do.
+   *
+   * @param fields The signal id, the key given and the key it was sent with.
+   * @param options The database error, as `cause`.
+   */
+  constructor(
+    fields: { readonly signalId: string; readonly key: string; readonly existingKey: string },
+    options?: ErrorOptions,
+  ) {
+    super(
+      `Cannot send signal ${JSON.stringify(fields.signalId)} with key ${
+        JSON.stringify(fields.key)
+      }: that signal id was sent with key ${JSON.stringify(fields.existingKey)}; ` +
+        "a signal id names one signal, so use a new id for another key (include the key in it)",
+      options,
+    );
+    this.signalId = fields.signalId;
+    this.key = fields.key;
+    this.existingKey = fields.existingKey;
+  }
+}

@@ -23,7 +23,8 @@ import type { Queryable } from "../db/postgres.ts";
 import type { Json } from "../dsl/json.ts";
 import { DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import { startRefOf } from "../dsl/routing.ts";
-import { scheduleDueTimes, validateSchedule } from "../dsl/schedule_times.ts";
+import { nextDueOrProblem } from "../dsl/next_due.ts";
+import { validateSchedule } from "../dsl/schedule_times.ts";
 import { slugProblem } from "../dsl/slug.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { FlowNotFoundError } from "./errors.ts";
@@ -522,7 +523,11 @@ export interface FireDueSchedulesOptions {
 export interface FiredSchedules {
   /** Ticks fired by this call (a run started, or its failure to start recorded on the tick). */
   readonly fired: number;
-  /** Schedules whose next due time this call computed and stored. */
+  /**
+   * Schedules whose next due time this call computed and stored. One whose next due time cannot
+   * be computed (its expression never fires again) is paused instead, with the reason as its
+   * `lastError`.
+   */
   readonly advanced: number;
 }
 
@@ -546,9 +551,10 @@ export async function fireDueSchedules(
   sql: Queryable,
   options: FireDueSchedulesOptions = {},
 ): Promise<FiredSchedules> {
-  return await sweepSchedules(
+  const { fired, advanced } = await sweepSchedules(
     sql,
     options.now,
-    (row) => scheduleDueTimes(row.cron, row.timezone, row.advanced_from),
+    (row) => nextDueOrProblem(row.cron, row.timezone, row.advanced_from),
   );
+  return { fired, advanced };
 }

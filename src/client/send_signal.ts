@@ -8,6 +8,8 @@ import type { Queryable } from "../db/postgres.ts";
 import { sendSignalRow } from "../db/client_queries.ts";
 import { toJsonText } from "../dsl/json_text.ts";
 import { DEFAULT_MAX_JSON_BYTES } from "../dsl/limits.ts";
+import { SignalIdConflictError } from "./errors.ts";
+import { limitError } from "./start_flow.ts";
 
 /** The longest signal key and signal id (`sluice.max_signal_key_length()`). */
 const MAX_SIGNAL_KEY_LENGTH = 1000;
@@ -53,15 +55,16 @@ export interface SendSignalResult {
   readonly signalId: string;
   /** `sent`: recorded now. `duplicate`: this signal id was sent before; nothing changed. */
   readonly outcome: "sent" | "duplicate";
-  /** How many waiting steps it completed now (a signal no step waits for yet is kept). */
+  /** How many waiting steps it completed now (a signal no step waits for yet is kept 7 days). */
   readonly released: number;
 }
 
 /**
  * Sends a signal: every step waiting on `key` completes with `payload` as its output and its
- * dependents start, in one transaction; a signal no step waits for yet is kept, and a step that
- * starts waiting on the key later completes at once. Idempotent by `signalId`. Pass a
- * transaction (`sql.begin(async (tx) => sendSignal(tx, ...))`) to send it with the
+ * dependents start, in one transaction, and the signal is consumed. A signal no step waits for
+ * yet is kept for 7 days: the first step of a run started before it was sent that starts waiting
+ * on the key consumes it (docs/waits.md#signals). Idempotent by `signalId` while the signal is
+ * kept. Pass a transaction (`sql.begin(async (tx) => sendSignal(tx, ...))`) to send it with the
  * application's own writes: a rolled-back signal is never seen.
  *
  * @param sql A client or transaction.
@@ -70,6 +73,9 @@ export interface SendSignalResult {
  * @throws {TypeError} When the key or signal id is not a string of 1 to 1,000 characters.
  * @throws {JsonValueError} When the payload is not a JSON value.
  * @throws {JsonSizeError} When the payload is larger than 16 MiB as JSON.
+ * @throws {LimitExceededError} When the database refuses the payload: over 16 MiB, or over the
+ * `max_output_bytes` of a flow that waits on the key (SQLSTATE `SLL01`).
+ * @throws {SignalIdConflictError} When the signal id was sent with another key.
  *
  * @example Usage
  * ```ts ignore
@@ -97,6 +103,19 @@ export async function sendSignal(
     root: "payload",
     maxBytes: DEFAULT_MAX_JSON_BYTES,
   });
-  const row = await sendSignalRow(sql, options.key, payloadJson, options.signalId);
-  return { signalId: row.signal_id, outcome: row.outcome, released: row.released };
+  try {
+    const row = await sendSignalRow(sql, options.key, payloadJson, options.signalId);
+    return { signalId: row.signal_id, outcome: row.outcome, released: row.released };
+  } catch (error) {
+    const { code, detail } = error as { code?: unknown; detail?: unknown };
+    if (code === "SLS01" && typeof detail === "string") {
+      const fields = JSON.parse(detail) as { signal_id: string; key: string; existing_key: string };
+      throw new SignalIdConflictError({
+        signalId: fields.signal_id,
+        key: fields.key,
+        existingKey: fields.existing_key,
+      }, { cause: error });
+    }
+    throw limitError(error);
+  }
 }

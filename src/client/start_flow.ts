@@ -145,7 +145,7 @@ export async function startFlow(
 }
 
 /** The typed error for SQLSTATE `SLL01` (a size limit), else `error` itself. */
-function limitError(error: unknown): unknown {
+export function limitError(error: unknown): unknown {
   const { code, detail, message } = error as {
     code?: unknown;
     detail?: unknown;

@@ -8,7 +8,8 @@
 
 import { dirname, join, relative, sep } from "node:path";
 import { withFunctionTables } from "./_config_toml.ts";
-import { byCodePoint, projectPath } from "./_util.ts";
+import { byCodePoint } from "./_util.ts";
+import { projectPath } from "./project_path.ts";
 import { type CodegenConfig, readCodegenConfig } from "./config.ts";
 import { assertInsideDeployRoot, deployRoot } from "./deploy_root.ts";
 import { CodegenError } from "./errors.ts";

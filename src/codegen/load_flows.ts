@@ -8,7 +8,7 @@
  */
 
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { projectPath } from "./_util.ts";
+import { projectPath } from "./project_path.ts";
 import type { CodegenConfig } from "./config.ts";
 import { CodegenError } from "./errors.ts";
 

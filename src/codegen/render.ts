@@ -6,7 +6,8 @@
  */
 
 import { dirname, relative, sep } from "node:path";
-import { byCodePoint, projectPath } from "./_util.ts";
+import { byCodePoint } from "./_util.ts";
+import { projectPath } from "./project_path.ts";
 import type { CodegenConfig } from "./config.ts";
 import { assertSafeSpec, functionsOf, type WorkerFunctionSpec } from "./plan.ts";
 

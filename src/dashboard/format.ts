@@ -1,8 +1,24 @@
 /**
- * Short texts for the dashboard's table cells: times, durations, truncated JSON.
+ * Short texts for people, the one place both the dashboard and the command line format times and
+ * durations: timestamps, durations, truncated JSON.
  *
  * @module
  */
+
+/**
+ * A timestamp as ISO 8601 in UTC to the second (the command line's tables, which scripts read),
+ * `-` when absent.
+ *
+ * @example Usage
+ * ```ts
+ * import { formatIsoTime } from "./format.ts";
+ *
+ * formatIsoTime(new Date("2026-11-30T12:00:00.123Z")); // "2026-11-30T12:00:00Z"
+ * ```
+ */
+export function formatIsoTime(value: Date | null): string {
+  return value === null ? "-" : value.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
 
 /**
  * A timestamp in UTC to the second, `-` when absent.

@@ -91,12 +91,17 @@ export async function clearRestartPause(sql: Sql, functionName: string): Promise
   return cleared;
 }
 
-/** `sluice.prune_data_older_than`: how many finished runs and stopped workers were deleted. */
+/**
+ * `sluice.prune_data_older_than`: how many finished runs, stopped workers and expired or
+ * consumed signals were deleted.
+ */
 export async function pruneDataOlderThan(
   sql: Sql,
   interval: string,
-): Promise<{ runs: number; workers: number }> {
-  const [{ result }] = await sql<{ result: { runs: number; workers: number } }[]>`
+): Promise<{ runs: number; workers: number; signals: number }> {
+  const [{ result }] = await sql<
+    { result: { runs: number; workers: number; signals: number } }[]
+  >`
     call sluice.prune_data_older_than(${interval}::interval)
   `;
   return result;

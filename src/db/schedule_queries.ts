@@ -127,8 +127,17 @@ export interface AwaitingScheduleRow {
   readonly advanced_from: Date;
 }
 
-/** The next due times of one schedule, or `null` when none can be computed (never fires again). */
-export type NextDue = { readonly nextDueAt: Date; readonly followingDueAt: Date | null } | null;
+/**
+ * The next due times of one schedule, or why none can be computed (its expression never fires
+ * again, or no longer parses): `sluice.set_schedule_next_due` pauses such a schedule with the
+ * problem as its last error.
+ */
+export type NextDue =
+  | { readonly nextDueAt: Date; readonly followingDueAt: Date | null }
+  | { readonly problem: string };
+
+/** How long a sweep computes due times before it lets the event loop run (croner is synchronous). */
+const COMPUTE_SLICE_MS = 10;
 
 /** What {@linkcode sweepSchedules} did. */
 export interface SweepResult {
@@ -136,13 +145,22 @@ export interface SweepResult {
   readonly fired: number;
   /** Schedules whose next due time was stored. */
   readonly advanced: number;
+  /** Schedules paused because their next due time cannot be computed. */
+  readonly paused: readonly PausedSchedule[];
+}
+
+/** A schedule a sweep paused, with its last error (`paused: ` and the problem). */
+export interface PausedSchedule {
+  readonly schedule_name: string;
+  readonly last_error: string;
 }
 
 /**
  * One sweep, as two statements, each its own transaction: `sluice.fire_due_schedules(now)` fires
  * every due tick (the tick rows, the runs and the schedules' advance commit together) and answers
- * the schedules awaiting their next due time; `nextDue` computes those; then
- * `sluice.set_schedule_next_due` stores them by compare-and-set. Not one `sql.begin`: postgres.js
+ * the schedules awaiting their next due time (at most 100); `nextDue` computes those, letting the
+ * event loop run every 10 ms; then `sluice.set_schedule_next_due` stores them by compare-and-set
+ * (and pauses the ones whose due time cannot be computed, with the problem as their last error). Not one `sql.begin`: postgres.js
  * 3.4.9 writes a transaction's `rollback` to its connection after the server closed it, which
  * throws from a timer and kills the process (seen on a `pg_ctl restart`), and a worker must survive
  * a restart. Nothing needs the two in one transaction: a tick is fired whole by the first, and a
@@ -161,20 +179,52 @@ export async function sweepSchedules(
       f.advanced_at as advanced_from, f.fired
     from sluice.fire_due_schedules(coalesce(${now?.toISOString() ?? null}::timestamptz,
       clock_timestamp())) f`;
-  const due = awaiting.flatMap((schedule) => {
+  const due = [];
+  let sliceStart = performance.now();
+  for (const schedule of awaiting) {
+    // One due time takes croner a few milliseconds when the expression fires rarely or never:
+    // the worker's handlers, heartbeats and LISTEN session share this event loop.
+    if (performance.now() - sliceStart >= COMPUTE_SLICE_MS) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      sliceStart = performance.now();
+    }
     const next = nextDue(schedule);
-    return next === null ? [] : [{
-      schedule_name: schedule.schedule_name,
-      advanced_at: schedule.advanced_at,
-      next_due_at: next.nextDueAt.toISOString(),
-      following_due_at: next.followingDueAt?.toISOString() ?? null,
-    }];
-  });
-  let advanced = 0;
+    due.push(
+      "problem" in next
+        ? {
+          schedule_name: schedule.schedule_name,
+          advanced_at: schedule.advanced_at,
+          problem: next.problem,
+        }
+        : {
+          schedule_name: schedule.schedule_name,
+          advanced_at: schedule.advanced_at,
+          next_due_at: next.nextDueAt.toISOString(),
+          following_due_at: next.followingDueAt?.toISOString() ?? null,
+        },
+    );
+  }
+  let stored = 0;
+  let paused: PausedSchedule[] = [];
   if (due.length > 0) {
     const rows = await sql<{ stored: number }[]>`
       select sluice.set_schedule_next_due(${JSON.stringify(due)}::text::jsonb) as stored`;
-    advanced = onlyRow("set_schedule_next_due", rows).stored;
+    stored = onlyRow("set_schedule_next_due", rows).stored;
+    const problems = due.flatMap((entry) => "problem" in entry ? [entry.schedule_name] : []);
+    if (problems.length > 0) {
+      // Which of them this sweep paused: a racing sweep may have stored or paused one first.
+      paused = await sql<PausedSchedule[]>`
+        select s.schedule_name, s.last_error from sluice.schedules s
+        where s.schedule_name = any(${problems}::text[]) and s.paused_at is not null
+          and s.advanced_at::text = any(${
+        due.flatMap((entry) => "problem" in entry ? [entry.advanced_at] : [])
+      }::text[])
+          and s.last_error like 'paused: %'`;
+    }
   }
-  return { fired: awaiting.filter((schedule) => schedule.fired).length, advanced };
+  return {
+    fired: awaiting.filter((schedule) => schedule.fired).length,
+    advanced: stored - paused.length,
+    paused,
+  };
 }

@@ -66,7 +66,7 @@ async function releaseAllDueWaits(tx: Queryable): Promise<number> {
 
 /**
  * The test clock's move: puts every started task's `started_at`, every PGMQ message's visibility
- * time and every waiting step's due time or timeout `seconds` back, releases the waits that are
+ * time, every waiting step's due time or timeout and every kept signal's expiry `seconds` back, releases the waits that are
  * due then, runs stall recovery and wakes every queue's workers, in one transaction.
  *
  * @returns How many stalled tasks stall recovery handled.
@@ -94,6 +94,10 @@ export async function advanceClock(sql: Sql, seconds: number): Promise<number> {
     await tx`
       update sluice.step_states set wait_until = wait_until - make_interval(secs => ${seconds})
       where status = 'waiting' and wait_until is not null`;
+    // Kept signals age too: one past its lifetime completes no wait.
+    await tx`
+      update sluice.signals set expires_at = expires_at - make_interval(secs => ${seconds})
+      where consumed_at is null`;
     await releaseAllDueWaits(tx);
     const [{ handled }] = await tx<{ handled: number }[]>`
       select sluice.requeue_stalled_tasks() as handled`;

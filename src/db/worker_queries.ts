@@ -169,6 +169,31 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
   }
 }
 
+/**
+ * Waits in the database, for at most `maxSeconds` and checking every `intervalMs`, until one of
+ * `queues` has a visible message (`sluice.wait_for_messages`); resolves the queues that have one
+ * (none when the time ran out). Closing the connection ends the wait within `intervalMs`.
+ */
+export async function waitForMessages(
+  sql: Sql,
+  queues: readonly string[],
+  maxSeconds: number,
+  intervalMs: number,
+): Promise<string[]> {
+  // Two statements of one implicit transaction: the server arms its check for a closed client
+  // as a statement starts, so the setting must precede the wait's statement; `local` keeps it out
+  // of a pooled server connection. The result comes as JSON: a session client fetches no array
+  // types, so a text[] would come back unparsed.
+  const results = await simpleQuery<{ ready: string[] }[][]>(
+    sql,
+    inline`set local client_connection_check_interval = ${integer(intervalMs)};
+    select to_jsonb(sluice.wait_for_messages(
+      array(select jsonb_array_elements_text(${jsonb([...queues])})),
+      ${integer(maxSeconds)}, ${integer(intervalMs)})) as ready`,
+  );
+  return onlyRow("wait_for_messages", results.at(-1) ?? []).ready;
+}
+
 /** The worker function row, as far as the worker cares. */
 export interface WorkerFunctionRow {
   readonly functionName: string;

@@ -327,7 +327,15 @@ export function validateStep(
 }
 
 const SLEEP_KEYS = ["slug", "dependsOn"] as const;
-const SIGNAL_KEYS = ["slug", "dependsOn", "key", "payload", "timeoutSeconds", "onTimeout"] as const;
+const SIGNAL_KEYS = [
+  "slug",
+  "dependsOn",
+  "key",
+  "payload",
+  "timeoutSeconds",
+  "onTimeout",
+  "acceptSignalsSentBeforeRun",
+] as const;
 
 /** Validates one `.sleep()` or `.waitForSignal()` call against the steps added so far. */
 export function validateWaitStep(
@@ -401,6 +409,15 @@ export function validateWaitStep(
         }`,
     );
   }
+  const accept = options.acceptSignalsSentBeforeRun ?? false;
+  if (typeof accept !== "boolean") {
+    throw rejecter.reject(
+      "invalid_option",
+      "acceptSignalsSentBeforeRun",
+      accept,
+      `acceptSignalsSentBeforeRun must be a boolean, got ${formatValue(accept)}`,
+    );
+  }
   return Object.freeze({
     ...base,
     type: "signal",
@@ -410,6 +427,7 @@ export function validateWaitStep(
       key: fn as (deps: never) => string,
       timeoutSeconds,
       onTimeout: deepFreeze(structuredClone(onTimeout)) as OnTimeout,
+      acceptSignalsSentBeforeRun: accept,
     }),
   });
 }

@@ -147,6 +147,8 @@ export interface WaitDefinitionOptions {
   readonly on_timeout?: "fail" | "skip" | "value";
   /** The output of a wait that timed out with `on_timeout: "value"`. */
   readonly timeout_value?: unknown;
+  /** Present (`true`) only when a signal sent before the run started may complete the wait. */
+  readonly accept_signals_sent_before_run?: true;
 }
 
 /**
@@ -202,6 +204,8 @@ function waitOptions(step: StepDefinition): WaitDefinitionOptions | null {
     timeout_seconds: step.wait.timeoutSeconds,
     on_timeout: typeof onTimeout === "string" ? onTimeout : "value",
     timeout_value: typeof onTimeout === "string" ? null : structuredClone(onTimeout.value),
+    // Only when set: every other flow's definition (and shape) stays what it was.
+    ...(step.wait.acceptSignalsSentBeforeRun ? { accept_signals_sent_before_run: true } : {}),
   };
 }
 

@@ -136,6 +136,14 @@ export interface WaitForSignalOptions<
   readonly timeoutSeconds?: number;
   /** What a timeout does: fail the run, skip the step, or complete it with `{ value }`. @default {"fail"} */
   readonly onTimeout?: Timeout;
+  /**
+   * Whether a kept signal sent before the run started may complete the wait. By default only a
+   * signal sent after the run started does, so one signal never completes a run that did not
+   * exist when it was sent (docs/waits.md#signals).
+   *
+   * @default {false}
+   */
+  readonly acceptSignalsSentBeforeRun?: boolean;
 }
 
 /**

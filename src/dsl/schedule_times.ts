@@ -91,15 +91,38 @@ export interface DueTimes {
   readonly followingDueAt: Date | null;
 }
 
+/** The longest cron expression (`sluice.max_cron_length()`). */
+const MAX_CRON_LENGTH = 1000;
+
+/**
+ * What is wrong with a cron expression before croner reads it, or `undefined`. The database's
+ * `sluice.cron_problem` (a port of croner's parser) checks the same, so an expression stored by
+ * SQL alone always parses here.
+ */
+function cronTextProblem(cron: string): string | undefined {
+  if (cron.length > MAX_CRON_LENGTH) {
+    return `the expression is ${cron.length} characters, more than the limit of ${MAX_CRON_LENGTH}`;
+  }
+  // Printable ASCII and spaces only: croner splits on any Unicode white space, SQL's port on
+  // spaces; neither has a use for anything else.
+  if (/[^ -~]/.test(cron)) return "only printable ASCII characters and spaces are allowed";
+  if (cron.trim() === "") return "the expression is empty";
+  // croner reads a string with ":" as a one-off date and time, not as a cron expression.
+  if (cron.includes(":")) return 'a date and time (it has ":") is not a cron expression';
+  return undefined;
+}
+
 function cronOf(cron: string, timezone: string): Cron {
   if (typeof timezone !== "string" || !isTimezone(timezone)) {
     throw new InvalidTimezoneError(String(timezone));
   }
-  if (typeof cron !== "string" || cron.trim() === "") {
-    throw new InvalidCronError(String(cron), "the expression is empty");
-  }
+  if (typeof cron !== "string") throw new InvalidCronError(String(cron), "not a string");
+  const problem = cronTextProblem(cron);
+  if (problem !== undefined) throw new InvalidCronError(cron.slice(0, 100), problem);
   try {
-    return new Cron(cron, { timezone, paused: true });
+    // 5 fields, or 6 with seconds first: the forms docs/schedules.md names (croner's auto mode
+    // also takes a seventh, the year).
+    return new Cron(cron, { timezone, paused: true, mode: "5-or-6-parts" });
   } catch (error) {
     throw new InvalidCronError(cron, error instanceof Error ? error.message : String(error));
   }

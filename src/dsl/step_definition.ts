@@ -70,6 +70,8 @@ export type WaitDefinition =
     /** Seconds until the timeout, or `null`: no timeout. */
     readonly timeoutSeconds: number | null;
     readonly onTimeout: OnTimeout;
+    /** Whether a signal sent before the run started may complete the wait. */
+    readonly acceptSignalsSentBeforeRun: boolean;
   };
 
 /**

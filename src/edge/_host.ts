@@ -11,13 +11,14 @@
 
 import type { Sql } from "../db/postgres.ts";
 import { connect } from "../db/connect.ts";
+import { boundDriverBackoff } from "../db/reconnect.ts";
 import { readFunctionState } from "../db/edge_queries.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { describeError } from "../worker/describe_error.ts";
 import { Logger } from "../worker/logger.ts";
 import type { WorkerHandle } from "../worker/worker_options.ts";
 import { launchWorkerGroup } from "../worker/start_worker.ts";
-import { BearerAuth } from "./_auth.ts";
+import { BearerAuth } from "./bearer_auth.ts";
 import {
   type HostConfig,
   type HostedWorker,
@@ -39,11 +40,34 @@ type EndReason = "beforeunload" | "wall_clock_budget" | "requested" | "closed";
 
 /**
  * The workers of one start, handled as one: a plain or step function has one, a co-hosting
- * function one per hosted step. They start together and stop together; one that stops by
- * itself (its flow version deprecated by a rollout) leaves the others running.
+ * function one per hosted step. They start together and stop together. One that stops by itself
+ * because its flow version was deprecated by a rollout, or recompiled under it (fenced), leaves
+ * the others running: that is about its flow only. One that ends `fatal` (unsupported work, or
+ * its queue gone) stops the others too: the restart pause that unsupported work sets is the
+ * function's, so no isolate would start the neighbours again, and a deployment that is wrong for
+ * one step is not trusted with the others' work; they drain their in-flight tasks within their
+ * grace period and report every result.
  */
 class Workers {
-  constructor(readonly all: readonly WorkerHandle[]) {}
+  constructor(readonly all: readonly WorkerHandle[], logger: Logger) {
+    if (all.length === 1) return;
+    for (const worker of all) {
+      void worker.pollingStopped.then(() => {
+        if (worker.status !== "fatal") return;
+        const others = all.filter((other) => other !== worker && other.status === "running");
+        if (others.length === 0) return;
+        logger.warn(
+          "a co-hosted worker stopped fatal: stopping the function's other workers",
+          {
+            worker_id: worker.workerId,
+            step_slug: worker.stepSlug,
+            stopping_worker_ids: others.map((other) => other.workerId),
+          },
+        );
+        for (const other of others) void other.stop();
+      });
+    }
+  }
 
   get first(): WorkerHandle {
     return this.all[0];
@@ -136,6 +160,8 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
         applicationName: `sluice-edge:${config.functionName}`,
       })
       : null;
+    // A pool of the caller's own keeps the driver's reconnect timer; its wait is bounded instead.
+    if (connection.kind === "given") boundDriverBackoff(connection.sql);
     config.lifecycle?.addEventListener("beforeunload", this.#onBeforeUnload);
   }
 
@@ -221,6 +247,7 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
             config: { ...config, connection: { kind: "given", sql } },
           })),
         ),
+        this.#logger,
       );
       this.#seenInvokedAt = state?.lastInvokedAt ?? null;
       this.#worker = worker;

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { BearerAuth } from "./_auth.ts";
+import type { BearerAuth } from "./bearer_auth.ts";
 import { noSecretMessage } from "./_host_config.ts";
 import type { WorkerFunctionState, WorkerFunctionStatus } from "./edge_options.ts";
 

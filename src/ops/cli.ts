@@ -17,7 +17,7 @@ import {
   type CommandArgs,
   type OpsCommand,
   optionString,
-} from "./commands/_command.ts";
+} from "./commands/command_types.ts";
 
 /** Options of {@linkcode runOpsCommand}. */
 export interface OpsRunOptions {

@@ -6,7 +6,7 @@
  */
 import type { Sql, TransactionSql } from "../db/postgres.ts";
 import { lockSchemaChanges } from "./_lock.ts";
-import { readText } from "./_read_text.ts";
+import { readText } from "./read_text.ts";
 
 /**
  * How PGMQ was made available: `present` (already installed, left untouched), `extension`

@@ -11,7 +11,7 @@ import type { Sql, TransactionSql } from "../db/postgres.ts";
 import { lockSchemaChanges } from "./_lock.ts";
 import { installPgmq, type PgmqInstall } from "./install_pgmq.ts";
 import { MIGRATION_FILES } from "./migration_files.ts";
-import { readText } from "./_read_text.ts";
+import { readText } from "./read_text.ts";
 
 /** Options of {@linkcode migrate}. */
 export interface MigrateOptions {

@@ -11,6 +11,7 @@ import type { DeployableFlow, FlowInput, FlowOutput, StepOutput, StepSlug } from
 import { startFlow } from "../client/start_flow.ts";
 import { getRun, type RunState } from "../client/get_run.ts";
 import { getRunTasks, type TaskState } from "../client/get_run_tasks.ts";
+import { sendSignal, type SendSignalOptions } from "../client/send_signal.ts";
 import { startWorker, type WorkerHandle, type WorkerOptions } from "../worker/mod.ts";
 import type { TestDatabase } from "./test_database.ts";
 
@@ -39,12 +40,21 @@ export interface RunFlowOptions {
   skipSleeps?: boolean;
   /**
    * Make the run's signal waits that have a timeout (`.waitForSignal({ timeoutSeconds })`) time
-   * out as soon as they start waiting, following their `onTimeout`, unless a signal (sent before,
-   * so it was kept) completes them first. For testing the timeout branch.
+   * out as soon as they start waiting, following their `onTimeout`, unless a signal (`signals`)
+   * completes them first. For testing the timeout branch.
    *
    * @default {false}
    */
   timeOutWaits?: boolean;
+  /**
+   * Signals to send once the run has started (`sendSignal`, one after the other): each is kept
+   * until a wait of the run starts on its key, or completes the one waiting on it. A signal sent
+   * before `runFlow` started the run completes no wait of it (docs/waits.md#signals), unless the
+   * wait step sets `acceptSignalsSentBeforeRun`.
+   *
+   * @default {[]}
+   */
+  signals?: readonly SendSignalOptions[];
 }
 
 /**
@@ -104,8 +114,8 @@ export class FlowRunTimeoutError extends Error {
       `Cannot finish run ${runId}: not resolved within ${timeoutMs} ms` +
         (waits.length === 0
           ? ""
-          : `; ${waits.join(", ")} (send it with sendSignal before or during the run, or ` +
-            "time it out with the option timeOutWaits)"),
+          : `; ${waits.join(", ")} (send it with the option signals or with sendSignal ` +
+            "during the run, or time it out with the option timeOutWaits)"),
     );
     this.name = "FlowRunTimeoutError";
     this.runId = runId;
@@ -156,6 +166,7 @@ export async function runFlow<F extends DeployableFlow>(
       );
     }
     const runId = await startFlow(db.sql, flow, input);
+    for (const signal of options.signals ?? []) await sendSignal(db.sql, signal);
     const deadline = Date.now() + timeoutMs;
     let run = await getRun<FlowInput<F>, FlowOutput<F>>(db.sql, runId);
     while (run === null || run.status === "started") {

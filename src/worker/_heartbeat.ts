@@ -13,8 +13,8 @@ import type { Sql } from "../db/postgres.ts";
 import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { describeError } from "./describe_error.ts";
 import { heartbeatWorker, releaseDueWaits, requeueStalledTasks } from "../db/worker_queries.ts";
-import { type AwaitingScheduleRow, type NextDue, sweepSchedules } from "../db/schedule_queries.ts";
-import { scheduleDueTimes } from "../dsl/schedule_times.ts";
+import { sweepSchedules } from "../db/schedule_queries.ts";
+import { nextDueOrProblem } from "../dsl/next_due.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";
 import type { RunningAttempts } from "./_running_attempts.ts";
 import type { Logger } from "./logger.ts";
@@ -159,9 +159,19 @@ export class Heartbeat {
   // fires while any worker runs. With nothing due it is one indexed lookup.
   async #fireSchedules(): Promise<void> {
     try {
-      const { fired } = await sweepSchedules(this.#sql, undefined, (row) => this.#nextDue(row));
+      const { fired, paused } = await sweepSchedules(
+        this.#sql,
+        undefined,
+        (row) => nextDueOrProblem(row.cron, row.timezone, row.advanced_from),
+      );
       this.#outage.answered();
       if (fired > 0) this.#logger.info("schedule ticks fired", { ticks: fired });
+      for (const schedule of paused) {
+        this.#logger.error("schedule paused: its next due time cannot be computed", {
+          schedule: schedule.schedule_name,
+          error: schedule.last_error,
+        });
+      }
     } catch (error) {
       this.#failed("fire_due_schedules", error);
     }
@@ -186,20 +196,6 @@ export class Heartbeat {
       this.#failed("release_due_waits", error);
     }
     if (total > 0) this.#logger.info("due waits released", { waits: total });
-  }
-
-  // A stored expression croner no longer reads must not stop every other schedule's sweep: the
-  // schedule keeps awaiting its next due time, and the log says why.
-  #nextDue(row: AwaitingScheduleRow): NextDue {
-    try {
-      return scheduleDueTimes(row.cron, row.timezone, row.advanced_from);
-    } catch (error) {
-      this.#logger.error("cannot compute a schedule's next due time", {
-        schedule: row.schedule_name,
-        error: describeError(error),
-      });
-      return null;
-    }
   }
 
   #failed(operation: string, error: unknown): void {

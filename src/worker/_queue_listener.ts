@@ -26,8 +26,26 @@ import type { Logger } from "./logger.ts";
 /** The channel the SQL core notifies (`sluice.notify_queue`). */
 export const QUEUE_READY_CHANNEL = "sluice_queue_ready";
 
+/**
+ * What wakes the {@linkcode QueueListener} views of one process: a LISTEN session, or without
+ * LISTEN a poll session (`_queue_poller.ts`).
+ */
+export interface WakeSession {
+  /** How the views are woken, as the "worker started" record reports it. */
+  readonly wakeUp: "listen" | "shared_poll";
+  /** A view that wakes when `queue` gets messages; closing the last view closes the session. */
+  watch(queue: string): QueueListener;
+  /** Called by a view's close. */
+  release(view: QueueListener): Promise<void>;
+  /** Called by a view when its worker starts (`true`) or stops (`false`) waiting for messages. */
+  waiting(view: QueueListener, waiting: boolean): void;
+  /** Closes the session. */
+  close(): Promise<void>;
+}
+
 /** One LISTEN session: wakes the views of the queues named by each notification. */
-export class ListenerSession {
+export class ListenerSession implements WakeSession {
+  readonly wakeUp = "listen";
   #logger: Logger;
   #connection: ListenerConnection;
   #views = new Map<string, Set<QueueListener>>();
@@ -53,7 +71,7 @@ export class ListenerSession {
 
   /**
    * Opens the connection and LISTENs. Resolves `null` when LISTEN fails (e.g. behind a
-   * transaction pooler): the workers then long-poll instead.
+   * transaction pooler): the workers then poll instead.
    */
   static async open(
     pool: Sql,
@@ -66,7 +84,7 @@ export class ListenerSession {
       session.#checkPeriodically(checkIntervalMs);
       return session;
     } catch (error) {
-      logger.info("LISTEN unavailable: long-polling the queue instead", {
+      logger.info("LISTEN unavailable: polling the queue instead", {
         error: describeError(error),
       });
       await session.close();
@@ -82,6 +100,9 @@ export class ListenerSession {
     this.#views.set(queue, views);
     return view;
   }
+
+  /** A notification wakes a view whether it waits or not. */
+  waiting(): void {}
 
   /** Called by a view's close. */
   async release(view: QueueListener): Promise<void> {
@@ -151,16 +172,16 @@ export class ListenerSession {
   }
 }
 
-/** Wakes one worker when its queue gets messages, through a {@linkcode ListenerSession}. */
+/** Wakes one worker when its queue gets messages, through a {@linkcode WakeSession}. */
 export class QueueListener {
   readonly queue: string;
-  #session: ListenerSession;
+  #session: WakeSession;
   #sequence = 0;
   #waiters = new Set<() => void>();
   #closed: Promise<void> | null = null;
 
-  /** Use {@linkcode QueueListener.start} or {@linkcode ListenerSession.watch}. */
-  constructor(queue: string, session: ListenerSession) {
+  /** Use {@linkcode QueueListener.start} or a session's `watch`. */
+  constructor(queue: string, session: WakeSession) {
     this.queue = queue;
     this.#session = session;
   }
@@ -176,6 +197,11 @@ export class QueueListener {
     checkIntervalMs: number,
   ): Promise<QueueListener | null> {
     return (await ListenerSession.open(pool, logger, checkIntervalMs))?.watch(queue) ?? null;
+  }
+
+  /** How the view is woken. */
+  get wakeUp(): WakeSession["wakeUp"] {
+    return this.#session.wakeUp;
   }
 
   /** Increases with every notification for the queue (and when listening resumes). */
@@ -194,11 +220,13 @@ export class QueueListener {
         clearTimeout(timer);
         this.#waiters.delete(done);
         signal?.removeEventListener("abort", done);
+        if (this.#waiters.size === 0) this.#session.waiting(this, false);
         resolve();
       };
       const timer = setTimeout(done, timeoutMs);
       this.#waiters.add(done);
       signal?.addEventListener("abort", done, { once: true });
+      this.#session.waiting(this, true);
     });
   }
 

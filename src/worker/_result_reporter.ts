@@ -34,11 +34,28 @@ import {
   failTask,
   type TaskResult,
 } from "../db/worker_queries.ts";
-import { type OutageTracker, retryTransient } from "./_retry.ts";
+import { errorCode } from "../db/transient_error.ts";
+import { backoffDelay, type OutageTracker, retryTransient, sleep } from "./_retry.ts";
 import type { Logger } from "./logger.ts";
 
 /** Largest number of results sent in one `complete_tasks` call. */
 const MAX_BATCH = 500;
+
+/**
+ * How often one batch is sent again after a cancel request ended its statement; a batch that
+ * someone keeps cancelling is handled as refused after that.
+ */
+const MAX_CANCELLED_REPORTS = 5;
+
+/**
+ * Whether `error` is a statement ended by a cancel request (`pg_cancel_backend`, the driver's
+ * cancel), not by `statement_timeout`, which shares the SQLSTATE 57014 and would only time out
+ * again.
+ */
+function isCancelRequest(error: unknown): boolean {
+  return errorCode(error) === "57014" && error instanceof Error &&
+    error.message.includes("user request");
+}
 
 /** A failed attempt waiting to be reported. */
 export interface PendingFailure extends AttemptToken {
@@ -152,7 +169,7 @@ export class ResultReporter {
     }
   }
 
-  async #reportCompletions(batch: TaskResult[]): Promise<void> {
+  async #reportCompletions(batch: TaskResult[], cancels = 0): Promise<void> {
     let stale: readonly Omit<AttemptToken, "workerId">[];
     try {
       ({ stale } = await retryTransient(() => completeTasks(this.#sql, batch), {
@@ -163,6 +180,18 @@ export class ResultReporter {
     } catch (error) {
       if (this.#giveUp.signal.aborted) {
         this.#dropped(batch.length, error);
+        return;
+      }
+      if (isCancelRequest(error) && cancels < MAX_CANCELLED_REPORTS) {
+        // Not the database refusing the results: a cancel request ended the statement (one meant
+        // for another statement of the connection, e.g. a long poll at shutdown), which rolled
+        // back and applied nothing. Failing the attempts would lose finished results.
+        this.#logger.warn("complete_tasks was cancelled: reporting the results again", {
+          results: batch.length,
+          error: describeError(error),
+        });
+        await sleep(backoffDelay(cancels + 1), this.#giveUp.signal);
+        await this.#reportCompletions(batch, cancels + 1);
         return;
       }
       if (batch.length === 1) {

@@ -8,6 +8,7 @@
 
 import { compileFlowGeneration } from "../deploy/compile.ts";
 import { connect } from "../db/connect.ts";
+import { boundDriverBackoff } from "../db/reconnect.ts";
 import type { Sql } from "../db/postgres.ts";
 import { stopRefetchingTypes } from "../db/fetch_types.ts";
 import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
@@ -15,7 +16,8 @@ import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { activateOnStartup } from "./_alias_activation.ts";
 import { SweepDuty } from "./_heartbeat.ts";
-import { ListenerSession, QueueListener } from "./_queue_listener.ts";
+import { ListenerSession, QueueListener, type WakeSession } from "./_queue_listener.ts";
+import { PollSession } from "./_queue_poller.ts";
 import { type RuntimeSettings, WorkerRuntime } from "./_runtime.ts";
 import { Logger } from "./logger.ts";
 import { OutageTracker, retryTransient } from "./_retry.ts";
@@ -135,7 +137,7 @@ export async function startWorker<F extends DeployableFlow>(
 export async function launchWorker(
   flow: DeployableFlow,
   config: WorkerConfig,
-  shared?: { readonly listeners: ListenerSession | null; readonly sweeps: SweepDuty },
+  shared?: { readonly wake: WakeSession; readonly sweeps: SweepDuty },
 ): Promise<WorkerHandle> {
   const { target, env, connection, settings } = config;
   if (connection.kind === "none") {
@@ -162,6 +164,8 @@ export async function launchWorker(
     max: connection.poolSize,
     applicationName: `sluice-worker:${target.functionName}`,
   });
+  // A pool of the caller's own keeps the driver's reconnect timer; its wait is bounded instead.
+  if (connection.kind === "given") boundDriverBackoff(sql);
   let listener: QueueListener | null = null;
   try {
     // A worker (re)started while the database restarts waits for it, up to startupTimeoutMs.
@@ -192,7 +196,7 @@ export async function launchWorker(
       );
     }
     if (shared !== undefined) {
-      listener = shared.listeners?.watch(target.queueName) ?? null;
+      listener = shared.wake.watch(target.queueName);
     } else if (settings.listen) {
       listener = await QueueListener.start(
         sql,
@@ -226,7 +230,7 @@ export async function launchWorker(
       compile_outcome: compiled.outcome,
       max_concurrent: settings.maxConcurrent,
       batch_size: settings.batchSize,
-      wake_up: listener === null ? "long_poll" : "listen",
+      wake_up: listener === null ? "long_poll" : listener.wakeUp,
       ...(aliasActivation === null ? {} : {
         alias: aliasActivation.alias,
         alias_activation: aliasActivation.outcome,
@@ -283,10 +287,11 @@ export interface GroupMember {
 
 /**
  * Starts the workers of one worker function in order (a co-hosting function's: one per step),
- * on the one pool they are given and, when they listen, one LISTEN session for all of them, and
- * one worker at a time runs the process-wide sweeps (schedules, due waits, stalled tasks,
- * {@linkcode SweepDuty}): each keeps its own queue, poll loop, slots (`maxConcurrent`), heartbeat
- * beat and `sluice.workers` row.
+ * on the one pool they are given, with one wake-up session for all of them — a LISTEN session
+ * when they listen and LISTEN works, else one poll connection ({@linkcode PollSession}), so that
+ * no worker long-polls on the shared pool — and one worker at a time runs the process-wide sweeps
+ * (schedules, due waits, stalled tasks, {@linkcode SweepDuty}): each keeps its own queue, poll
+ * loop, slots (`maxConcurrent`), heartbeat beat and `sluice.workers` row.
  * When one cannot start, those already started stop and the error is thrown. Not part of the
  * public API (`serveWorkers` runs it).
  *
@@ -311,25 +316,25 @@ export async function launchWorkerGroup(
   const logger = new Logger(settings.logLevel, settings.logger, {
     function_name: target.functionName,
   });
-  const listeners = members.some(({ config }) => config.settings.listen)
+  // The members share their options (serveWorkers gives them one set), so one session wakes all.
+  const listeners = settings.listen
     ? await ListenerSession.open(connection.sql, logger, settings.heartbeatIntervalMs)
     : null;
+  const wake: WakeSession = listeners ??
+    new PollSession(connection.sql, logger, settings.maxPollSeconds);
   // One sweep of schedules, waits and stalled tasks per beat for the whole group.
   const sweeps = new SweepDuty();
   const started: WorkerHandle[] = [];
   try {
     for (const { flow, config } of members) {
       started.push(
-        await launchWorker(flow, config, {
-          listeners: config.settings.listen ? listeners : null,
-          sweeps,
-        }),
+        await launchWorker(flow, config, { wake, sweeps }),
       );
     }
     return started;
   } catch (error) {
     await Promise.all(started.map((worker) => worker.stop({ graceMs: 0 })));
-    await listeners?.close();
+    await wake.close();
     throw error;
   }
 }

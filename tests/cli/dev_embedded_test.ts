@@ -83,10 +83,16 @@ for (
         } finally {
           await sql.end();
         }
-      } finally {
-        dev.kill("SIGTERM");
+      } catch (error) {
+        stop(dev);
         await out.done;
+        // A missing line most likely means dev exited: its stderr says why.
+        throw new Error(`sluice dev: ${error}\n${out.lines.join("\n")}\n${await stderr}`, {
+          cause: error,
+        });
       }
+      stop(dev);
+      await out.done;
       const { code } = await dev.status;
       assert.equal(code, 0, `${out.lines.join("\n")}\n${await stderr}`);
       // The workers log, prefixed with their function name.
@@ -98,4 +104,13 @@ for (
       await Deno.remove(dir, { recursive: true });
     }
   });
+}
+
+/** Stops `dev` unless it has exited already. */
+function stop(dev: Deno.ChildProcess): void {
+  try {
+    dev.kill("SIGTERM");
+  } catch {
+    // Already exited.
+  }
 }

@@ -104,6 +104,11 @@ function outageProxy(url: string) {
   const conns = new Set<Deno.Conn>();
   let listener: Deno.Listener | null = null;
   let port = 0;
+  const pending = new Set<Promise<unknown>>();
+  const track = (promise: Promise<unknown>) => {
+    const settled = promise.catch(() => {}).finally(() => pending.delete(settled));
+    pending.add(settled);
+  };
   const accept = async (current: Deno.Listener) => {
     for await (const client of current) {
       try {
@@ -112,8 +117,8 @@ function outageProxy(url: string) {
           port: Number(target.port),
         });
         conns.add(client).add(server);
-        client.readable.pipeTo(server.writable).catch(() => {});
-        server.readable.pipeTo(client.writable).catch(() => {});
+        track(client.readable.pipeTo(server.writable));
+        track(server.readable.pipeTo(client.writable));
       } catch {
         client.close();
       }
@@ -122,7 +127,7 @@ function outageProxy(url: string) {
   const up = () => {
     listener = Deno.listen({ hostname: "127.0.0.1", port });
     port = (listener.addr as Deno.NetAddr).port;
-    void accept(listener).catch(() => {});
+    track(accept(listener));
   };
   up();
   const proxied = new URL(url);
@@ -144,15 +149,16 @@ function outageProxy(url: string) {
       conns.clear();
     },
     up,
+    /** Resolves once every read and write of the connections it carried has ended. */
+    async settled() {
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
   };
 }
 
 Deno.test({
   name:
     "waitForRun() and watchRun() ride out a server outage (ECONNREFUSED, cut connections) and resolve",
-  // The proxy's piped streams end with the connections they cut, not within the test's ops.
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     await using db = await freshDatabase();
     const slugs = ["outage_a", "outage_b"];
@@ -191,6 +197,7 @@ Deno.test({
     } finally {
       proxy.down();
       await pool.end({ timeout: 0 });
+      await proxy.settled();
     }
   },
 });

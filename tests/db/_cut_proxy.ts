@@ -23,8 +23,11 @@ export interface CutAfterAnswerProxyOptions {
   readonly endsAnswer?: (chunk: Uint8Array) => boolean;
 }
 
-/** A running proxy; disposing it closes its listener and every connection. */
-export interface CutAfterAnswerProxy extends Disposable {
+/**
+ * A running proxy; disposing it closes its listener and every connection, and resolves once
+ * every read and write it had in flight has ended (nothing left for the test's sanitizers).
+ */
+export interface CutAfterAnswerProxy extends AsyncDisposable {
   /** `url` with the proxy's host and port. */
   readonly url: string;
   /** Cuts the connection that carries the next complete answer. */
@@ -47,6 +50,11 @@ export function cutAfterAnswerProxy(
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const conns = new Set<Deno.Conn>();
   let armed = false;
+  const pending = new Set<Promise<unknown>>();
+  const track = (promise: Promise<unknown>) => {
+    const settled = promise.catch(() => {}).finally(() => pending.delete(settled));
+    pending.add(settled);
+  };
   const close = (conn: Deno.Conn) => {
     conns.delete(conn);
     try {
@@ -55,18 +63,18 @@ export function cutAfterAnswerProxy(
       // Already closed by its peer.
     }
   };
-  (async () => {
+  track((async () => {
     for await (const client of listener) {
       const server = await Deno.connect({ hostname: target.hostname, port: Number(target.port) });
       conns.add(client).add(server);
-      client.readable.pipeTo(server.writable).catch(() => {});
-      (async () => {
+      track(client.readable.pipeTo(server.writable));
+      track((async () => {
         const buffer = new Uint8Array(64 * 1024);
         for (;;) {
           const n = await server.read(buffer).catch(() => null);
           if (n === null) break;
           const chunk = buffer.subarray(0, n);
-          await client.write(chunk);
+          if (await client.write(chunk).catch(() => null) === null) break;
           if (armed && endsAnswer(chunk)) {
             armed = false;
             close(client);
@@ -74,9 +82,11 @@ export function cutAfterAnswerProxy(
             break;
           }
         }
-      })().catch(() => {});
+        close(client);
+        close(server);
+      })());
     }
-  })().catch(() => {});
+  })());
   const proxied = new URL(url);
   proxied.hostname = "127.0.0.1";
   proxied.port = String((listener.addr as Deno.NetAddr).port);
@@ -85,9 +95,10 @@ export function cutAfterAnswerProxy(
     arm() {
       armed = true;
     },
-    [Symbol.dispose]() {
+    async [Symbol.asyncDispose]() {
       listener.close();
       for (const conn of [...conns]) close(conn);
+      while (pending.size > 0) await Promise.all([...pending]);
     },
   };
 }

@@ -10,12 +10,9 @@ import { cutAfterAnswerProxy } from "./_cut_proxy.ts";
 
 Deno.test({
   name: "a connect() pool reconnects after a cut that arrives with an answer",
-  // The proxy's piped streams end with the connections they cut, not within the test's ops.
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     await using db = await freshDatabase();
-    using proxy = cutAfterAnswerProxy(db.url);
+    await using proxy = cutAfterAnswerProxy(db.url);
     // One connection, so every statement after a cut goes to the connection that was cut; a short
     // connect timeout, so a wedged handshake fails the statement instead of the test's window.
     const pool = connect(proxy.url, { max: 1, connectTimeoutSeconds: 2 });

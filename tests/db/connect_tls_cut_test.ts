@@ -95,13 +95,10 @@ function withSslMode(url: string, mode: string): string {
 
 Deno.test({
   name: "a connect() pool over TLS reconnects after a cut that arrives with an answer",
-  // The proxy's piped streams end with the connections they cut, not within the test's ops.
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     await using server = await startTlsServer();
     // Over TLS the proxy sees ciphertext: the next chunk from the server is the answer.
-    using proxy = cutAfterAnswerProxy(server.url, { endsAnswer: () => true });
+    await using proxy = cutAfterAnswerProxy(server.url, { endsAnswer: () => true });
     // One connection, so every statement after a cut goes to the connection that was cut; a short
     // connect timeout, so a wedged handshake fails the statement instead of the test's window.
     const pool = connect(withSslMode(proxy.url, "require"), {

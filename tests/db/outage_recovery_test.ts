@@ -3,7 +3,9 @@
 // after the server was back), a pool ended while its connections wait opens no session
 // afterwards, and a listener session copies none of the pool's reconnect state.
 import assert from "node:assert/strict";
-import type postgres from "postgres";
+import postgres from "postgres";
+import { Flow } from "../../src/dsl/flow.ts";
+import { startWorker } from "../../src/worker/start_worker.ts";
 import { connect } from "../../src/db/connect.ts";
 import { RECONNECT_MAX_MS, type ReconnectGate } from "../../src/db/reconnect.ts";
 import { subscribeChannel } from "../../src/db/run_listener.ts";
@@ -114,6 +116,36 @@ Deno.test("a listener session reconnects with its own reconnect state after an o
     assert.ok(listening >= 2, "the listener listened again after the outage");
   } finally {
     await subscription.close();
+    await sql.end({ timeout: 5 });
+  }
+});
+
+Deno.test("a postgres() pool of the caller's own, handed to startWorker as sql, serves its next statement within about a second of the server's return", async () => {
+  await using server = await startPrivateServer();
+  const application = "outage_given";
+  const url = new URL(server.server.url);
+  url.searchParams.set("application_name", application);
+  const sql = postgres(url.href, { max: 2, onnotice: () => {} });
+  const flow = new Flow<{ n: number }>({ slug: "outage_given" })
+    .step({ slug: "double" }, (input) => input.n * 2);
+  const worker = await startWorker(flow, { sql, logger: () => {}, env: {} });
+  try {
+    await server.stop("immediate");
+    await untilFailing(sql);
+    // Failures in a row: the driver's own backoff alone would then wait 10–20 s per connect.
+    let failures = 0;
+    await waitUntil(async () => {
+      if (await sql`select 1`.then(() => false, () => true)) failures += 1;
+      return failures >= 12;
+    }, "12 failed statements during the outage");
+    await server.start();
+    await waitUntil(
+      () => sql`select 1 as up`.then(() => true, () => false),
+      "the caller's pool's first statement after the server is back",
+      RECONNECT_MAX_MS * 4,
+    );
+  } finally {
+    await worker.stop();
     await sql.end({ timeout: 5 });
   }
 });

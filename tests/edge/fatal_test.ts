@@ -1,12 +1,18 @@
 // Fatal classification through the Edge adapter: a foreign message pauses the function for good,
-// across requests and cold starts, until an operator clears the pause.
+// across requests and cold starts, until an operator clears the pause; in a co-hosting function it
+// stops every worker of the function (docs/step_queues.md, "Faults in a co-hosting function").
 import assert from "node:assert/strict";
+import { startFlow } from "../../src/client/start_flow.ts";
 import { Flow } from "../../src/dsl/flow.ts";
+import { withStepQueues } from "../../src/dsl/step_queues.ts";
+import { serveWorkers } from "../../src/edge/mod.ts";
 import { freshDatabase } from "../_db.ts";
 import {
   call,
   countingServer,
+  latch,
   LogCapture,
+  SECRET,
   serve,
   standInEdgeRuntime,
   testHandler,
@@ -99,4 +105,83 @@ Deno.test("an isolate ending after its worker stopped fatally requests no succes
 
   assert.equal(functionUrl.requests.length, 0);
   assert.equal(isolate.status.status, "stopped");
+});
+
+Deno.test("co-hosted: a foreign message on one step's queue stops every worker of the function; a neighbour's task in flight drains and is reported, nothing restarts", async () => {
+  await using db = await freshDatabase();
+  const logs = new LogCapture();
+  const gate = latch();
+  const running = latch();
+  const FUNCTION = "office-guarded";
+  const flow = withStepQueues(
+    new Flow<{ n: number }>({ slug: "guarded_office" })
+      .step({ slug: "slow" }, async (input) => {
+        running.resolve();
+        await gate.promise;
+        return input.n;
+      })
+      .step({ slug: "mail" }, () => "sent")
+      .step({ slug: "audit", dependsOn: ["slow", "mail"] }, (deps) => deps.slow),
+    { functions: { slow: FUNCTION, mail: FUNCTION, audit: FUNCTION } },
+  );
+  await using served = serveWorkers([flow], {
+    functionName: FUNCTION,
+    connectionString: db.url,
+    secret: SECRET,
+    env: {},
+    hostname: "127.0.0.1",
+    port: 0,
+    onListen: () => {},
+    handleSignals: false,
+    heartbeatIntervalMs: 100,
+    pollIntervalMs: 100,
+    logLevel: "debug",
+    logger: logs.sink,
+  });
+  const url = new URL(`http://127.0.0.1:${served.addr.port}/`);
+  const first = await call(url);
+  assert.equal(first.body.status, "running", JSON.stringify(first.body));
+
+  const runId = await startFlow(db.sql, flow, { n: 7 });
+  await running.promise;
+  const [{ msg_id }] = await db.sql`
+    select pgmq.send('guarded_office__mail', '{"secret": "body-xyz-123"}'::jsonb)::text as msg_id`;
+  // The mail worker stops on it; its neighbours stop polling too, the slow one still draining.
+  await waitUntil(
+    () => logs.find("info", "worker stopping").length === 3,
+    "every worker of the function to begin stopping",
+  );
+  const stopping = logs.find("warn", "a co-hosted worker stopped fatal");
+  assert.equal(stopping.length, 1);
+  assert.equal(stopping[0].fields.step_slug, "mail");
+  assert.equal((stopping[0].fields.stopping_worker_ids as string[]).length, 2);
+  gate.resolve();
+  await waitUntil(
+    () => logs.find("info", "worker stopped").length === 3,
+    "every worker of the function to stop",
+  );
+
+  const [slow] = await db.sql`
+    select status, output from sluice.step_tasks where run_id = ${runId} and step_slug = 'slow'`;
+  assert.deepEqual(
+    { ...slow },
+    { status: "completed", output: 7 },
+    "the drained result was written",
+  );
+  const [{ live }] = await db.sql`
+    select count(*) filter (where stopped_at is null)::int as live from sluice.workers
+    where function_name = ${FUNCTION}`;
+  assert.equal(live, 0);
+  const fatal = logs.find("fatal");
+  assert.equal(fatal.length, 1);
+  assert.match(fatal[0].message, new RegExp(`message ${msg_id} \\(missing\\)`));
+  assert.ok(!logs.text().includes("body-xyz-123"), "message bodies are never logged");
+
+  const again = await call(url);
+  assert.equal(again.status, 503);
+  assert.equal(again.body.status, "paused");
+  assert.match(again.body.reason!, new RegExp(`message ${msg_id} \\(missing\\)`));
+  const [{ started }] = await db.sql`
+    select count(*)::int as started from sluice.workers where function_name = ${FUNCTION}`;
+  assert.equal(started, 3, "nothing restarted");
 });

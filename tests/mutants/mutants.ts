@@ -31,12 +31,12 @@ export interface Mutant {
 
 const RUN_CONTROL = "supabase/migrations/20261202000100_sluice_run_control.sql";
 const WAITS = "supabase/migrations/20261202000300_sluice_waits.sql";
-const SCHEDULES = "supabase/migrations/20261202000200_sluice_schedules.sql";
 const WORKERS = "supabase/migrations/20261130000300_sluice_workers.sql";
 const QUEUE_NAMES = "supabase/migrations/20261130001000_sluice_queue_names.sql";
 const START_FLOW = "supabase/migrations/20261130000500_sluice_start_flow.sql";
 const RETRY_POLICY = "supabase/migrations/20261130000350_sluice_retry_policy.sql";
 const SERVER_COST = "supabase/migrations/20261202000400_sluice_server_cost.sql";
+const SIGNALS_SCHEDULES = "supabase/migrations/20261207000500_sluice_signals_schedules.sql";
 
 /** Every mutant of the audit. */
 export const MUTANTS: readonly Mutant[] = [
@@ -202,7 +202,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "schedule_tick_unique",
-    file: SCHEDULES,
+    file: SIGNALS_SCHEDULES,
     search: "      if v_inserted then",
     replace: "      if v_inserted is not false then",
     guards: ["tests/sql/schedules_test.ts"],
@@ -210,7 +210,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "schedule_next_due_cas",
-    file: SCHEDULES,
+    file: SIGNALS_SCHEDULES,
     search: "    where s.schedule_name = g.schedule_name and s.advanced_at = g.advanced_at",
     replace: "    where s.schedule_name = g.schedule_name",
     guards: ["tests/sql/schedules_test.ts"],
@@ -218,15 +218,15 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "signal_duplicate_once",
-    file: WAITS,
-    search: "  on conflict on constraint signals_pkey do nothing;\n  if not found then\n",
-    replace: "  on conflict on constraint signals_pkey do nothing;\n  if false then\n",
+    file: SIGNALS_SCHEDULES,
+    search: "  returning true into v_inserted;\n  if v_inserted is null then\n",
+    replace: "  returning true into v_inserted;\n  if false then\n",
     guards: ["tests/worker/waits_test.ts"],
     why: "a signal sent twice with the same id would be reported sent again, not a duplicate",
   },
   {
     id: "earliest_signal",
-    file: WAITS,
+    file: SIGNALS_SCHEDULES,
     search: "  order by s.sent_at, s.signal_id\n",
     replace: "  order by s.sent_at desc, s.signal_id\n",
     guards: ["tests/worker/waits_test.ts"],
@@ -234,13 +234,29 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "sleep_due_early",
-    file: WAITS,
+    file: SIGNALS_SCHEDULES,
     search: "    v_until := coalesce(now() + make_interval(secs => v_state.wait_seconds), " +
       "v_state.wait_until);",
     replace: "    v_until := coalesce(now() + make_interval(secs => v_state.wait_seconds - 30), " +
       "v_state.wait_until);",
     guards: ["tests/worker/waits_test.ts"],
     why: "a sleep would be released 30 s before its due time",
+  },
+  {
+    id: "signal_consumed_once",
+    file: SIGNALS_SCHEDULES,
+    search: "    and s.consumed_at is null\n",
+    replace: "    and (s.consumed_at is null or true)\n",
+    guards: ["tests/worker/signal_lifetime_test.ts"],
+    why: "one kept signal would complete every later wait on its key, one approval many refunds",
+  },
+  {
+    id: "signal_after_run_start",
+    file: SIGNALS_SCHEDULES,
+    search: "    and (s.sent_at >= v_run_started\n",
+    replace: "    and (true\n",
+    guards: ["tests/worker/signal_lifetime_test.ts", "tests/testing/kit_test.ts"],
+    why: "a signal sent before a run existed (a replayed approval) would complete its wait",
   },
   {
     id: "release_due_waits_boundary",

@@ -268,12 +268,14 @@ Deno.test("ops prune deletes finished runs older than the interval and rejects a
 
   assert.deepEqual(await ops(db.url, "prune", "1 day"), {
     code: 0,
-    out: "Pruned 0 runs finished and 0 workers stopped more than 1 day ago.",
+    out:
+      "Pruned 0 runs finished and 0 workers stopped more than 1 day ago, and 0 signals expired or consumed.",
     err: "",
   });
   assert.deepEqual(await ops(db.url, "prune", "0 seconds"), {
     code: 0,
-    out: "Pruned 1 runs finished and 0 workers stopped more than 0 seconds ago.",
+    out:
+      "Pruned 1 runs finished and 0 workers stopped more than 0 seconds ago, and 0 signals expired or consumed.",
     err: "",
   });
   const [{ count }] = await db.sql`select count(*)::int as count from sluice.runs`;

@@ -12,10 +12,13 @@ async function schemaCheck(...args: string[]) {
   return { code, stdout: decoder.decode(stdout), stderr: decoder.decode(stderr) };
 }
 
-Deno.test("the schema check passes when docs/schema.sql is what the shipped migrations create", async () => {
+Deno.test("the schema check passes when supabase/schemas/ is what the shipped migrations create", async () => {
   const { code, stdout, stderr } = await schemaCheck();
   assert.equal(code, 0, stderr);
-  assert.equal(stdout, "schema: docs/schema.sql matches the migrations\n");
+  assert.equal(
+    stdout,
+    "schema: supabase/schemas/ and docs/sql.md match the migrations\n",
+  );
 });
 
 Deno.test("the schema check fails with a diff naming what a migration added without a new dump", async () => {
@@ -34,10 +37,10 @@ Deno.test("the schema check fails with a diff naming what a migration added with
     assert.equal(code, 1);
     assert.match(
       stderr,
-      /docs\/schema\.sql differs from what the migrations create; run 'deno task schema:dump'/,
+      /what the migrations create differs from the committed supabase\/schemas\/tables\/schema_drift_probe\.sql.*run 'deno task schema:dump'/,
     );
     assert.match(stdout, /^\+CREATE TABLE sluice\.schema_drift_probe \($/m);
-    assert.match(stdout, /^--- docs\/schema\.sql \(committed\)$/m);
+    assert.match(stdout, /^--- supabase\/schemas\/tables\/schema_drift_probe\.sql \(committed\)$/m);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

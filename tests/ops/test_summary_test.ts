@@ -80,6 +80,7 @@ Deno.test("the test runner sums each file's test durations, from a parallel and 
       "./tests/b_test.ts => a slow one ... FAILED (1m5s)",
       "./tests/a_test.ts => second ... ok (2s)",
       "./tests/a_test.ts => ignored one ... ignored (0ms)",
+      "./tests/b_test.ts => with steps ... a step ... ok (30s)",
     ].join("\n"),
   );
   addFileDurations(

@@ -226,3 +226,83 @@ Deno.test("the layer check fails on an import against the table", () => {
     "src/worker/start_worker.ts -> src/client/compile_flow.ts",
   ]);
 });
+
+Deno.test("docs/architecture.md draws the layer table the test holds", async () => {
+  const doc = await Deno.readTextFile(new URL("docs/architecture.md", ROOT));
+  const section = doc.slice(doc.indexOf("## Layers"));
+  const open = section.indexOf("```\n") + 4;
+  const block = section.slice(open, section.indexOf("\n```", open));
+  const drawn: Record<string, string[]> = {};
+  for (const line of block.split("\n")) {
+    const match = /^(\S+)\s+->\s+(.*?)\s*(\(.*\))?$/.exec(line.trim());
+    assert.ok(match, `cannot read the layer line ${JSON.stringify(line)}`);
+    const name = (path: string) => path.replace(/^src\//, "");
+    drawn[name(match[1])] = match[2].startsWith("nothing")
+      ? []
+      : match[2].split(",").map((target) => name(target.trim())).sort();
+  }
+  const held = Object.fromEntries(
+    Object.entries(LAYERS).map(([layer, targets]) => [layer, [...targets].sort()]),
+  );
+  assert.deepEqual(drawn, held, "redraw the table in docs/architecture.md#layers");
+});
+
+/**
+ * The files of the repository (TypeScript outside .tools/), for the `_private` rule: a module of
+ * `src/` whose name starts with `_` belongs to its folder.
+ */
+async function repositoryFiles(): Promise<string[]> {
+  const files: string[] = [];
+  const walk = async (dir: string) => {
+    for await (const entry of Deno.readDir(new URL(dir, ROOT))) {
+      if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
+      if (entry.isDirectory) await walk(`${dir}${entry.name}/`);
+      else if (entry.name.endsWith(".ts")) files.push(`${dir}${entry.name}`);
+    }
+  };
+  await walk("");
+  return files;
+}
+
+const RELATIVE_IMPORT = /(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g;
+
+/** Imports of a `src/**\/_*.ts` module from another folder, as `from -> to` lines. */
+function privateImports(file: string, text: string): string[] {
+  const found: string[] = [];
+  for (const [, specifier] of text.matchAll(RELATIVE_IMPORT)) {
+    const target = new URL(specifier, new URL(file, ROOT)).href.slice(ROOT.href.length);
+    const folder = (path: string) => path.slice(0, path.lastIndexOf("/") + 1);
+    const name = target.slice(target.lastIndexOf("/") + 1);
+    if (target.startsWith("src/") && name.startsWith("_") && folder(target) !== folder(file)) {
+      found.push(`${file} -> ${target}`);
+    }
+  }
+  return found;
+}
+
+Deno.test("a module of src/ named _*.ts is imported only from its own folder", async () => {
+  const found: string[] = [];
+  for (const file of await repositoryFiles()) {
+    found.push(...privateImports(file, await Deno.readTextFile(new URL(file, ROOT))));
+  }
+  assert.deepEqual(
+    found,
+    [],
+    `rename the module (it is used outside its folder) or move the import:\n${found.join("\n")}`,
+  );
+});
+
+Deno.test("the _private rule flags an import of another folder's _module, not of its own", () => {
+  assert.deepEqual(
+    privateImports(
+      "src/cli/main.ts",
+      'import { a } from "../ops/_secret.ts";\nimport { b } from "./_local.ts";\n' +
+        'import { c } from "../ops/public.ts";',
+    ),
+    ["src/cli/main.ts -> src/ops/_secret.ts"],
+  );
+  assert.deepEqual(
+    privateImports("tests/x_test.ts", 'import { d } from "../src/edge/_host.ts";'),
+    ["tests/x_test.ts -> src/edge/_host.ts"],
+  );
+});

@@ -12,7 +12,7 @@ import { getVersionDrain } from "../../src/deploy/aliases.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
-import { testWorker, uniqueSlug, waitUntil } from "./_helpers.ts";
+import { latch, testWorker, uniqueSlug, waitUntil } from "./_helpers.ts";
 import { scaled } from "../_support.ts";
 
 function approvalFlow(slug: string, timeout?: { seconds: number; onTimeout: "fail" | "skip" }) {
@@ -87,7 +87,27 @@ Deno.test("waitForSignal: the step waits with its key and no task; a signal comp
 
 Deno.test("waitForSignal: a signal sent before the wait starts is kept and completes the wait as it starts; of two, the earliest", async () => {
   await using db = await freshDatabase();
-  const flow = approvalFlow("signal_before");
+  // The run exists while its wait has not started: "ask" holds until both signals are sent.
+  const asked = latch();
+  const proceed = latch();
+  const flow = new Flow<{ id: string }>({ slug: uniqueSlug("signal_before") })
+    .step({ slug: "ask" }, async (input) => {
+      asked.resolve();
+      await proceed.promise;
+      return { id: input.id };
+    })
+    .waitForSignal({
+      slug: "decision",
+      dependsOn: ["ask"],
+      key: (deps) => `approval:${deps.ask.id}`,
+      payload: signalPayload<{ approved: boolean }>(),
+    })
+    .step({ slug: "settle", dependsOn: ["decision"] }, (deps) => ({
+      approved: deps.decision.approved,
+    }));
+  await using _worker = await testWorker(flow, db);
+  const runId = await startFlow(db.sql, flow, { id: "r2" });
+  await asked.promise;
   const early = await sendSignal(db.sql, {
     key: "approval:r2",
     payload: { approved: false },
@@ -100,8 +120,7 @@ Deno.test("waitForSignal: a signal sent before the wait starts is kept and compl
     payload: { approved: true },
     signalId: "a_later",
   });
-  await using _worker = await testWorker(flow, db);
-  const runId = await startFlow(db.sql, flow, { id: "r2" });
+  proceed.resolve();
   assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow }), {
     settle: { approved: false },
   });

@@ -2,7 +2,7 @@
 // fence.
 
 import type { EnabledChange } from "../../db/ops_queries.ts";
-import { type OpsIo, printListing } from "./_command.ts";
+import { type OpsIo, printListing } from "./command_types.ts";
 
 /** Prints what `setWorkerFunctionsEnabled` changed: a table, or JSON with `--json`. */
 export function printEnabledChanges(

@@ -8,7 +8,7 @@ import {
   optionString,
   parseDuration,
   sleep,
-} from "./_command.ts";
+} from "./command_types.ts";
 
 /** How often a wait checks its condition unless told otherwise. */
 const POLL_MS = 500;

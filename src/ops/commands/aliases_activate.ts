@@ -7,7 +7,7 @@
 
 import { activateAlias, getAliasHistory } from "../../deploy/aliases.ts";
 import { AliasConflictError, AliasWorkersMissingError } from "../../deploy/errors.ts";
-import { type OpsCommand, optionString } from "./_command.ts";
+import { type OpsCommand, optionString } from "./command_types.ts";
 
 /**
  * The `aliases activate` command. Exits 0 when the alias points at the flow, 1 when another

@@ -6,7 +6,8 @@
  */
 
 import { getAliasHistory } from "../../deploy/aliases.ts";
-import { formatTime, type OpsCommand, printListing } from "./_command.ts";
+import { type OpsCommand, printListing } from "./command_types.ts";
+import { formatIsoTime } from "../../dashboard/format.ts";
 
 /**
  * The `aliases history` command. Exits 1 when no alias of that name was ever activated.
@@ -44,7 +45,7 @@ export const aliasesHistoryCommand: OpsCommand = {
         String(entry.generation),
         entry.previousFlowSlug ?? "-",
         entry.flowSlug,
-        formatTime(entry.activatedAt),
+        formatIsoTime(entry.activatedAt),
         entry.activatedBy,
         entry.forced ? "forced" : "-",
       ],

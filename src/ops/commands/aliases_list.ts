@@ -6,7 +6,8 @@
  */
 
 import { readAliases } from "../../db/alias_queries.ts";
-import { formatTime, type OpsCommand, printListing } from "./_command.ts";
+import { type OpsCommand, printListing } from "./command_types.ts";
+import { formatIsoTime } from "../../dashboard/format.ts";
 
 /**
  * The `aliases list` command. Exits 0 when the aliases could be read.
@@ -36,7 +37,7 @@ export const aliasesListCommand: OpsCommand = {
         row.alias,
         row.flow_slug,
         String(row.generation),
-        formatTime(row.activated_at),
+        formatIsoTime(row.activated_at),
         row.kind,
       ],
       align: ["left", "left", "right", "left", "left"],

@@ -6,7 +6,7 @@
  */
 
 import { clearRestartPause, workerFunctionExists } from "../../db/ops_queries.ts";
-import type { OpsCommand } from "./_command.ts";
+import type { OpsCommand } from "./command_types.ts";
 
 /**
  * The `clear-pause` command. Exits 0 whether or not a pause was set (it says which), 1 when no

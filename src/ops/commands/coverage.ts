@@ -7,7 +7,7 @@
  */
 
 import { readRouteCoverage } from "../../db/ops_queries.ts";
-import { type OpsCommand, printListing } from "./_command.ts";
+import { type OpsCommand, printListing } from "./command_types.ts";
 
 /**
  * The `coverage` command. Always exits 0 when the view could be read: a missing worker is a state

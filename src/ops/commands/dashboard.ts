@@ -6,7 +6,7 @@
  */
 
 import { DashboardOptionsError, startDashboard } from "../../dashboard/mod.ts";
-import { type OpsCommand, optionString } from "./_command.ts";
+import { type OpsCommand, optionString } from "./command_types.ts";
 
 /** Where a configured secret may come from instead of the command line (which `ps` shows). */
 const SECRET_VARIABLE = "SLUICE_DASHBOARD_SECRET";

@@ -6,8 +6,8 @@
  */
 
 import { readManifestCoverage } from "../../db/fence_queries.ts";
-import { readManifest } from "../_manifest.ts";
-import { type OpsCommand, optionString, printListing } from "./_command.ts";
+import { readManifest } from "../manifest.ts";
+import { type OpsCommand, optionString, printListing } from "./command_types.ts";
 import { DEFAULT_MANIFEST, FUNCTIONS_OPTION, functionsOption, MANIFEST_OPTION } from "./_fence.ts";
 
 /**

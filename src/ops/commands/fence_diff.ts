@@ -5,8 +5,8 @@
  * @module
  */
 
-import { describeRoute, diffManifests, readManifest } from "../_manifest.ts";
-import { type OpsCommand, optionString, printListing } from "./_command.ts";
+import { describeRoute, diffManifests, readManifest } from "../manifest.ts";
+import { type OpsCommand, optionString, printListing } from "./command_types.ts";
 import { DEFAULT_MANIFEST, MANIFEST_OPTION } from "./_fence.ts";
 
 /**

@@ -5,8 +5,8 @@
  * @module
  */
 
-import { DEFAULT_STATE_FILE, readFenceState } from "../_fence_state.ts";
-import { type OpsCommand, optionString } from "./_command.ts";
+import { DEFAULT_STATE_FILE, readFenceState } from "../fence_state.ts";
+import { type OpsCommand, optionString } from "./command_types.ts";
 import { setWorkerFunctionsEnabled } from "../../db/ops_queries.ts";
 import { printEnabledChanges } from "./_enabled.ts";
 import { STATE_OPTION } from "./_fence.ts";

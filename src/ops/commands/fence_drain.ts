@@ -8,7 +8,8 @@
  */
 
 import type { Sql } from "../../db/postgres.ts";
-import { formatTime, type OpsCommand, type OpsIo } from "./_command.ts";
+import type { OpsCommand, OpsIo } from "./command_types.ts";
+import { formatIsoTime } from "../../dashboard/format.ts";
 import {
   deprecateFunctionWorkers,
   readDrain,
@@ -28,13 +29,13 @@ async function printStillRunning(sql: Sql, names: readonly string[], io: OpsIo):
   for (const worker of workers) {
     io.err(
       `  worker ${worker.worker_id} of ${worker.function_name} (queue ${worker.queue_name}) ` +
-        `last heartbeat ${formatTime(worker.last_heartbeat_at)}`,
+        `last heartbeat ${formatIsoTime(worker.last_heartbeat_at)}`,
     );
   }
   for (const task of tasks) {
     io.err(
       `  task ${task.step_slug}[${task.task_index}] of run ${task.run_id} started ` +
-        `${formatTime(task.started_at)} by worker ${task.worker_id} of ${task.function_name} ` +
+        `${formatIsoTime(task.started_at)} by worker ${task.worker_id} of ${task.function_name} ` +
         `(attempt ${task.attempts_count})`,
     );
   }

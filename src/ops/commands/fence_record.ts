@@ -6,9 +6,9 @@
  */
 
 import { readEnabledSwitches } from "../../db/fence_queries.ts";
-import { DEFAULT_STATE_FILE, type FencedFunction, writeFenceState } from "../_fence_state.ts";
-import { diffManifests, type ManifestEntry, readManifest } from "../_manifest.ts";
-import { type OpsCommand, optionString, printListing } from "./_command.ts";
+import { DEFAULT_STATE_FILE, type FencedFunction, writeFenceState } from "../fence_state.ts";
+import { diffManifests, type ManifestEntry, readManifest } from "../manifest.ts";
+import { type OpsCommand, optionString, printListing } from "./command_types.ts";
 import {
   DEFAULT_MANIFEST,
   FUNCTIONS_OPTION,

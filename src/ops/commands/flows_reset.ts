@@ -6,7 +6,7 @@
  */
 
 import { deleteFlowAndData } from "../../db/ops_queries.ts";
-import type { OpsCommand } from "./_command.ts";
+import type { OpsCommand } from "./command_types.ts";
 
 /**
  * The `flows reset` command. Exits 0 when the flow was deleted, 1 when no flow has that slug or

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { OpsCommand } from "./_command.ts";
+import type { OpsCommand } from "./command_types.ts";
 import { deprecateFunctionWorkers } from "../../db/fence_queries.ts";
 import { setWorkerFunctionsEnabled, unknownWorkerFunctions } from "../../db/ops_queries.ts";
 import { printEnabledChanges } from "./_enabled.ts";

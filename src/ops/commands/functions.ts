@@ -6,7 +6,8 @@
  */
 
 import { readWorkerFunctionStatus } from "../../db/ops_queries.ts";
-import { formatTime, type OpsCommand, printListing } from "./_command.ts";
+import { type OpsCommand, printListing } from "./command_types.ts";
+import { formatIsoTime } from "../../dashboard/format.ts";
 
 /**
  * The `functions` command.
@@ -33,9 +34,9 @@ export const functionsCommand: OpsCommand = {
       cells: (row) => [
         row.function_name,
         row.enabled ? "yes" : "no",
-        formatTime(row.restart_paused_at),
+        formatIsoTime(row.restart_paused_at),
         String(row.live_workers),
-        formatTime(row.last_invoked_at),
+        formatIsoTime(row.last_invoked_at),
         row.pause_reason ?? "-",
       ],
       align: ["left", "left", "left", "right", "left", "left"],

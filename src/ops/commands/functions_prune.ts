@@ -6,7 +6,7 @@
  */
 
 import { pruneWorkerFunctions } from "../../db/ops_queries.ts";
-import type { OpsCommand } from "./_command.ts";
+import type { OpsCommand } from "./command_types.ts";
 
 /**
  * The `functions prune` command.

@@ -6,7 +6,7 @@
  */
 
 import { readQueueHealth } from "../../db/ops_queries.ts";
-import { type OpsCommand, printListing } from "./_command.ts";
+import { type OpsCommand, printListing } from "./command_types.ts";
 
 /**
  * The `queues` command.

@@ -6,7 +6,7 @@
  */
 
 import { archiveMessages } from "../../db/ops_queries.ts";
-import type { OpsCommand } from "./_command.ts";
+import type { OpsCommand } from "./command_types.ts";
 
 /**
  * The `queues archive` command. Exits 1, archiving nothing, when an id is not a whole number,

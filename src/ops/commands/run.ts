@@ -15,7 +15,8 @@ import { getRun, type RunState, type StepState } from "../../client/get_run.ts";
 import { getRunTasks, type TaskState } from "../../client/get_run_tasks.ts";
 import { watchRun } from "../../client/watch_run.ts";
 import type { RunEvent } from "../../events/run_event.ts";
-import { firstLine, formatDuration, formatTable, formatTime, type OpsCommand } from "./_command.ts";
+import { firstLine, formatTable, type OpsCommand } from "./command_types.ts";
+import { formatDuration, formatIsoTime } from "../../dashboard/format.ts";
 
 /** One step of the view: its state, dependencies, tasks, and tasks done of total. */
 type StepDetail = StepState & {
@@ -138,8 +139,8 @@ function render({ run, steps }: RunDetail): string[] {
   const finished = run.completedAt ?? run.failedAt ?? run.cancelledAt;
   const lines = [
     `Run ${run.runId} of flow ${run.flowSlug}: ${run.status}`,
-    `started ${formatTime(run.startedAt)}, ${
-      finished === null ? "running for" : `finished ${formatTime(finished)} after`
+    `started ${formatIsoTime(run.startedAt)}, ${
+      finished === null ? "running for" : `finished ${formatIsoTime(finished)} after`
     } ${formatDuration(run.startedAt, finished)}`,
   ];
   if (run.errorMessage !== null) lines.push(`error: ${firstLine(run.errorMessage)}`);
@@ -153,7 +154,7 @@ function render({ run, steps }: RunDetail): string[] {
   if (run.retryCount > 0) {
     lines.push(
       `retried ${run.retryCount} ${run.retryCount === 1 ? "time" : "times"}, last by ` +
-        `${run.retriedBy} at ${formatTime(run.retriedAt)}`,
+        `${run.retriedBy} at ${formatIsoTime(run.retriedAt)}`,
     );
   }
   // Steps come in definition order, where every dependency precedes its dependents.
@@ -172,7 +173,7 @@ function render({ run, steps }: RunDetail): string[] {
         step.status,
         step.initialTasks === null ? "-" : `${step.done}/${step.total}`,
         String(step.tasks.reduce((sum, task) => sum + task.attempts, 0)),
-        formatTime(step.startedAt ?? step.waitingAt),
+        formatIsoTime(step.startedAt ?? step.waitingAt),
         formatDuration(
           step.startedAt ?? step.waitingAt,
           step.completedAt ?? step.failedAt ?? step.skippedAt ?? step.cancelledAt,
@@ -204,10 +205,12 @@ function render({ run, steps }: RunDetail): string[] {
  * is any text) and when it times out.
  */
 function waitingLine(step: StepState): string {
-  if (step.waitKey === null) return `${step.stepSlug} waiting until ${formatTime(step.waitUntil)}`;
+  if (step.waitKey === null) {
+    return `${step.stepSlug} waiting until ${formatIsoTime(step.waitUntil)}`;
+  }
   const timeout = step.waitUntil === null
     ? "no timeout"
-    : `times out ${formatTime(step.waitUntil)}`;
+    : `times out ${formatIsoTime(step.waitUntil)}`;
   return `${step.stepSlug} waiting for signal ${JSON.stringify(step.waitKey)} (${timeout})`;
 }
 

@@ -6,7 +6,7 @@
 
 import { cancelRun } from "../../client/cancel_run.ts";
 import { RunNotFoundError } from "../../client/errors.ts";
-import { type OpsCommand, optionString, printJson } from "./_command.ts";
+import { type OpsCommand, optionString, printJson } from "./command_types.ts";
 
 /**
  * The `run cancel` command. Exits 0 when the run is cancelled now or had already ended (it says

@@ -7,7 +7,7 @@
 
 import { RunNotFoundError, RunWorkersMissingError } from "../../client/errors.ts";
 import { retryRun } from "../../client/retry_run.ts";
-import { type OpsCommand, printJson } from "./_command.ts";
+import { type OpsCommand, printJson } from "./command_types.ts";
 
 /**
  * The `run retry` command. Exits 0 when the run was retried or needed no retry (it says which),

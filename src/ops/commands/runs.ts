@@ -6,14 +6,8 @@
  */
 
 import { listRuns } from "../../db/ops_queries.ts";
-import {
-  firstLine,
-  formatDuration,
-  formatTime,
-  type OpsCommand,
-  optionString,
-  printListing,
-} from "./_command.ts";
+import { firstLine, type OpsCommand, optionString, printListing } from "./command_types.ts";
+import { formatDuration, formatIsoTime } from "../../dashboard/format.ts";
 
 const STATUSES = ["started", "completed", "failed", "cancelled"];
 
@@ -79,7 +73,7 @@ export const runsCommand: OpsCommand = {
         row.status,
         `${row.steps - row.remaining_steps}/${row.steps}`,
         String(row.retry_count),
-        formatTime(row.started_at),
+        formatIsoTime(row.started_at),
         formatDuration(row.started_at, row.finished_at),
         row.error_message !== null
           ? firstLine(row.error_message)

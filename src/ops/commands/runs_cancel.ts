@@ -6,7 +6,7 @@
  */
 
 import { cancelRuns } from "../../client/cancel_run.ts";
-import { type OpsCommand, optionString, printJson } from "./_command.ts";
+import { type OpsCommand, optionString, printJson } from "./command_types.ts";
 
 /**
  * The `runs cancel` command. Exits 0 once no matching started run is left, 2 for a missing

@@ -8,7 +8,8 @@
 import { schedule, scheduleFlowVersion } from "../../client/schedules.ts";
 import { InvalidCronError, InvalidTimezoneError } from "../../dsl/schedule_times.ts";
 import type { Json } from "../../dsl/json.ts";
-import { formatTime, type OpsCommand, optionString } from "./_command.ts";
+import { type OpsCommand, optionString } from "./command_types.ts";
+import { formatIsoTime } from "../../dashboard/format.ts";
 
 /**
  * The `schedules create` command. Exits 0 when the schedule exists as asked, 2 for a bad cron
@@ -82,7 +83,7 @@ export const schedulesCreateCommand: OpsCommand = {
       io.out(
         `Schedule ${JSON.stringify(created.name)} starts ${created.targetKind} ` +
           `${JSON.stringify(created.target)} on "${created.cron}" (${created.timezone}); ` +
-          `next tick ${formatTime(created.nextDueAt)}.`,
+          `next tick ${formatIsoTime(created.nextDueAt)}.`,
       );
       return 0;
     } catch (error) {

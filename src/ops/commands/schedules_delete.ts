@@ -6,7 +6,7 @@
  */
 
 import { deleteSchedule } from "../../client/schedules.ts";
-import type { OpsCommand } from "./_command.ts";
+import type { OpsCommand } from "./command_types.ts";
 
 /**
  * The `schedules delete` command. Exits 0 when the schedule is gone, 1 when there was none of that

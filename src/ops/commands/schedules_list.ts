@@ -6,7 +6,8 @@
  */
 
 import { listSchedules } from "../../client/schedules.ts";
-import { firstLine, formatTime, type OpsCommand, printListing } from "./_command.ts";
+import { firstLine, type OpsCommand, printListing } from "./command_types.ts";
+import { formatIsoTime } from "../../dashboard/format.ts";
 
 /**
  * The `schedules list` command. Exits 0 when the schedules could be read.
@@ -49,8 +50,8 @@ export const schedulesListCommand: OpsCommand = {
         row.timezone,
         row.missed,
         row.pausedAt === null ? "active" : "paused",
-        formatTime(row.nextDueAt),
-        formatTime(row.lastFiredAt),
+        formatIsoTime(row.nextDueAt),
+        formatIsoTime(row.lastFiredAt),
         row.lastError === null ? "-" : firstLine(row.lastError),
       ],
       align: ["left", "left", "left", "left", "left", "left", "left", "left", "left"],

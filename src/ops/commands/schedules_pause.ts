@@ -7,7 +7,7 @@
 
 import { pauseSchedule, resumeSchedule } from "../../client/schedules.ts";
 import { ScheduleNotFoundError } from "../../client/schedule_errors.ts";
-import type { OpsCommand } from "./_command.ts";
+import type { OpsCommand } from "./command_types.ts";
 
 /**
  * The `schedules pause` command. Exits 0 whether or not it was paused already (it says which), 1

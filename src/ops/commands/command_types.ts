@@ -22,7 +22,7 @@ export interface CliIo {
  *
  * @example
  * ```ts
- * import { escapeControlCharacters } from "./_command.ts";
+ * import { escapeControlCharacters } from "./command_types.ts";
  * console.log(escapeControlCharacters("a\x1b[2Jb")); // a\u001b[2Jb
  * ```
  */
@@ -168,11 +168,6 @@ export function printJson(io: OpsIo, rows: readonly object[]): void {
   io.out(JSON.stringify(rows, null, 2));
 }
 
-/** A timestamp for a table cell: ISO 8601 to the second, `-` when absent. */
-export function formatTime(value: Date | null): string {
-  return value === null ? "-" : value.toISOString().replace(/\.\d{3}Z$/, "Z");
-}
-
 /** A value and a unit of {@linkcode parseDuration}. */
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
 
@@ -208,16 +203,6 @@ export function optionString(
 /** Resolves after `ms` milliseconds. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** The time from `start` to `end` for a table cell (`1.25s`, `3m 4s`); `-` without a start. */
-export function formatDuration(start: Date | null, end: Date | null): string {
-  if (start === null) return "-";
-  const ms = (end ?? new Date()).getTime() - start.getTime();
-  const text = ms < 60_000
-    ? `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)}s`
-    : `${Math.floor(ms / 60_000)}m ${Math.round((ms % 60_000) / 1000)}s`;
-  return end === null ? `${text}+` : text;
 }
 
 /** A message's first line, for a table cell: a handler's error carries its stack trace below. */

@@ -1,7 +1,7 @@
 // The fence's state file: the `enabled` values of the affected worker functions as `fence record`
 // found them, which `fence disable`, `fence drain` and `fence restore` read back.
 
-import type { ManifestChange } from "./_manifest.ts";
+import type { ManifestChange } from "./manifest.ts";
 
 /** Where the fence commands keep their state unless `--state` says otherwise. */
 export const DEFAULT_STATE_FILE = "sluice.fence.json";

@@ -1,0 +1,23 @@
+-- sluice.start_flow, as the migrations create it (last defined in supabase/migrations/20261130000500_sluice_start_flow.sql).
+-- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
+
+-- The producer's entry point by name: resolves flow_ref as an alias first (at start time), then
+-- as a concrete slug. The run records the concrete slug and flow_ref.
+CREATE OR REPLACE FUNCTION sluice.start_flow(flow_ref text, input jsonb, run_id uuid DEFAULT NULL::uuid) RETURNS uuid
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_flow text;
+begin
+  select a.flow_slug into v_flow from sluice.aliases a where a.alias = start_flow.flow_ref;
+  if v_flow is null then
+    select f.flow_slug into v_flow from sluice.flows f where f.flow_slug = start_flow.flow_ref;
+  end if;
+  if v_flow is null then
+    raise exception 'Cannot start flow "%": no flow or alias has that name', start_flow.flow_ref
+      using errcode = 'no_data_found',
+        hint = 'A flow exists once a worker for it has started and compiled it';
+  end if;
+  return sluice.create_run(v_flow, start_flow.flow_ref, start_flow.input, start_flow.run_id);
+end;
+$$;

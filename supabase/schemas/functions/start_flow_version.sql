@@ -1,0 +1,21 @@
+-- sluice.start_flow_version, as the migrations create it (last defined in supabase/migrations/20261130001800_sluice_aliases.sql).
+-- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
+
+-- Starts the concrete flow `flow_slug`, never through an alias: what a typed client does with a
+-- concrete flow object, whose input type is that version's, and what a drain or a test uses to
+-- reach an old version after its name was re-pointed.
+CREATE OR REPLACE FUNCTION sluice.start_flow_version(flow_slug text, input jsonb, run_id uuid DEFAULT NULL::uuid) RETURNS uuid
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if not exists (
+    select 1 from sluice.flows f where f.flow_slug = start_flow_version.flow_slug
+  ) then
+    raise exception 'Cannot start flow "%": no such flow', start_flow_version.flow_slug
+      using errcode = 'no_data_found',
+        hint = 'A flow exists once a worker for it has started and compiled it';
+  end if;
+  return sluice.create_run(start_flow_version.flow_slug, start_flow_version.flow_slug,
+    start_flow_version.input, start_flow_version.run_id);
+end;
+$$;

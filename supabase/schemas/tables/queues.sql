@@ -1,0 +1,18 @@
+-- sluice.queues, as the migrations create it.
+-- Generated: change it by a migration, then `deno task schema:dump --force` (docs/sql.md).
+
+CREATE TABLE sluice.queues (
+    queue_name text NOT NULL,
+    ownership text NOT NULL,
+    owner_flow_slug text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT queues_check CHECK (((ownership = 'private'::text) = (owner_flow_slug IS NOT NULL))),
+    CONSTRAINT queues_ownership_check CHECK ((ownership = ANY (ARRAY['private'::text, 'shared'::text]))),
+    CONSTRAINT queues_queue_name_check CHECK ((queue_name = lower(queue_name)))
+);
+
+ALTER TABLE ONLY sluice.queues
+    ADD CONSTRAINT queues_pkey PRIMARY KEY (queue_name);
+
+ALTER TABLE ONLY sluice.queues
+    ADD CONSTRAINT queues_owner_flow_slug_fkey FOREIGN KEY (owner_flow_slug) REFERENCES sluice.flows(flow_slug) ON DELETE CASCADE;

@@ -1,0 +1,52 @@
+-- sluice.runs, as the migrations create it.
+-- Generated: change it by a migration, then `deno task schema:dump --force` (docs/sql.md).
+
+CREATE TABLE sluice.runs (
+    run_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    flow_slug text NOT NULL,
+    started_via text NOT NULL,
+    status text DEFAULT 'started'::text NOT NULL,
+    input jsonb NOT NULL,
+    output jsonb,
+    error_message text,
+    remaining_steps integer NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    completed_at timestamp with time zone,
+    failed_at timestamp with time zone,
+    cancelled_at timestamp with time zone,
+    cancel_reason text,
+    cancelled_by text,
+    retry_count integer DEFAULT 0 NOT NULL,
+    retried_at timestamp with time zone,
+    retried_by text,
+    CONSTRAINT runs_cancelled_check CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL))),
+    CONSTRAINT runs_check CHECK ((num_nonnulls(completed_at, failed_at) <= 1)),
+    CONSTRAINT runs_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
+    CONSTRAINT runs_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
+    CONSTRAINT runs_finished_once_check CHECK ((num_nonnulls(completed_at, failed_at, cancelled_at) <= 1)),
+    CONSTRAINT runs_remaining_steps_check CHECK ((remaining_steps >= 0)),
+    CONSTRAINT runs_retried_check CHECK (((retry_count > 0) = (retried_at IS NOT NULL))),
+    CONSTRAINT runs_retry_count_check CHECK ((retry_count >= 0)),
+    CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['started'::text, 'completed'::text, 'failed'::text, 'cancelled'::text])))
+)
+WITH (fillfactor='60');
+
+COMMENT ON COLUMN sluice.runs.cancelled_by IS 'The database role (current_user) that cancelled the run.';
+
+COMMENT ON COLUMN sluice.runs.retried_by IS 'The database role (current_user) that called sluice.retry_run last.';
+
+ALTER TABLE ONLY sluice.runs
+    ADD CONSTRAINT runs_pkey PRIMARY KEY (run_id);
+
+CREATE INDEX runs_active_idx ON sluice.runs USING btree (flow_slug) WHERE (status = 'started'::text);
+
+CREATE INDEX runs_finished_idx ON sluice.runs USING btree (COALESCE(completed_at, failed_at, cancelled_at)) WHERE (status <> 'started'::text);
+
+CREATE INDEX runs_flow_slug_idx ON sluice.runs USING btree (flow_slug);
+
+CREATE CONSTRAINT TRIGGER runs_finished_event AFTER UPDATE OF status ON sluice.runs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((old.status IS DISTINCT FROM new.status)) EXECUTE FUNCTION sluice.send_run_status_event();
+
+CREATE TRIGGER runs_started_event AFTER INSERT ON sluice.runs FOR EACH ROW EXECUTE FUNCTION sluice.send_run_status_event();
+
+ALTER TABLE ONLY sluice.runs
+    ADD CONSTRAINT runs_flow_slug_fkey FOREIGN KEY (flow_slug) REFERENCES sluice.flows(flow_slug);
