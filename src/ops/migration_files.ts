@@ -39,4 +39,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207000400_sluice_pin_search_path.sql",
   "20261207000450_sluice_queue_tables.sql",
   "20261207000500_sluice_signals_schedules.sql",
+  "20261207000600_sluice_prune_pinned.sql",
 ];

@@ -176,7 +176,7 @@ Deno.test("a function a role with CREATE on public shadows never runs inside slu
       update sluice.runs
       set started_at = now() - interval '2 days', completed_at = now() - interval '1 day'`;
     const [{ result }] = await sql`call sluice.prune_data_older_than(interval '1 hour')`;
-    assert.deepEqual(result, { runs: 2, workers: 0 });
+    assert.deepEqual(result, { runs: 2, workers: 0, signals: 0 });
   });
   assert.deepEqual(ran, [], `shadows in public ran: ${ran.join("; ")}`);
 });
