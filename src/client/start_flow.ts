@@ -14,7 +14,7 @@ import { routingOf, startRefOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { FlowNotFoundError, LimitExceededError } from "./errors.ts";
-import { context } from "../telemetry/_api.ts";
+import { context } from "../telemetry/otel_api.ts";
 import { traceparentOf } from "../telemetry/trace_context.ts";
 
 /**

@@ -21,8 +21,8 @@ export async function startFlowRun(
     concrete: boolean;
     inputJson: string | undefined;
     runId: string | undefined;
-    /** The producer's W3C trace context, recorded on the run; `null` for none. */
-    traceparent: string | null;
+    /** The producer's W3C trace context, recorded on the run; `null` or absent for none. */
+    traceparent?: string | null;
   },
 ): Promise<string> {
   const input = run.inputJson === undefined ? null : jsonb(new SerializedJson(run.inputJson));
@@ -34,7 +34,7 @@ export async function startFlowRun(
   // the function in FROM runs before the select list: sluice.create_run records it on the run.
   const [{ run_id }] = await simpleQuery<{ run_id: string }[]>(
     sql,
-    run.traceparent === null ? inline`select ${start} as run_id` : inline`select ${start} as run_id
+    run.traceparent == null ? inline`select ${start} as run_id` : inline`select ${start} as run_id
         from pg_catalog.set_config('sluice.traceparent', ${run.traceparent}, true)`,
   );
   return run_id;

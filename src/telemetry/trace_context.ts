@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type Context, ROOT_CONTEXT, type SpanContext, trace } from "./_api.ts";
+import { type Context, ROOT_CONTEXT, type SpanContext, trace } from "./otel_api.ts";
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 

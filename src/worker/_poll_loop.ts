@@ -26,7 +26,7 @@ import { backoffDelay, type OutageTracker, retryTransient, sleep } from "./_retr
 import { executeTask, type ExecutionEnvironment } from "./_task_executor.ts";
 import type { Logger } from "./logger.ts";
 import { WorkerTelemetry } from "./_telemetry.ts";
-import { context } from "../telemetry/_api.ts";
+import { context } from "../telemetry/otel_api.ts";
 
 /** Settings of a {@linkcode PollLoop}. */
 export interface PollLoopSettings {

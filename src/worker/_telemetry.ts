@@ -17,7 +17,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
-} from "../telemetry/_api.ts";
+} from "../telemetry/otel_api.ts";
 import { contextOf } from "../telemetry/trace_context.ts";
 import type { TaskOutcome } from "./_task_executor.ts";
 

@@ -9,9 +9,10 @@ comment on column sluice.runs.traceparent is
 -- The W3C traceparent of the caller, or null: the setting sluice.traceparent (what startFlow()
 -- and a worker firing schedules set for their statement, what an SQL caller sets with
 -- `set local`), else the traceparent header of the HTTP request PostgREST serves (a supabase-js
--- rpc call, e.g. startRun from a browser). An empty setting means "no context": the header of a
--- request is not looked at then. A malformed setting is refused, as input is; a malformed
--- header is ignored, as the W3C Trace Context specification asks of a receiver.
+-- rpc call, e.g. startRun from a browser). An empty setting is an unset one (a session keeps the
+-- setting, empty, once a transaction of it set it locally). A malformed setting is refused, as
+-- input is; a malformed header is ignored, as the W3C Trace Context specification asks of a
+-- receiver.
 create or replace function sluice.caller_traceparent()
 returns text
 language plpgsql
@@ -23,10 +24,7 @@ declare
   v_setting text := current_setting('sluice.traceparent', true);
   v_header text;
 begin
-  if v_setting is not null then
-    if v_setting = '' then
-      return null;
-    end if;
+  if v_setting <> '' then
     if v_setting !~ v_pattern or substr(v_setting, 4, 32) = repeat('0', 32)
       or substr(v_setting, 37, 16) = repeat('0', 16) then
       raise exception 'Cannot start a run: sluice.traceparent % is not a W3C traceparent', quote_literal(v_setting)
@@ -47,6 +45,8 @@ begin
   return null;
 end;
 $$;
+
+revoke all on function sluice.caller_traceparent() from public;
 
 -- Creates a run of the concrete flow `flow_slug` that the caller named as `started_via`:
 -- validates the input before writing anything, then creates the run, its step states, and the

@@ -4,9 +4,10 @@
 -- The W3C traceparent of the caller, or null: the setting sluice.traceparent (what startFlow()
 -- and a worker firing schedules set for their statement, what an SQL caller sets with
 -- `set local`), else the traceparent header of the HTTP request PostgREST serves (a supabase-js
--- rpc call, e.g. startRun from a browser). An empty setting means "no context": the header of a
--- request is not looked at then. A malformed setting is refused, as input is; a malformed
--- header is ignored, as the W3C Trace Context specification asks of a receiver.
+-- rpc call, e.g. startRun from a browser). An empty setting is an unset one (a session keeps the
+-- setting, empty, once a transaction of it set it locally). A malformed setting is refused, as
+-- input is; a malformed header is ignored, as the W3C Trace Context specification asks of a
+-- receiver.
 CREATE OR REPLACE FUNCTION sluice.caller_traceparent() RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -16,10 +17,7 @@ declare
   v_setting text := current_setting('sluice.traceparent', true);
   v_header text;
 begin
-  if v_setting is not null then
-    if v_setting = '' then
-      return null;
-    end if;
+  if v_setting <> '' then
     if v_setting !~ v_pattern or substr(v_setting, 4, 32) = repeat('0', 32)
       or substr(v_setting, 37, 16) = repeat('0', 16) then
       raise exception 'Cannot start a run: sluice.traceparent % is not a W3C traceparent', quote_literal(v_setting)

@@ -5,7 +5,8 @@
 -- last attempt of its current retry round (attempts_base + the effective max_attempts): a
 -- handler still tells its last attempt by attempt = maxAttempts after a retry, while attempt
 -- numbers keep counting up across rounds. Since migration 20261207001500 a claimed task also
--- carries its run's traceparent and its queued_at, for the attempt's span and queue wait metric.
+-- carries its run's traceparent, its queued_at and its claimed_at (the attempt's span, the queue
+-- wait metric).
 CREATE OR REPLACE FUNCTION sluice.start_tasks(queue_name text, message_ids bigint[], worker_id uuid, supported jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
@@ -202,7 +203,8 @@ begin
       end,
       'flow_input', r.input,
       'traceparent', r.traceparent,
-      'queued_at', sluice.iso_instant(c.queued_at)
+      'queued_at', sluice.iso_instant(c.queued_at),
+      'claimed_at', sluice.iso_instant(c.started_at)
     ) order by array_position(start_tasks.message_ids, c.message_id)), '[]'::jsonb)
   into v_claimed, v_tasks
   from claimed c
