@@ -46,6 +46,11 @@ Deno.test("the telemetry hook flushes the attempt spans of an Edge worker to an 
     });
     await using server = serve(handler.fetch);
     assert.equal((await call(server.url)).body.status, "running");
+    assert.equal(
+      edge.pending.length,
+      2,
+      "the worker's life and the request's flush, under waitUntil",
+    );
 
     // The start path of a producer whose traceparent reached the database (a supabase-js rpc
     // through PostgREST sets request.headers; SQL sets sluice.traceparent).
