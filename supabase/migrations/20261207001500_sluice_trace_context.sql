@@ -22,6 +22,7 @@ as $$
 declare
   v_pattern constant text := '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$';
   v_setting text := current_setting('sluice.traceparent', true);
+  v_headers text := current_setting('request.headers', true);
   v_header text;
 begin
   if v_setting <> '' then
@@ -33,8 +34,12 @@ begin
     end if;
     return v_setting;
   end if;
+  -- Outside PostgREST there are no headers, and no subtransaction for the guarded cast below.
+  if v_headers is null or v_headers = '' then
+    return null;
+  end if;
   begin
-    v_header := nullif(current_setting('request.headers', true), '')::jsonb ->> 'traceparent';
+    v_header := v_headers::jsonb ->> 'traceparent';
   exception when others then
     return null;
   end;
