@@ -37,4 +37,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207000200_sluice_cancel_sees_new_tasks.sql",
   "20261207000300_sluice_wait_for_messages.sql",
   "20261207000500_sluice_signals_schedules.sql",
+  "20261207000700_sluice_dev_recompile_keeps_waits.sql",
 ];
