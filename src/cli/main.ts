@@ -7,7 +7,7 @@
  */
 import { debugRequested } from "./debug_requested.ts";
 import { runOpsCommand } from "../ops/cli.ts";
-import type { CliIo } from "../ops/commands/command_types.ts";
+import { type CliIo, terminalSafeIo } from "../ops/commands/command_types.ts";
 import { type CliCommand, type CommandSection, isOpsCommand } from "./command.ts";
 import { closestCommand, findCommand, parseArgs } from "./parse_args.ts";
 import { OPS_SECTIONS, SECTIONS } from "./registry.ts";
@@ -36,7 +36,8 @@ export interface SluiceCliOptions {
    */
   readonly signal?: AbortSignal;
   /**
-   * Where to print.
+   * Where to print. Every line reaches it with its control characters escaped
+   * (`escapeControlCharacters`): stored reasons and errors cannot drive a terminal.
    *
    * @default {console.log and console.error}
    */
@@ -61,7 +62,7 @@ export async function main(
   args: readonly string[],
   options: SluiceCliOptions = {},
 ): Promise<number> {
-  const io = options.io ?? { out: console.log, err: console.error };
+  const io = terminalSafeIo(options.io ?? { out: console.log, err: console.error });
   try {
     return await run(args, options, io);
   } catch (error) {

@@ -119,7 +119,7 @@ export async function cancelRun(
  *
  * @example Usage
  * ```ts
- * import type { CancelRunsOptions } from "@sluice/sluice";
+ * import type { CancelRunsOptions } from "@sluice/sluice/admin";
  *
  * const options: CancelRunsOptions = { reason: "bad deploy", startedBefore: new Date() };
  * ```
@@ -150,7 +150,7 @@ export interface CancelRunsOptions extends CancelRunOptions {
  *
  * @example Usage
  * ```ts
- * import type { CancelRunsResult } from "@sluice/sluice";
+ * import type { CancelRunsResult } from "@sluice/sluice/admin";
  *
  * const again = (result: CancelRunsResult) => result.more;
  * ```
@@ -177,7 +177,8 @@ export interface CancelRunsResult {
  *
  * @example Usage
  * ```ts ignore
- * import { cancelRuns, connect } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { cancelRuns } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * let result;

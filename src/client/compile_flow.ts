@@ -35,7 +35,8 @@ import type { CompileFlowOptions, CompileResult } from "../deploy/compile_types.
  *
  * @example Usage
  * ```ts ignore
- * import { compileFlow, connect, Flow } from "@sluice/sluice";
+ * import { connect, Flow } from "@sluice/sluice";
+ * import { compileFlow } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * const flow = new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1);

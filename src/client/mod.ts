@@ -17,19 +17,46 @@
  * @module
  */
 
-export * from "../deploy/aliases.ts";
-export * from "./cancel_run.ts";
-export * from "./compile_flow.ts";
-export * from "../db/connect.ts";
+export { cancelRun, type CancelRunOptions, type CancelRunResult } from "./cancel_run.ts";
+export {
+  connect,
+  type ConnectOptions,
+  TlsUpgradeError,
+  type TlsUpgradeFailure,
+} from "../db/connect.ts";
 export * from "./errors.ts";
-export * from "../deploy/errors.ts";
+export {
+  FlowShapeMismatchError,
+  RecompileInFlightError,
+  type WaitingStep,
+} from "../deploy/errors.ts";
+export type { CompileEnvironment } from "../deploy/compile_types.ts";
 export * from "./get_run.ts";
 export * from "./get_run_tasks.ts";
 export * from "./retry_run.ts";
-export * from "./schedule_errors.ts";
-export * from "./schedules.ts";
 export * from "./send_signal.ts";
-export * from "./start_flow.ts";
+export { startFlow, type StartFlowOptions } from "./start_flow.ts";
 export * from "./wait_for_run.ts";
 export * from "./watch_run.ts";
-export * from "../events/run_event.ts";
+export {
+  type EventStepSlug,
+  isTerminalRunEvent,
+  type RunCancelledEvent,
+  type RunCompletedEvent,
+  type RunEvent,
+  type RunEventBase,
+  type RunEventPayload,
+  type RunFailedEvent,
+  type RunHandle,
+  type RunRetriedEvent,
+  type RunStartedEvent,
+  type SkipReason,
+  type StepCancelledEvent,
+  type StepCompletedEvent,
+  type StepCompletedEventOf,
+  type StepFailedEvent,
+  type StepProgressEvent,
+  type StepSkippedEvent,
+  type StepStartedEvent,
+  type StepWaitingEvent,
+} from "../events/run_event.ts";

@@ -10,7 +10,8 @@
  *
  * @example Usage
  * ```ts ignore
- * import { connect, schedule, ScheduleExistsError } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { schedule, ScheduleExistsError } from "@sluice/sluice/admin";
  *
  * try {
  *   await schedule(connect(Deno.env.get("DATABASE_URL")!), "orders", { cron: "0 * * * *", input: {} });
@@ -46,7 +47,8 @@ export class ScheduleExistsError extends Error {
  *
  * @example Usage
  * ```ts ignore
- * import { connect, pauseSchedule, ScheduleNotFoundError } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { pauseSchedule, ScheduleNotFoundError } from "@sluice/sluice/admin";
  *
  * try {
  *   await pauseSchedule(connect(Deno.env.get("DATABASE_URL")!), "nightly");

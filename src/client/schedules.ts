@@ -37,7 +37,7 @@ import { ScheduleExistsError, ScheduleNotFoundError } from "./schedule_errors.ts
  *
  * @example Usage
  * ```ts
- * import type { MissedTickPolicy } from "@sluice/sluice";
+ * import type { MissedTickPolicy } from "@sluice/sluice/admin";
  *
  * const policy: MissedTickPolicy = "skip";
  * ```
@@ -49,7 +49,7 @@ export type MissedTickPolicy = "run-once" | "skip";
  *
  * @example Usage
  * ```ts
- * import type { ScheduleOptions } from "@sluice/sluice";
+ * import type { ScheduleOptions } from "@sluice/sluice/admin";
  *
  * const options: ScheduleOptions<{ day: string }> = {
  *   cron: "0 3 * * *",
@@ -99,7 +99,8 @@ export interface ScheduleOptions<Input = Json> {
  *
  * @example Usage
  * ```ts ignore
- * import { connect, getSchedule, type Schedule } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { getSchedule, type Schedule } from "@sluice/sluice/admin";
  *
  * const schedule: Schedule | null = await getSchedule(connect(Deno.env.get("DATABASE_URL")!), "nightly");
  * console.log(schedule?.nextDueAt);
@@ -142,7 +143,7 @@ export interface Schedule {
  *
  * @example Usage
  * ```ts
- * import type { ScheduleTick } from "@sluice/sluice";
+ * import type { ScheduleTick } from "@sluice/sluice/admin";
  *
  * const tick: ScheduleTick = {
  *   scheduleName: "nightly",
@@ -216,7 +217,8 @@ function toTick(row: ScheduleTickRow): ScheduleTick {
  *
  * @example Usage
  * ```ts ignore
- * import { connect, Flow, schedule } from "@sluice/sluice";
+ * import { connect, Flow } from "@sluice/sluice";
+ * import { schedule } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * const report = new Flow<{ kind: string }>({ slug: "report" }).step({ slug: "build" }, () => 1);
@@ -238,7 +240,8 @@ export function schedule<F extends DeployableFlow>(
  *
  * @example Usage
  * ```ts ignore
- * import { connect, schedule } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { schedule } from "@sluice/sluice/admin";
  *
  * await schedule(connect(Deno.env.get("DATABASE_URL")!), "orders", { cron: "*\/5 * * * *", input: {} });
  * ```
@@ -271,7 +274,8 @@ export async function schedule(
  *
  * @example Usage
  * ```ts ignore
- * import { connect, scheduleFlowVersion } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { scheduleFlowVersion } from "@sluice/sluice/admin";
  *
  * await scheduleFlowVersion(connect(Deno.env.get("DATABASE_URL")!), "orders_v2", {
  *   cron: "0 * * * *",
@@ -367,7 +371,8 @@ function sameOrThrow(
  *
  * @example Usage
  * ```ts ignore
- * import { connect, getSchedule } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { getSchedule } from "@sluice/sluice/admin";
  *
  * console.log(await getSchedule(connect(Deno.env.get("DATABASE_URL")!), "nightly"));
  * ```
@@ -385,7 +390,8 @@ export async function getSchedule(sql: Queryable, name: string): Promise<Schedul
  *
  * @example Usage
  * ```ts ignore
- * import { connect, listSchedules } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { listSchedules } from "@sluice/sluice/admin";
  *
  * for (const s of await listSchedules(connect(Deno.env.get("DATABASE_URL")!))) console.log(s.name);
  * ```
@@ -403,7 +409,8 @@ export async function listSchedules(sql: Queryable): Promise<Schedule[]> {
  *
  * @example Usage
  * ```ts ignore
- * import { connect, getScheduleTicks } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { getScheduleTicks } from "@sluice/sluice/admin";
  *
  * console.log(await getScheduleTicks(connect(Deno.env.get("DATABASE_URL")!), "nightly"));
  * ```
@@ -427,7 +434,8 @@ function notFound(error: unknown, name: string): unknown {
  *
  * @example Usage
  * ```ts ignore
- * import { connect, pauseSchedule } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { pauseSchedule } from "@sluice/sluice/admin";
  *
  * await pauseSchedule(connect(Deno.env.get("DATABASE_URL")!), "nightly");
  * ```
@@ -452,7 +460,8 @@ export async function pauseSchedule(sql: Queryable, name: string): Promise<boole
  *
  * @example Usage
  * ```ts ignore
- * import { connect, resumeSchedule } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { resumeSchedule } from "@sluice/sluice/admin";
  *
  * await resumeSchedule(connect(Deno.env.get("DATABASE_URL")!), "nightly");
  * ```
@@ -482,7 +491,8 @@ export async function resumeSchedule(
  *
  * @example Usage
  * ```ts ignore
- * import { connect, deleteSchedule } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { deleteSchedule } from "@sluice/sluice/admin";
  *
  * await deleteSchedule(connect(Deno.env.get("DATABASE_URL")!), "nightly");
  * ```
@@ -496,7 +506,7 @@ export async function deleteSchedule(sql: Queryable, name: string): Promise<bool
  *
  * @example Usage
  * ```ts
- * import type { FireDueSchedulesOptions } from "@sluice/sluice";
+ * import type { FireDueSchedulesOptions } from "@sluice/sluice/admin";
  *
  * const options: FireDueSchedulesOptions = { now: new Date("2026-01-01T03:00:00Z") };
  * ```
@@ -515,7 +525,7 @@ export interface FireDueSchedulesOptions {
  *
  * @example Usage
  * ```ts
- * import type { FiredSchedules } from "@sluice/sluice";
+ * import type { FiredSchedules } from "@sluice/sluice/admin";
  *
  * const result: FiredSchedules = { fired: 1, advanced: 1 };
  * ```
@@ -542,7 +552,8 @@ export interface FiredSchedules {
  *
  * @example Usage
  * ```ts ignore
- * import { connect, fireDueSchedules } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { fireDueSchedules } from "@sluice/sluice/admin";
  *
  * console.log(await fireDueSchedules(connect(Deno.env.get("DATABASE_URL")!)));
  * ```

@@ -105,7 +105,7 @@ export async function readRun(sql: Queryable, runId: string): Promise<RunRow | n
       r.remaining_steps, r.started_at, r.completed_at, r.failed_at, r.cancelled_at,
       r.cancel_reason, r.cancelled_by, r.retry_count, r.retried_at, r.retried_by,
       coalesce((
-        select jsonb_agg(jsonb_build_object(
+        select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
           'step_slug', ss.step_slug, 'status', ss.status, 'remaining_deps', ss.remaining_deps,
           'initial_tasks', ss.initial_tasks, 'remaining_tasks', ss.remaining_tasks,
           'output', ss.output, 'skip_reason', ss.skip_reason, 'error_message', ss.error_message,

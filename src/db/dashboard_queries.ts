@@ -147,7 +147,7 @@ export async function readStepTaskSummaries(
       count(*) filter (where t.status = 'failed')::integer as failed,
       sum(t.attempts_count)::integer as attempts,
       sum(t.requeued_count)::integer as stalled_requeues,
-      (array_agg(t.error_message order by t.started_at desc nulls last, t.task_index)
+      (pg_catalog.array_agg(t.error_message order by t.started_at desc nulls last, t.task_index)
         filter (where t.error_message is not null))[1] as last_error
     from sluice.step_tasks t
     where t.run_id = ${runId}::uuid

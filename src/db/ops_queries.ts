@@ -199,7 +199,7 @@ export async function unknownWorkerFunctions(
   names: readonly string[],
 ): Promise<string[]> {
   const rows = await sql<{ name: string }[]>`
-    select n as name from unnest(${names as string[]}::text[]) n
+    select n as name from pg_catalog.unnest(${names as string[]}::text[]) n
     where not exists (select 1 from sluice.worker_functions wf where wf.function_name = n)
     order by n collate "C"
   `;

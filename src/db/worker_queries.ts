@@ -122,8 +122,8 @@ interface RawClaim {
 export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<ClaimResult> {
   const { queue, visibilityTimeout: vt, quantity, mode } = args;
   const read = mode.kind === "read"
-    ? inline`pgmq.read(${queue}, ${integer(vt)}, ${integer(quantity)})`
-    : inline`pgmq.read_with_poll(${queue}, ${integer(vt)}, ${integer(quantity)}, ${
+    ? inline`sluice.read_messages(${queue}, ${integer(vt)}, ${integer(quantity)})`
+    : inline`sluice.read_messages_with_poll(${queue}, ${integer(vt)}, ${integer(quantity)}, ${
       integer(mode.maxPollSeconds)
     }, ${integer(mode.pollIntervalMs)})`;
   const supported = args.supported.map((route) => ({ ...route }));
@@ -131,7 +131,7 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
     sql,
     inline`
     with batch as materialized (
-      select coalesce(array_agg(m.msg_id order by m.msg_id), '{}'::bigint[]) as ids
+      select coalesce(pg_catalog.array_agg(m.msg_id order by m.msg_id), '{}'::bigint[]) as ids
       from ${read} m
     )
     select b.ids::text[] as message_ids,

@@ -24,7 +24,7 @@ import { AliasConflictError, AliasWorkersMissingError } from "./errors.ts";
  *
  * @example Usage
  * ```ts
- * import type { Alias } from "@sluice/sluice";
+ * import type { Alias } from "@sluice/sluice/admin";
  *
  * const alias: Alias = {
  *   alias: "orders",
@@ -50,7 +50,7 @@ export interface Alias {
  *
  * @example Usage
  * ```ts
- * import type { AliasActivation } from "@sluice/sluice";
+ * import type { AliasActivation } from "@sluice/sluice/admin";
  *
  * const entry: AliasActivation = {
  *   alias: "orders",
@@ -77,7 +77,7 @@ export interface AliasActivation extends Alias {
  *
  * @example Usage
  * ```ts
- * import type { ActivateAliasOptions } from "@sluice/sluice";
+ * import type { ActivateAliasOptions } from "@sluice/sluice/admin";
  *
  * const options: ActivateAliasOptions = { expectedGeneration: 1, activatedBy: "deploy #42" };
  * ```
@@ -110,7 +110,7 @@ export interface ActivateAliasOptions {
  *
  * @example Usage
  * ```ts
- * import type { VersionDrain } from "@sluice/sluice";
+ * import type { VersionDrain } from "@sluice/sluice/admin";
  *
  * const drain: VersionDrain = {
  *   flowSlug: "orders",
@@ -155,7 +155,8 @@ export interface VersionDrain {
  *
  * @example Usage
  * ```ts ignore
- * import { connect, getAlias } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { getAlias } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * console.log(await getAlias(sql, "orders")); // { alias: "orders", flowSlug: "orders", generation: 1, ... }
@@ -174,7 +175,8 @@ export async function getAlias(sql: Queryable, alias: string): Promise<Alias | n
  *
  * @example Usage
  * ```ts ignore
- * import { connect, listAliases } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { listAliases } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * for (const alias of await listAliases(sql)) console.log(alias.alias, "->", alias.flowSlug);
@@ -193,7 +195,8 @@ export async function listAliases(sql: Queryable): Promise<Alias[]> {
  *
  * @example Usage
  * ```ts ignore
- * import { connect, getAliasHistory } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { getAliasHistory } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * for (const entry of await getAliasHistory(sql, "orders")) {
@@ -232,7 +235,8 @@ export async function getAliasHistory(sql: Queryable, alias: string): Promise<Al
  *
  * @example Usage
  * ```ts ignore
- * import { activateAlias, connect, getAlias } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { activateAlias, getAlias } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * const current = await getAlias(sql, "orders");
@@ -277,7 +281,8 @@ export async function activateAlias(
  *
  * @example Usage
  * ```ts ignore
- * import { connect, getVersionDrain } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { getVersionDrain } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * const drain = await getVersionDrain(sql, "orders");

@@ -24,7 +24,7 @@ export type CompileEnvironment = "production" | "development";
  *
  * @example Usage
  * ```ts
- * import type { CompileOutcome } from "@sluice/sluice";
+ * import type { CompileOutcome } from "@sluice/sluice/admin";
  *
  * const outcome: CompileOutcome = "verified";
  * ```
@@ -36,7 +36,7 @@ export type CompileOutcome = "compiled" | "verified" | "recompiled";
  *
  * @example Usage
  * ```ts
- * import type { CompileResult } from "@sluice/sluice";
+ * import type { CompileResult } from "@sluice/sluice/admin";
  *
  * const result: CompileResult = { outcome: "compiled", differences: [] };
  * ```
@@ -59,7 +59,7 @@ export interface CompileResult {
  *
  * @example Usage
  * ```ts
- * import type { CompileFlowOptions } from "@sluice/sluice";
+ * import type { CompileFlowOptions } from "@sluice/sluice/admin";
  *
  * const options: CompileFlowOptions = { environment: "development", drainTimeoutMs: 30_000 };
  * ```

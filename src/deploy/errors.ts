@@ -13,7 +13,8 @@
  *
  * @example Usage
  * ```ts ignore
- * import { compileFlow, connect, Flow, FlowShapeMismatchError } from "@sluice/sluice";
+ * import { connect, Flow, FlowShapeMismatchError } from "@sluice/sluice";
+ * import { compileFlow } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * const flow = new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1);
@@ -69,7 +70,8 @@ function nextVersionSlug(slug: string): string {
  *
  * @example Usage
  * ```ts ignore
- * import { activateAlias, AliasConflictError, connect } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { activateAlias, AliasConflictError } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * try {
@@ -122,7 +124,8 @@ export class AliasConflictError extends Error {
  *
  * @example Usage
  * ```ts ignore
- * import { activateAlias, AliasWorkersMissingError, connect } from "@sluice/sluice";
+ * import { connect } from "@sluice/sluice";
+ * import { activateAlias, AliasWorkersMissingError } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * try {
@@ -181,7 +184,8 @@ export interface WaitingStep {
  *
  * @example Usage
  * ```ts ignore
- * import { compileFlow, connect, Flow, RecompileInFlightError } from "@sluice/sluice";
+ * import { connect, Flow, RecompileInFlightError } from "@sluice/sluice";
+ * import { compileFlow } from "@sluice/sluice/admin";
  *
  * const sql = connect(Deno.env.get("DATABASE_URL")!);
  * const flow = new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1);

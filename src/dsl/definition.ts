@@ -17,7 +17,7 @@ import type { DeployableFlow } from "./types.ts";
  *
  * @example Usage
  * ```ts
- * import type { FlowDefinitionOptions } from "@sluice/sluice";
+ * import type { FlowDefinitionOptions } from "@sluice/sluice/admin";
  *
  * const options: FlowDefinitionOptions = {
  *   max_attempts: 3,
@@ -50,7 +50,7 @@ export interface FlowDefinitionOptions extends TaskDefinitionOptions {
  *
  * @example Usage
  * ```ts
- * import type { TaskDefinitionOptions } from "@sluice/sluice";
+ * import type { TaskDefinitionOptions } from "@sluice/sluice/admin";
  *
  * const options: TaskDefinitionOptions = { max_attempts: 3, base_delay: null, timeout: 60 };
  * ```
@@ -69,7 +69,7 @@ export interface TaskDefinitionOptions {
  *
  * @example Usage
  * ```ts
- * import type { StepDefinitionOptions } from "@sluice/sluice";
+ * import type { StepDefinitionOptions } from "@sluice/sluice/admin";
  *
  * const options: StepDefinitionOptions = {
  *   max_attempts: null,
@@ -89,7 +89,7 @@ export interface StepDefinitionOptions extends TaskDefinitionOptions {
  *
  * @example Usage
  * ```ts
- * import type { FlowDefinitionStep } from "@sluice/sluice";
+ * import type { FlowDefinitionStep } from "@sluice/sluice/admin";
  *
  * const step: FlowDefinitionStep = {
  *   step_slug: "fetch",
@@ -135,7 +135,7 @@ export interface FlowDefinitionStep {
  *
  * @example Usage
  * ```ts
- * import type { WaitDefinitionOptions } from "@sluice/sluice";
+ * import type { WaitDefinitionOptions } from "@sluice/sluice/admin";
  *
  * const wait: WaitDefinitionOptions = { timeout_seconds: 60, on_timeout: "skip", timeout_value: null };
  * ```
@@ -156,7 +156,7 @@ export interface WaitDefinitionOptions {
  *
  * @example Usage
  * ```ts
- * import type { FlowDefinitionRoute } from "@sluice/sluice";
+ * import type { FlowDefinitionRoute } from "@sluice/sluice/admin";
  *
  * const route: FlowDefinitionRoute = { step_slug: "fetch", queue_name: "orders" };
  * ```
@@ -175,8 +175,9 @@ export interface FlowDefinitionRoute {
  *
  * @example Usage
  * ```ts
- * import type { FlowDefinition } from "@sluice/sluice";
- * import { extractDefinition, Flow } from "@sluice/sluice";
+ * import type { FlowDefinition } from "@sluice/sluice/admin";
+ * import { Flow } from "@sluice/sluice";
+ * import { extractDefinition } from "@sluice/sluice/admin";
  *
  * const flow = new Flow({ slug: "orders", timeout: 30 }).step({ slug: "fetch" }, () => 1);
  * const definition: FlowDefinition = extractDefinition(flow);
@@ -221,7 +222,8 @@ function waitOptions(step: StepDefinition): WaitDefinitionOptions | null {
  *
  * @example Usage
  * ```ts
- * import { extractDefinition, Flow } from "@sluice/sluice";
+ * import { Flow } from "@sluice/sluice";
+ * import { extractDefinition } from "@sluice/sluice/admin";
  *
  * const flow = new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1);
  * console.log(JSON.stringify(extractDefinition(flow).routes));
@@ -290,7 +292,8 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
  *
  * @example Usage
  * ```ts
- * import { extractDefinition, Flow, servedStepSlugs } from "@sluice/sluice";
+ * import { Flow } from "@sluice/sluice";
+ * import { extractDefinition, servedStepSlugs } from "@sluice/sluice/admin";
  *
  * const flow = new Flow<{ id: string }>({ slug: "refund" })
  *   .step({ slug: "ask" }, (input) => input.id)

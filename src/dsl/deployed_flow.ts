@@ -145,7 +145,8 @@ export function defineDeployedFlow<F extends AnyFlow | StepQueuedFlow, const A e
  *
  * @example Usage
  * ```ts
- * import { defineDeployedFlow, Flow, isDeployedFlow } from "@sluice/sluice";
+ * import { defineDeployedFlow, Flow } from "@sluice/sluice";
+ * import { isDeployedFlow } from "@sluice/sluice/admin";
  *
  * const flow = new Flow({ slug: "orders_v2" }).step({ slug: "a" }, () => 1);
  * const orders = defineDeployedFlow(flow, { alias: "orders" });
@@ -165,7 +166,8 @@ export function isDeployedFlow(value: unknown): value is DeployedFlow {
  *
  * @example Usage
  * ```ts
- * import { aliasOf, defineDeployedFlow, Flow } from "@sluice/sluice";
+ * import { defineDeployedFlow, Flow } from "@sluice/sluice";
+ * import { aliasOf } from "@sluice/sluice/admin";
  *
  * const flow = new Flow({ slug: "orders_v2" }).step({ slug: "a" }, () => 1);
  * console.log(aliasOf(defineDeployedFlow(flow, { alias: "orders" }))); // "orders"

@@ -26,7 +26,7 @@ function kebab(slug: string): string {
  *
  * @example Usage
  * ```ts
- * import { workerFunctionName } from "@sluice/sluice";
+ * import { workerFunctionName } from "@sluice/sluice/admin";
  *
  * console.log(workerFunctionName("greet_user", null)); // "greet-user"
  * console.log(workerFunctionName("thread_digest", "fetch_posts")); // "thread-digest--fetch-posts"

@@ -22,7 +22,7 @@ import { QueueNameError } from "./errors.ts";
  *
  * @example Usage
  * ```ts
- * import { MAX_QUEUE_NAME_LENGTH } from "@sluice/sluice";
+ * import { MAX_QUEUE_NAME_LENGTH } from "@sluice/sluice/admin";
  *
  * console.log(MAX_QUEUE_NAME_LENGTH); // 47
  * ```
@@ -46,7 +46,7 @@ function byteLength(name: string): number {
  *
  * @example Usage
  * ```ts
- * import { isValidQueueName } from "@sluice/sluice";
+ * import { isValidQueueName } from "@sluice/sluice/admin";
  *
  * console.log(isValidQueueName("orders")); // true
  * console.log(isValidQueueName("\u043erders")); // false: a Cyrillic о
@@ -88,7 +88,7 @@ function assertQueueCharacters(name: string, flowSlug: string, stepSlugs: string
  *
  * @example Usage
  * ```ts
- * import { flowQueueName } from "@sluice/sluice";
+ * import { flowQueueName } from "@sluice/sluice/admin";
  *
  * console.log(flowQueueName("Orders")); // "orders"
  * ```
@@ -126,7 +126,7 @@ export function flowQueueName(flowSlug: string): string {
  *
  * @example Usage
  * ```ts
- * import { stepQueueName } from "@sluice/sluice";
+ * import { stepQueueName } from "@sluice/sluice/admin";
  *
  * console.log(stepQueueName("Orders", "fetchItems", 0)); // "orders__fetchitems"
  * console.log(stepQueueName("orders", "x".repeat(60), 3)); // "orders__3"
@@ -177,7 +177,7 @@ export function stepQueueName(flowSlug: string, stepSlug: string, stepIndex: num
  *
  * @example Usage
  * ```ts
- * import { stepQueueNames } from "@sluice/sluice";
+ * import { stepQueueNames } from "@sluice/sluice/admin";
  *
  * console.log(stepQueueNames("orders", ["fetch", "ship"])); // ["orders__fetch", "orders__ship"]
  * ```

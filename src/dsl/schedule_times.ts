@@ -15,7 +15,7 @@ import { Cron } from "npm:croner@11.0.1";
  *
  * @example Usage
  * ```ts
- * import { InvalidCronError, validateSchedule } from "@sluice/sluice";
+ * import { InvalidCronError, validateSchedule } from "@sluice/sluice/admin";
  *
  * try {
  *   validateSchedule("61 * * * *", "UTC");
@@ -48,7 +48,7 @@ export class InvalidCronError extends Error {
  *
  * @example Usage
  * ```ts
- * import { InvalidTimezoneError, validateSchedule } from "@sluice/sluice";
+ * import { InvalidTimezoneError, validateSchedule } from "@sluice/sluice/admin";
  *
  * try {
  *   validateSchedule("0 3 * * *", "Mars/Olympus_Mons");
@@ -79,7 +79,7 @@ export class InvalidTimezoneError extends Error {
  *
  * @example Usage
  * ```ts
- * import { type DueTimes, scheduleDueTimes } from "@sluice/sluice";
+ * import { type DueTimes, scheduleDueTimes } from "@sluice/sluice/admin";
  *
  * const due: DueTimes | null = scheduleDueTimes("*\/5 * * * *", "UTC", new Date());
  * ```
@@ -151,7 +151,7 @@ function isTimezone(timezone: string): boolean {
  *
  * @example Usage
  * ```ts
- * import { validateSchedule } from "@sluice/sluice";
+ * import { validateSchedule } from "@sluice/sluice/admin";
  *
  * const { nextDueAt } = validateSchedule("0 3 * * *", "Europe/Berlin");
  * ```
@@ -178,7 +178,7 @@ export function validateSchedule(
  *
  * @example Usage
  * ```ts
- * import { scheduleDueTimes } from "@sluice/sluice";
+ * import { scheduleDueTimes } from "@sluice/sluice/admin";
  *
  * const due = scheduleDueTimes("0 * * * *", "UTC", new Date("2026-01-01T10:30:00Z"));
  * // due.nextDueAt is 11:00, due.followingDueAt 12:00

@@ -15,7 +15,7 @@
  *
  * @example Usage
  * ```ts
- * import { MAX_SLUG_LENGTH } from "@sluice/sluice";
+ * import { MAX_SLUG_LENGTH } from "@sluice/sluice/admin";
  *
  * console.log(MAX_SLUG_LENGTH); // 128
  * ```
@@ -27,7 +27,7 @@ export const MAX_SLUG_LENGTH = 128;
  *
  * @example Usage
  * ```ts
- * import { RESERVED_STEP_SLUGS } from "@sluice/sluice";
+ * import { RESERVED_STEP_SLUGS } from "@sluice/sluice/admin";
  *
  * console.log(RESERVED_STEP_SLUGS.includes("run")); // true
  * ```
@@ -43,7 +43,7 @@ export const RESERVED_STEP_SLUGS: readonly string[] = Object.freeze(["run"]);
  *
  * @example Usage
  * ```ts
- * import { slugProblem } from "@sluice/sluice";
+ * import { slugProblem } from "@sluice/sluice/admin";
  *
  * console.log(slugProblem("orders")); // undefined
  * console.log(slugProblem("x/../y")); // "a slug may only contain letters, digits and underscores"

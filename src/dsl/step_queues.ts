@@ -258,7 +258,8 @@ function hostFunctionNames(flow: AnyFlow, options: StepQueuesOptions): string[] 
  *
  * @example Usage
  * ```ts
- * import { Flow, isStepQueuedFlow, withStepQueues } from "@sluice/sluice";
+ * import { Flow, withStepQueues } from "@sluice/sluice";
+ * import { isStepQueuedFlow } from "@sluice/sluice/admin";
  *
  * const queued = withStepQueues(new Flow({ slug: "f" }).step({ slug: "a" }, () => 1));
  * console.log(isStepQueuedFlow(queued)); // true

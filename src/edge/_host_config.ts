@@ -12,6 +12,7 @@ import type { DeployableFlow } from "../dsl/types.ts";
 import { stepsHostedBy } from "../dsl/routing.ts";
 import {
   type ConnectionSource,
+  DATABASE_URL_VARIABLES,
   resolveWorkerConfig,
   type WorkerConfig,
 } from "../worker/worker_config.ts";
@@ -25,13 +26,6 @@ const DEFAULT_WALL_CLOCK_BUDGET_MS = 140_000;
 const DEFAULT_DRAIN_TIMEOUT_MS = 8_000;
 /** Part of the drain timeout kept for reporting results after the task grace period. */
 const RESULT_FLUSH_RESERVE_MS = 3_000;
-
-/**
- * Environment variables holding the database URL, in order of preference: sluice's own, the one
- * Supabase's platform sets, then the `DATABASE_URL` a developer has exported for the CLI (a
- * function run with plain Deno).
- */
-const DATABASE_URL_VARIABLES = ["SLUICE_DATABASE_URL", "SUPABASE_DB_URL", "DATABASE_URL"] as const;
 
 interface GlobalWithEdgeRuntime {
   EdgeRuntime?: EdgeRuntimeLike;

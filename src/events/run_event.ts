@@ -444,7 +444,7 @@ export function isTerminalRunEvent(event: { readonly type: string }): boolean {
  *
  * @example Usage
  * ```ts
- * import { runChannel } from "@sluice/sluice";
+ * import { runChannel } from "@sluice/sluice/browser";
  *
  * console.log(runChannel("6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11"));
  * // sluice_run_6f1c0c2e8f5e4a439d432f7f6a0f0d11
@@ -463,7 +463,7 @@ export function runChannel(runId: string): string {
  *
  * @example Usage
  * ```ts
- * import { runTopic } from "@sluice/sluice";
+ * import { runTopic } from "@sluice/sluice/browser";
  *
  * console.log(runTopic("6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11"));
  * // sluice:run:6f1c0c2e-8f5e-4a43-9d43-2f7f6a0f0d11

@@ -36,6 +36,9 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261202000500_sluice_refuse_routed.sql",
   "20261207000200_sluice_cancel_sees_new_tasks.sql",
   "20261207000300_sluice_wait_for_messages.sql",
+  "20261207000400_sluice_pin_search_path.sql",
+  "20261207000450_sluice_queue_tables.sql",
   "20261207000500_sluice_signals_schedules.sql",
+  "20261207000600_sluice_prune_pinned.sql",
   "20261207000700_sluice_dev_recompile_keeps_waits.sql",
 ];

@@ -30,4 +30,3 @@ export * from "./retry_after_error.ts";
 export { startWorker } from "./start_worker.ts";
 export * from "./step_slug_error.ts";
 export * from "./worker_options.ts";
-export { resolveWorkerTarget, type WorkerTarget } from "./worker_target.ts";

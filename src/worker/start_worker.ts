@@ -23,11 +23,12 @@ import { Logger } from "./logger.ts";
 import { OutageTracker, retryTransient } from "./_retry.ts";
 import type {
   AliasActivationResult,
+  FlowOptionsArgument,
   StopOptions,
   WorkerHandle,
   WorkerOptions,
 } from "./worker_options.ts";
-import { resolveWorkerConfig, type WorkerConfig } from "./worker_config.ts";
+import { DATABASE_URL_VARIABLES, resolveWorkerConfig, type WorkerConfig } from "./worker_config.ts";
 import type { WorkerTarget } from "./worker_target.ts";
 import { waitStepsByDependency } from "./_wait_parameters.ts";
 
@@ -117,11 +118,12 @@ import { waitStepsByDependency } from "./_wait_parameters.ts";
  */
 export async function startWorker<F extends DeployableFlow>(
   flow: F,
-  options: WorkerOptions<F>,
+  ...[options]: FlowOptionsArgument<F, WorkerOptions<F>>
 ): Promise<WorkerHandle> {
-  const config = resolveWorkerConfig(flow, options as WorkerOptions, {
+  const config = resolveWorkerConfig(flow, (options ?? {}) as WorkerOptions, {
     action: "start worker",
     context: (target) => `Cannot start worker for flow ${JSON.stringify(target.flowSlug)}`,
+    urlVariables: DATABASE_URL_VARIABLES,
   });
   return await launchWorker(flow, config);
 }
@@ -143,7 +145,8 @@ export async function launchWorker(
   if (connection.kind === "none") {
     throw new TypeError(
       `Cannot start worker for flow ${JSON.stringify(target.flowSlug)}: give sql ` +
-        "(a postgres.js client) or connectionString (a connection URL)",
+        "(a postgres.js client) or connectionString (a connection URL), or set " +
+        DATABASE_URL_VARIABLES.join(", "),
     );
   }
   const workerId = crypto.randomUUID();

@@ -53,7 +53,8 @@ export interface StepSlugErrorDetails {
  * @example Usage
  * ```ts
  * import { Flow, withStepQueues } from "@sluice/sluice";
- * import { resolveWorkerTarget, StepSlugError } from "@sluice/sluice/worker";
+ * import { StepSlugError } from "@sluice/sluice/worker";
+ * import { resolveWorkerTarget } from "@sluice/sluice/admin";
  *
  * const flow = withStepQueues(new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1));
  * try {

@@ -145,6 +145,16 @@ function activationSetting(
   return value;
 }
 
+/**
+ * Environment variables holding the database URL, in order of preference: sluice's own, the one
+ * Supabase's platform sets, then the `DATABASE_URL` a developer has exported for the CLI.
+ */
+export const DATABASE_URL_VARIABLES = [
+  "SLUICE_DATABASE_URL",
+  "SUPABASE_DB_URL",
+  "DATABASE_URL",
+] as const;
+
 /** Where the connection comes from: `sql`, `connectionString`, else the URL variables. */
 function connectionOf(
   context: string,

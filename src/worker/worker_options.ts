@@ -160,7 +160,9 @@ export interface BaseWorkerOptions {
    */
   readonly logger?: LogSink;
   /**
-   * Environment passed to handlers as `context.env`.
+   * Environment passed to handlers as `context.env`, and where a worker given neither `sql` nor
+   * `connectionString` finds its URL: `SLUICE_DATABASE_URL`, `SUPABASE_DB_URL`, then
+   * `DATABASE_URL`.
    *
    * @default {Deno.env.toObject()}
    */

@@ -22,7 +22,7 @@ import { StepSlugError } from "./step_slug_error.ts";
  *
  * @example Usage
  * ```ts
- * import type { WorkerTarget } from "@sluice/sluice/worker";
+ * import type { WorkerTarget } from "@sluice/sluice/admin";
  *
  * const target: WorkerTarget = {
  *   flowSlug: "thread_digest",
@@ -80,7 +80,7 @@ export interface WorkerTarget {
  * @example Usage
  * ```ts
  * import { defineDeployedFlow, Flow, withStepQueues } from "@sluice/sluice";
- * import { resolveWorkerTarget } from "@sluice/sluice/worker";
+ * import { resolveWorkerTarget } from "@sluice/sluice/admin";
  *
  * const greet = new Flow({ slug: "greet_user" }).step({ slug: "compose" }, () => "hi");
  * console.log(resolveWorkerTarget(greet).queueName); // "greet_user"

@@ -4,7 +4,6 @@ import { Flow } from "../../src/dsl/flow.ts";
 import type { Json } from "../../src/dsl/json.ts";
 import {
   cancelRun,
-  compileFlow,
   connect,
   FlowShapeMismatchError,
   getRun,
@@ -15,6 +14,7 @@ import {
   startFlow,
   waitForRun,
 } from "../../src/client/mod.ts";
+import { compileFlow } from "../../src/admin/mod.ts";
 import { startWaitingRun, waitingFlow } from "../worker/_waiting_run.ts";
 import { freshDatabase } from "../_db.ts";
 import { testWorker } from "../worker/_helpers.ts";

@@ -1,7 +1,8 @@
 // The database's size limits reach a producer as a typed error (SQLSTATE SLL01), and a concrete
 // flow's own limit is checked early in TypeScript (docs/sql.md#limits).
 import assert from "node:assert/strict";
-import { compileFlow, Flow, JsonSizeError, LimitExceededError, startFlow } from "../../mod.ts";
+import { Flow, JsonSizeError, LimitExceededError, startFlow } from "../../mod.ts";
+import { compileFlow } from "../../src/admin/mod.ts";
 import { freshDatabase } from "../_db.ts";
 
 Deno.test("startFlow() maps a refusal of the database's limit to LimitExceededError; nothing is written", async () => {

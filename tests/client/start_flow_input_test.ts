@@ -1,7 +1,8 @@
 // startFlow() and hostile input: non-JSON values and oversized inputs are refused, naming the
 // path, before anything is written.
 import assert from "node:assert/strict";
-import { compileFlow, startFlow } from "../../src/client/mod.ts";
+import { startFlow } from "../../src/client/mod.ts";
+import { compileFlow } from "../../src/admin/mod.ts";
 import { JsonSizeError, JsonValueError } from "../../src/dsl/errors.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import type { Json } from "../../src/dsl/json.ts";

@@ -1,6 +1,7 @@
 // watchRun(): replay, live NOTIFY events, reconnects, polling; waitForRun() over LISTEN.
 import assert from "node:assert/strict";
-import { runChannel, waitForRun, watchRun } from "../../src/client/mod.ts";
+import { waitForRun, watchRun } from "../../src/client/mod.ts";
+import { runChannel } from "../../src/events/run_event.ts";
 import { connect } from "../../src/db/connect.ts";
 import { freshDatabase } from "../_db.ts";
 import {

@@ -1,12 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  extractDefinition,
-  Flow,
-  type FlowDefinition,
-  FlowDefinitionError,
-  QueueNameError,
-  withStepQueues,
-} from "../../mod.ts";
+import { Flow, FlowDefinitionError, QueueNameError, withStepQueues } from "../../mod.ts";
+import { extractDefinition, type FlowDefinition } from "../../src/admin/mod.ts";
 
 type Line = { sku: string; qty: number; price: number };
 

@@ -6,7 +6,8 @@ import { aliasOf, defineDeployedFlow, isDeployedFlow } from "../../src/dsl/deplo
 import { FlowDefinitionError } from "../../src/dsl/errors.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { isStepQueuedFlow, withStepQueues } from "../../src/dsl/step_queues.ts";
-import { resolveWorkerTarget, StepSlugError } from "../../src/worker/mod.ts";
+import { StepSlugError } from "../../src/worker/mod.ts";
+import { resolveWorkerTarget } from "../../src/admin/mod.ts";
 
 const ordersV2 = new Flow<{ id: number }>({ slug: "orders_v2" })
   .step({ slug: "charge" }, (input) => input.id)

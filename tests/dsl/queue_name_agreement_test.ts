@@ -4,15 +4,13 @@
 // anything is created.
 import assert from "node:assert/strict";
 import type postgres from "postgres";
+import { Flow, QueueNameError, withStepQueues } from "../../mod.ts";
 import {
   extractDefinition,
-  Flow,
   flowQueueName,
   isValidQueueName,
-  QueueNameError,
   stepQueueName,
-  withStepQueues,
-} from "../../mod.ts";
+} from "../../src/admin/mod.ts";
 import { freshDatabase } from "../_db.ts";
 
 type Sql = postgres.Sql;

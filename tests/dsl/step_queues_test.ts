@@ -3,15 +3,17 @@ import {
   type AnyFlow,
   Flow,
   FlowDefinitionError,
+  QueueNameError,
+  type QueueNameErrorDetails,
+  withStepQueues,
+} from "../../mod.ts";
+import {
   flowQueueName,
   isStepQueuedFlow,
   MAX_QUEUE_NAME_LENGTH,
-  QueueNameError,
-  type QueueNameErrorDetails,
   stepQueueName,
   stepQueueNames,
-  withStepQueues,
-} from "../../mod.ts";
+} from "../../src/admin/mod.ts";
 
 /** Expects `fn` to throw a QueueNameError with exactly these fields. */
 function assertQueueNameError(

@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  Flow,
-  FlowDefinitionError,
-  type FlowDefinitionErrorDetails,
-  MAX_SLUG_LENGTH,
-} from "../../mod.ts";
+import { Flow, FlowDefinitionError, type FlowDefinitionErrorDetails } from "../../mod.ts";
+import { MAX_SLUG_LENGTH } from "../../src/admin/mod.ts";
 
 /** Expects `fn` to throw a FlowDefinitionError with exactly these fields. */
 function assertRejects(

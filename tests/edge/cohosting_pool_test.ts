@@ -14,6 +14,7 @@ import { serveWorkers, type ServeWorkersOptions } from "../../src/edge/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { call, latch, LogCapture, SECRET, waitUntil } from "./_helpers.ts";
 import { pgBouncerBinary, startPgBouncer } from "./_pgbouncer.ts";
+import { scaled } from "../_support.ts";
 
 const FUNCTION = "office-pooled";
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -133,7 +134,7 @@ async function sixStepsWithoutListen(
     );
     gate.resolve();
     assert.ok(
-      await settlesWithin(shutdown, SHUTDOWN_GRACE_MS + 5000),
+      await settlesWithin(shutdown, SHUTDOWN_GRACE_MS + scaled(5000)),
       `the shutdown did not finish within its grace period; ${
         logs.find("info", "worker stopped").length
       } of 6 workers stopped; ${
@@ -169,7 +170,7 @@ async function sixStepsWithoutListen(
   } finally {
     gate.resolve();
     // A stalled shutdown fails the test above; it must not also hang it.
-    await settlesWithin(shutdown ?? served.shutdown(), SHUTDOWN_GRACE_MS + 5000);
+    await settlesWithin(shutdown ?? served.shutdown(), SHUTDOWN_GRACE_MS + scaled(5000));
   }
 }
 

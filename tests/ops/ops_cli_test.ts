@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type postgres from "postgres";
-import { type DeployableFlow, extractDefinition } from "../../mod.ts";
+import type { DeployableFlow } from "../../mod.ts";
+import { extractDefinition } from "../../src/admin/mod.ts";
 import { greetUser, threadDigest } from "../../examples/flows.ts";
 import { main } from "../../src/cli/main.ts";
 import { freshDatabase } from "../_db.ts";

@@ -2,7 +2,8 @@
 // usage and validation errors (exit 2, naming the bad value, nothing written), an unknown target
 // or a taken name (exit 1), list as a table and as JSON, pause, resume, delete.
 import assert from "node:assert/strict";
-import { compileFlow, Flow } from "../../mod.ts";
+import { Flow } from "../../mod.ts";
+import { compileFlow } from "../../src/admin/mod.ts";
 import { freshDatabase } from "../_db.ts";
 import { opsDone } from "./_ops.ts";
 

@@ -11,7 +11,7 @@ import {
   getAlias,
   getAliasHistory,
   getVersionDrain,
-} from "../../mod.ts";
+} from "../../src/admin/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { latch, waitUntil } from "../_support.ts";
 import {

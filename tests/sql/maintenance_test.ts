@@ -73,7 +73,7 @@ Deno.test("prune_data_older_than() removes finished runs past retention with the
     .sql`update sluice.runs set completed_at = now() - interval '8 days', started_at = now() - interval '8 days' where run_id = ${oldRun}`;
 
   const [{ result }] = await db.sql`call sluice.prune_data_older_than(interval '7 days')`;
-  assert.deepEqual(result, { runs: 1, workers: 0 });
+  assert.deepEqual(result, { runs: 1, workers: 0, signals: 0 });
   assert.equal(await run(db.sql, oldRun), undefined);
   assert.equal((await run(db.sql, newRun)).status, "completed");
   assert.equal((await run(db.sql, openRun)).status, "started");
@@ -112,7 +112,7 @@ Deno.test("prune_data_older_than() deletes in batches: every old run goes, live 
 
   // 25 runs in batches of 4: seven batches, the last one short.
   const [{ result }] = await db.sql`call sluice.prune_data_older_than(interval '7 days', 4)`;
-  assert.deepEqual(result, { runs: 25, workers: 0 });
+  assert.deepEqual(result, { runs: 25, workers: 0, signals: 0 });
   const [left] = await db.sql`
     select (select count(*) from sluice.runs where run_id = any (${old}::uuid[]))::int as runs,
       (select count(*) from sluice.step_tasks where run_id = any (${old}::uuid[]))::int as tasks,
@@ -173,7 +173,7 @@ Deno.test("prune_data_older_than() commits each batch: claims run and see progre
     await holding;
   }
   const [{ result }] = await pruning;
-  assert.deepEqual(result, { runs: 12, workers: 1 });
+  assert.deepEqual(result, { runs: 12, workers: 1, signals: 0 });
 });
 
 Deno.test("delete_flow_and_data() refuses a flow with active runs or live workers unless forced, naming them", async () => {

@@ -5,7 +5,8 @@
 // computed is paused with the reason instead of being offered to every sweep again, a sweep
 // computes at most 100 due times, and it lets the event loop run while it computes.
 import assert from "node:assert/strict";
-import { compileFlow, fireDueSchedules, Flow, getSchedule, listSchedules } from "../../mod.ts";
+import { Flow } from "../../mod.ts";
+import { compileFlow, fireDueSchedules, getSchedule, listSchedules } from "../../src/admin/mod.ts";
 import { type AwaitingScheduleRow, sweepSchedules } from "../../src/db/schedule_queries.ts";
 import { InvalidCronError, scheduleDueTimes } from "../../src/dsl/schedule_times.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";

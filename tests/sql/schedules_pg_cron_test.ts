@@ -4,7 +4,8 @@
 // which computes it.
 // pg_cron 1.4 ticks once a minute, so this test waits up to a minute.
 import assert from "node:assert/strict";
-import { fireDueSchedules, Flow, getSchedule, getScheduleTicks, schedule } from "../../mod.ts";
+import { Flow } from "../../mod.ts";
+import { fireDueSchedules, getSchedule, getScheduleTicks, schedule } from "../../src/admin/mod.ts";
 import { compileFlow } from "../../src/client/compile_flow.ts";
 import { waitUntil } from "../_support.ts";
 import { documentedCronJob, ignorePgCron, startPgCronServer } from "./_pg_cron.ts";

@@ -5,14 +5,12 @@
 // switch while a concrete one stays; pause and resume; bad cron expressions and time zones refused
 // before anything is written.
 import assert from "node:assert/strict";
+import { defineDeployedFlow, Flow, FlowNotFoundError } from "../../mod.ts";
 import {
   activateAlias,
   compileFlow,
-  defineDeployedFlow,
   deleteSchedule,
   fireDueSchedules,
-  Flow,
-  FlowNotFoundError,
   getAlias,
   getSchedule,
   getScheduleTicks,
@@ -24,7 +22,7 @@ import {
   schedule,
   ScheduleExistsError,
   ScheduleNotFoundError,
-} from "../../mod.ts";
+} from "../../src/admin/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 
 /** The schedules start counting here: 30 s past a minute. */

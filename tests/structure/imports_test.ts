@@ -8,6 +8,7 @@ const SRC = new URL("src/", ROOT).href;
 const ENTRY_POINTS = [
   "mod.ts",
   "src/client/mod.ts",
+  "src/admin/mod.ts",
   "src/worker/mod.ts",
   "src/edge/mod.ts",
   "src/browser/mod.ts",
@@ -150,6 +151,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "ops": ["client", "dashboard", "db", "deploy", "dsl", "events"],
   "testing": ["client", "db", "dsl", "ops", "worker"],
   "cli": ["codegen", "dashboard", "db", "dsl", "ops", "testing", "worker"],
+  "admin": ["client", "deploy", "dsl", "worker"],
   "mod.ts": ["client", "dsl", "worker"],
   "cli.ts": ["cli"],
 };

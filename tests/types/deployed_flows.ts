@@ -23,7 +23,6 @@ import {
   getRunTasks,
   type LeafStepSlug,
   type PlainFlow,
-  resolveWorkerTarget,
   startFlow,
   startWorker,
   type StepInput,
@@ -32,6 +31,7 @@ import {
   withStepQueues,
   type WorkerOptions,
 } from "../../mod.ts";
+import { resolveWorkerTarget } from "../../src/admin/mod.ts";
 import type { Sql, TransactionSql } from "../../src/db/postgres.ts";
 import type { Equals } from "./_equals.ts";
 

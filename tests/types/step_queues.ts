@@ -2,14 +2,13 @@
 // `deno check tests/types/`, never run.
 
 import {
-  extractDefinition,
   Flow,
-  isStepQueuedFlow,
   type StepQueuedFlow,
   type StepRoute,
   type StepSlug,
   withStepQueues,
 } from "../../mod.ts";
+import { extractDefinition, isStepQueuedFlow } from "../../src/admin/mod.ts";
 import type { Equals } from "./_equals.ts";
 
 const flow = new Flow<{ id: number }>({ slug: "orders" })

@@ -7,11 +7,10 @@ import assert from "node:assert/strict";
 
 const ROOT = new URL("../../", import.meta.url);
 
-const FIXTURE = (mod: string, edge: string) => `
+const FIXTURE = (mod: string, edge: string, admin: string) => `
 import { createWorkerHandler, serveWorker } from ${JSON.stringify(edge)};
-import { defineDeployedFlow, Flow, resolveWorkerTarget, startWorker, withStepQueues } from ${
-  JSON.stringify(mod)
-};
+import { resolveWorkerTarget } from ${JSON.stringify(admin)};
+import { defineDeployedFlow, Flow, startWorker, withStepQueues } from ${JSON.stringify(mod)};
 
 const orders = withStepQueues(
   new Flow<{ id: number }>({ slug: "orders" })
@@ -35,7 +34,11 @@ async function checkFixture(): Promise<{ code: number; output: string }> {
     const file = `${dir}/fixture.ts`;
     await Deno.writeTextFile(
       file,
-      FIXTURE(new URL("mod.ts", ROOT).href, new URL("src/edge/mod.ts", ROOT).href),
+      FIXTURE(
+        new URL("mod.ts", ROOT).href,
+        new URL("src/edge/mod.ts", ROOT).href,
+        new URL("src/admin/mod.ts", ROOT).href,
+      ),
     );
     const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
       args: ["check", "--config", new URL("deno.json", ROOT).pathname, file],

@@ -15,16 +15,15 @@ import {
   type DeployableFlow,
   Flow,
   type FlowOptionsArgument,
-  resolveWorkerTarget,
   startWorker,
   type StepQueuedFlow,
   type StepSlug,
   withStepQueues,
   type WorkerHandle,
   type WorkerOptions,
-  type WorkerTarget,
   type WorkerTargetOptions,
 } from "../../mod.ts";
+import { resolveWorkerTarget, type WorkerTarget } from "../../src/admin/mod.ts";
 import type { Equals } from "./_equals.ts";
 
 declare const url: string;
@@ -50,6 +49,11 @@ startWorker(queued, { connectionString: url, stepSlug: "Fetch" });
 startWorker(plain, { connectionString: url, stepSlug: "fetch" });
 // A plain flow's worker is unchanged.
 export const plainWorker: Promise<WorkerHandle> = startWorker(plain, { connectionString: url });
+// Options may be omitted where nothing is required (the URL then comes from the environment), as
+// for serveWorker and createWorkerHandler; never for a step-queued flow.
+export const envWorker: Promise<WorkerHandle> = startWorker(plain);
+// @ts-expect-error a step-queued flow's worker needs its options, with a stepSlug
+startWorker(queued);
 
 // A slug known only as a string is not enough; a value of the union is.
 declare const someString: string;

@@ -486,7 +486,8 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         select count(*)::int as n from supabase_migrations.schema_migrations`;
         assert.equal(ledger.n, files, "the upgrade did not record every current migration");
         // 20261202000400 (server cost) reached the database under the work in flight: its tables
-        // keep room for updated rows and lock_run_steps plans once per session.
+        // keep room for updated rows and lock_run_steps plans once per session;
+        // 20261207000400 pinned its search_path next to that.
         assert.deepEqual(
           (await db.sql`select relname, reloptions from pg_class
             where relnamespace = 'sluice'::regnamespace
@@ -496,7 +497,17 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         );
         const [lockRunSteps] = await db.sql`select proconfig from pg_proc
           where oid = 'sluice.lock_run_steps(uuid[], text[], boolean)'::regprocedure`;
-        assert.deepEqual(lockRunSteps.proconfig, ["plan_cache_mode=force_generic_plan"]);
+        assert.deepEqual(lockRunSteps.proconfig, [
+          "plan_cache_mode=force_generic_plan",
+          "search_path=pg_catalog, pg_temp",
+        ]);
+        // Every function the old release defined is pinned too, and the compat layer's with them.
+        const unpinned = await db.sql`select p.oid::regprocedure::text as signature from pg_proc p
+          where p.prokind = 'f'
+            and (p.pronamespace = 'sluice'::regnamespace or (p.pronamespace = 'pgmq'::regnamespace
+              and not exists (select from pg_extension where extname = 'pgmq')))
+            and not coalesce('search_path=pg_catalog, pg_temp' = any (p.proconfig), false)`;
+        assert.deepEqual(unpinned.map((r) => r.signature), []);
 
         // Operator state survives: the restart pause as it was (the current ops CLI lifts it), and
         // the current `fence restore` puts back the enabled values the old `fence record` found.

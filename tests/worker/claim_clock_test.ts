@@ -19,7 +19,7 @@ Deno.test("a task claimed inside a long poll is stamped started no earlier than 
       const [row] = await db.sql`
         select count(*)::int as n from pg_stat_activity
         where datname = current_database() and state = 'active'
-          and query like '%pgmq.read_with_poll%'
+          and query like '%sluice.read_messages_with_poll%'
           and query not like '%pg_stat_activity%'`;
       return row.n > 0;
     }, "the worker to be inside a long poll");

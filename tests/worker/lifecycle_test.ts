@@ -235,7 +235,7 @@ Deno.test("without LISTEN the worker long-polls and stop interrupts the poll", a
     const [row] = await db.sql`
       select pid, query_start from pg_stat_activity
       where datname = current_database() and state = 'active'
-        and query like '%pgmq.read_with_poll%' and pid <> pg_backend_pid()`;
+        and query like '%sluice.read_messages_with_poll%' and pid <> pg_backend_pid()`;
     return row;
   }, "the worker to be inside a long poll");
   await within(worker.stop(), "stop to interrupt the long poll", 5_000);
@@ -246,7 +246,7 @@ Deno.test("without LISTEN the worker long-polls and stop interrupts the poll", a
       as since_poll_began,
       exists (
         select 1 from pg_stat_activity
-        where pid = ${poll.pid} and state = 'active' and query like '%pgmq.read_with_poll%'
+        where pid = ${poll.pid} and state = 'active' and query like '%sluice.read_messages_with_poll%'
       ) as still_polling`;
   assert.equal(after.still_polling, false, "the long poll was cancelled");
   assert.ok(after.since_poll_began < 30, `stop returned ${after.since_poll_began} s into the poll`);

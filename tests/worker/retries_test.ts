@@ -112,12 +112,14 @@ Deno.test("RetryAfterError sets the next attempt's delay instead of the backoff"
   // too soon to read its vt between the attempts, so a trigger records, in order, every vt the
   // queue writes outside a read (a read counts read_ct up): the retry's set_vt, and nothing for
   // the claims, whose reads (after the worker's first claim) already set the claim's visibility.
+  // The trigger fires inside sluice's functions, so with their pinned search_path: it names the
+  // schema of its table.
   await db.sql.unsafe(`
     create table hidden_log (seq bigserial, msg_id bigint, hidden_for float8);
     create function log_hidden() returns trigger language plpgsql as $$
     begin
       if new.read_ct = old.read_ct and new.vt <> old.vt then
-        insert into hidden_log (msg_id, hidden_for)
+        insert into public.hidden_log (msg_id, hidden_for)
         values (new.msg_id, extract(epoch from new.vt - clock_timestamp())::float8);
       end if;
       return new;

@@ -1,7 +1,8 @@
 // A worker's heartbeat and a schedule whose next due time cannot be computed (issue 43 finding 4):
 // the heartbeat pauses it with the reason, logs that once, and keeps firing the others.
 import assert from "node:assert/strict";
-import { compileFlow, Flow, getSchedule } from "../../mod.ts";
+import { Flow } from "../../mod.ts";
+import { compileFlow, getSchedule } from "../../src/admin/mod.ts";
 import { freshDatabase } from "../_db.ts";
 import { testWorker, uniqueSlug, waitUntil } from "./_helpers.ts";
 

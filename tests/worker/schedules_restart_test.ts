@@ -4,7 +4,8 @@
 // completes, and ticks keep coming after the restart. A private server (tests/worker/_private_server.ts),
 // because the restart would cut every other test's connections.
 import assert from "node:assert/strict";
-import { Flow, getScheduleTicks, schedule } from "../../mod.ts";
+import { Flow } from "../../mod.ts";
+import { getScheduleTicks, schedule } from "../../src/admin/mod.ts";
 import { testWorker, waitUntil } from "./_helpers.ts";
 import { startPrivateServer } from "./_private_server.ts";
 

@@ -46,7 +46,7 @@ Deno.test("startWorker checks its options before touching the database", async (
   const silent = postgres(database.url, { max: 1 });
 
   await assert.rejects(
-    startWorker(flow, {}),
+    startWorker(flow, { env: {} }),
     /give sql \(a postgres\.js client\) or connectionString/,
   );
   await assert.rejects(

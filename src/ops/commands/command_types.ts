@@ -13,6 +13,41 @@ export interface CliIo {
   readonly err: (line: string) => void;
 }
 
+/**
+ * `text` with every character a terminal would act on written as a `\uXXXX` escape: the C0
+ * controls but tab and newline, DEL and the C1 controls (`\x1b` becomes `\u001b`). What the CLI
+ * prints includes stored text anyone with write access to sluice's tables chose (cancel reasons,
+ * handler errors, schedule errors), and an escape sequence in it would otherwise drive the
+ * operator's terminal: clear the screen, retitle the window, write the clipboard (OSC 52).
+ *
+ * @example
+ * ```ts
+ * import { escapeControlCharacters } from "./command_types.ts";
+ * console.log(escapeControlCharacters("a\x1b[2Jb")); // a\u001b[2Jb
+ * ```
+ */
+export function escapeControlCharacters(text: string): string {
+  let escaped = "";
+  for (const character of text) {
+    const code = character.charCodeAt(0);
+    const control = (code < 0x20 && character !== "\n" && character !== "\t") ||
+      (code >= 0x7f && code <= 0x9f);
+    escaped += control ? `\\u${code.toString(16).padStart(4, "0")}` : character;
+  }
+  return escaped;
+}
+
+/**
+ * `io` with every line passed through {@linkcode escapeControlCharacters} on its way out: the one
+ * place the CLI's output is made safe for a terminal, whichever command prints it.
+ */
+export function terminalSafeIo(io: CliIo): CliIo {
+  return {
+    out: (line) => io.out(escapeControlCharacters(line)),
+    err: (line) => io.err(escapeControlCharacters(line)),
+  };
+}
+
 /** The name the ops commands use for {@linkcode CliIo}. */
 export type OpsIo = CliIo;
 

@@ -4,6 +4,7 @@
 -- As in migration 20261130001800, except that wait steps need no worker: they hold no task.
 CREATE OR REPLACE FUNCTION sluice.activate_alias(alias text, flow_slug text, expected_generation bigint, force boolean DEFAULT false, activated_by text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_alias text := activate_alias.alias;

@@ -4,6 +4,7 @@
 -- Archives messages on the queues they live on: queue_names[i] holds message_ids[i].
 CREATE OR REPLACE FUNCTION sluice.archive_messages(queue_names text[], message_ids bigint[]) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_queue text;
@@ -32,6 +33,7 @@ $$;
 -- queue did not hold.
 CREATE OR REPLACE FUNCTION sluice.archive_messages(queue_name text, message_ids bigint[]) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_queue text := lower(archive_messages.queue_name);

@@ -5,6 +5,7 @@
 -- attempt counts cannot overflow.
 CREATE OR REPLACE FUNCTION sluice.backoff_delay_seconds(base_delay integer, attempt integer) RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select least(
     sluice.max_retry_delay_seconds()::double precision,

@@ -5,6 +5,7 @@
 -- file URLs and absolute source paths replaced by "<file>". What the error says stays.
 CREATE OR REPLACE FUNCTION sluice.browser_error_message(message text) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select regexp_replace(
     regexp_replace(message, '\n[ \t]*at [^\n]*', '', 'g'),

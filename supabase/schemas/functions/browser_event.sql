@@ -4,6 +4,7 @@
 -- An event as a browser may see it: its error text through sluice.browser_error_message.
 CREATE OR REPLACE FUNCTION sluice.browser_event(event jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select case when jsonb_typeof(event -> 'errorMessage') = 'string'
     then jsonb_set(event, '{errorMessage}',

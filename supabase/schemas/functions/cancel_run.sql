@@ -15,6 +15,7 @@
 -- Lock order: see sluice.cancel_run_set (runs -> step_states -> step_tasks -> messages).
 CREATE OR REPLACE FUNCTION sluice.cancel_run(run_id uuid, reason text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_tasks integer;

@@ -14,6 +14,7 @@
 -- after the first one see every task its former holder created.
 CREATE OR REPLACE FUNCTION sluice.cancel_run_set(run_ids uuid[], reason text) RETURNS TABLE(cancelled_run_id uuid, cancelled_tasks integer)
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_runs uuid[];

@@ -9,6 +9,7 @@
 -- Lock order: see sluice.cancel_run_set; the batch's runs are locked in run_id order.
 CREATE OR REPLACE FUNCTION sluice.cancel_runs(flow_slug text, reason text DEFAULT NULL::text, started_via text DEFAULT NULL::text, started_before timestamp with time zone DEFAULT NULL::timestamp with time zone, batch_size integer DEFAULT 500) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_ids uuid[];

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.check_cancel_reason(reason text, what text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if reason is not null and char_length(reason) > sluice.max_cancel_reason_length() then

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.check_enum(value jsonb, allowed text[], what text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if value is not null and (jsonb_typeof(value) <> 'string' or not (value #>> '{}' = any (allowed)))

@@ -6,6 +6,7 @@
 -- The DSL refuses the same bound (MAX_TIMEOUT_SECONDS in src/dsl/_validate.ts).
 CREATE OR REPLACE FUNCTION sluice.check_timeout(value jsonb, what text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if value is not null and value <> 'null'::jsonb and value::text::numeric > 2147483 then

@@ -4,6 +4,7 @@
 -- Raises unless value is null or a whole number >= minimum.
 CREATE OR REPLACE FUNCTION sluice.check_whole_number(value jsonb, minimum integer, what text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if value is null or value = 'null'::jsonb then

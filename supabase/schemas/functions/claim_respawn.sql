@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.claim_respawn(function_name text, seen_invoked_at timestamp with time zone) RETURNS boolean
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   with claimed as (
     update sluice.worker_functions wf

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.clear_restart_pause(function_name text) RETURNS boolean
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   with cleared as (
     update sluice.worker_functions wf

@@ -4,6 +4,7 @@
 -- The flow's current compile_generation (see sluice.flows), which ensure_flow_compiled answers.
 CREATE OR REPLACE FUNCTION sluice.compile_generation(flow_slug text) RETURNS bigint
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select f.compile_generation from sluice.flows f where f.flow_slug = compile_generation.flow_slug
 $$;

@@ -4,6 +4,7 @@
 -- Marks a step completed with its aggregated output and releases its dependents.
 CREATE OR REPLACE FUNCTION sluice.complete_step(run_id uuid, flow_slug text, step_slug text, output jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_map_step text;

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.complete_task(run_id uuid, step_slug text, task_index integer, attempt integer, worker_id uuid, output jsonb) RETURNS text
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   -- PL/pgSQL, not SQL, so that the call is not parsed and planned again every time.

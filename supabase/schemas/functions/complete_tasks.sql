@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.complete_tasks(results jsonb) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 declare
   v_missing record;

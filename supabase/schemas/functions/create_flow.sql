@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.create_flow(definition jsonb, shape jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text := definition ->> 'flow_slug';

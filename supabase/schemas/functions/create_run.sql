@@ -9,6 +9,7 @@
 -- switch is counted once it commits instead of being missed. No other lock waits on it.
 CREATE OR REPLACE FUNCTION sluice.create_run(flow_slug text, started_via text, input jsonb, run_id uuid) RETURNS uuid
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text := create_run.flow_slug;

@@ -7,4 +7,5 @@
 -- the SQL side of src/dsl/limits.ts (tests/sql/limits_test.ts holds the two equal).
 CREATE OR REPLACE FUNCTION sluice.default_max_json_bytes() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 16 * 1024 * 1024 $$;

@@ -3,4 +3,5 @@
 
 CREATE OR REPLACE FUNCTION sluice.default_max_map_tasks() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 10000 $$;

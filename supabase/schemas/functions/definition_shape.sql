@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.definition_shape(definition jsonb) RETURNS jsonb
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select jsonb_build_object(
     'queue_mode', definition ->> 'queue_mode',

@@ -5,6 +5,7 @@
 -- function for the archive tables, so this is the one place sluice deletes from them directly.
 CREATE OR REPLACE FUNCTION sluice.delete_archived_messages(queue_names text[], message_ids bigint[]) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 declare
   v_queue text;

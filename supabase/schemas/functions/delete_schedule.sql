@@ -4,6 +4,7 @@
 -- Deletes a schedule and its tick history; the runs it started stay. Returns whether it existed.
 CREATE OR REPLACE FUNCTION sluice.delete_schedule(schedule_name text) RETURNS boolean
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   with deleted as (
     delete from sluice.schedules s where s.schedule_name = delete_schedule.schedule_name

@@ -9,6 +9,7 @@
 -- subquery is not inlined, so it would be planned again on every claim.
 CREATE OR REPLACE FUNCTION sluice.dependency_outputs(run_id uuid, flow_slug text, step_slug text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   return (

@@ -6,6 +6,7 @@
 -- (workers deprecated before are left as they are). Unknown names are rejected before any change.
 CREATE OR REPLACE FUNCTION sluice.deprecate_function_workers(function_names text[]) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_unknown text;

@@ -4,6 +4,7 @@
 -- The route of a step in a plain or step-queued flow; routed flows supply their own.
 CREATE OR REPLACE FUNCTION sluice.derive_queue_name(queue_mode text, flow_slug text, step_slug text, step_index integer) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select case queue_mode
     when 'flow' then lower(flow_slug)

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.drop_queue(flow_slug text, queue text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   perform pgmq.drop_queue(drop_queue.queue);

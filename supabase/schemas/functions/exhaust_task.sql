@@ -5,6 +5,7 @@
 -- step's when_exhausted decides between failing the run and skipping the step.
 CREATE OR REPLACE FUNCTION sluice.exhaust_task(run_id uuid, step_slug text, task_index integer, error_message text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_task sluice.step_tasks;

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.fail_run(run_id uuid, step_slug text, error_message text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   update sluice.runs r

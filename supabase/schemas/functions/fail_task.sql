@@ -5,6 +5,7 @@
 -- only (attempts_count - attempts_base), and so does the backoff.
 CREATE OR REPLACE FUNCTION sluice.fail_task(run_id uuid, step_slug text, task_index integer, attempt integer, worker_id uuid, error text, retry_delay_seconds double precision DEFAULT NULL::double precision) RETURNS text
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_task sluice.step_tasks;

@@ -9,6 +9,7 @@
 -- the plan for the session.
 CREATE OR REPLACE FUNCTION sluice.finish_run_if_done(run_id uuid) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   update sluice.runs r

@@ -4,6 +4,7 @@
 -- Returns whether the worker has been deprecated (it should then stop polling and drain).
 CREATE OR REPLACE FUNCTION sluice.heartbeat_worker(worker_id uuid) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_deprecated timestamptz;
@@ -28,6 +29,7 @@ $$;
 -- Takes no lock beyond the worker row's.
 CREATE OR REPLACE FUNCTION sluice.heartbeat_worker(worker_id uuid, tasks jsonb) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_result jsonb;

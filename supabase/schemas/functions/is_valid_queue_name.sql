@@ -7,6 +7,7 @@
 -- counted in characters (two-byte letters) could truncate to one table. queue_name.ts mirrors it.
 CREATE OR REPLACE FUNCTION sluice.is_valid_queue_name(queue_name text) RETURNS boolean
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
   select queue_name is not null
     and queue_name ~ '^[a-z0-9_]+$'

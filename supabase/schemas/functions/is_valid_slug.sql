@@ -6,6 +6,7 @@
 -- this is the authority.
 CREATE OR REPLACE FUNCTION sluice.is_valid_slug(slug text) RETURNS boolean
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
   select slug is not null
     and slug ~ '^[A-Za-z][A-Za-z0-9_]*$'

@@ -9,6 +9,7 @@
 -- queue names ascending.
 CREATE OR REPLACE FUNCTION sluice.lock_queue_names(shape jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_queue text;

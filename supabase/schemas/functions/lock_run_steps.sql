@@ -4,6 +4,7 @@
 CREATE OR REPLACE FUNCTION sluice.lock_run_steps(run_ids uuid[], step_slugs text[], skip_locked_runs boolean) RETURNS SETOF sluice.step_states
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_runs uuid[];

@@ -5,6 +5,7 @@
 -- overlapping keys cannot deadlock, also when two keys share a lock id).
 CREATE OR REPLACE FUNCTION sluice.lock_signal_keys(keys text[]) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_id bigint;

@@ -4,4 +4,5 @@
 -- The longest cancel reason stored.
 CREATE OR REPLACE FUNCTION sluice.max_cancel_reason_length() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 1000 $$;

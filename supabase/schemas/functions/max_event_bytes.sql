@@ -4,4 +4,5 @@
 -- NOTIFY refuses a payload of 8000 bytes or more.
 CREATE OR REPLACE FUNCTION sluice.max_event_bytes() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 7999 $$;

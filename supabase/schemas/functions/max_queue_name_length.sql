@@ -3,4 +3,5 @@
 
 CREATE OR REPLACE FUNCTION sluice.max_queue_name_length() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 47 $$;

@@ -4,4 +4,5 @@
 -- The retry delay a handler may select, and the cap on computed backoff: one day.
 CREATE OR REPLACE FUNCTION sluice.max_retry_delay_seconds() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 86400 $$;

@@ -4,4 +4,5 @@
 -- The longest signal key and signal id.
 CREATE OR REPLACE FUNCTION sluice.max_signal_key_length() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 1000 $$;

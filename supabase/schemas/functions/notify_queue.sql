@@ -6,4 +6,5 @@
 -- queue wakes its workers once.
 CREATE OR REPLACE FUNCTION sluice.notify_queue(queue_name text) RETURNS void
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select pg_notify('sluice_queue_ready', notify_queue.queue_name) $$;

@@ -5,6 +5,7 @@
 -- (false: it was paused already). Raises no_data_found for an unknown name.
 CREATE OR REPLACE FUNCTION sluice.pause_schedule(schedule_name text) RETURNS boolean
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_paused_at timestamptz;

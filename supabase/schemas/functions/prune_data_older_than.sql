@@ -1,10 +1,10 @@
--- sluice.prune_data_older_than, as the migrations create it (last defined in supabase/migrations/20261207000500_sluice_signals_schedules.sql).
+-- sluice.prune_data_older_than, as the migrations create it (last defined in supabase/migrations/20261207000600_sluice_prune_pinned.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
--- As in 20261130001200, and it prunes signals (sluice.prune_signals): `result` is {runs, workers,
--- signals}. A procedure that commits cannot have a SET clause (PostgreSQL refuses transaction
--- control in one), so instead of a pinned search_path every name here is schema-qualified,
--- pg_catalog's included.
+-- Deletes runs that finished more than `retention` ago, with their step states, tasks and
+-- archived messages, workers that stopped that long ago, and expired or long-consumed signals.
+-- One transaction per batch; CALLed outside a transaction block. No SET clause (COMMIT), so
+-- nothing here but calls of pinned sluice functions.
 CREATE OR REPLACE PROCEDURE sluice.prune_data_older_than(IN retention interval, IN batch_size integer DEFAULT 1000, INOUT result jsonb DEFAULT NULL::jsonb)
     LANGUAGE plpgsql
     AS $$
@@ -12,36 +12,14 @@ declare
   v_cutoff timestamptz;
   v_runs bigint := 0;
   v_batch integer;
-  v_workers integer;
-  v_signals integer;
 begin
-  if retention is null or retention < interval '0' then
-    raise exception 'Cannot prune: retention must be a non-negative interval, got %',
-      coalesce(retention::pg_catalog.text, 'null')
-      using errcode = 'invalid_parameter_value';
-  end if;
-  if batch_size is null or batch_size < 1 then
-    raise exception 'Cannot prune: batch_size must be a positive integer, got %',
-      coalesce(batch_size::pg_catalog.text, 'null')
-      using errcode = 'invalid_parameter_value';
-  end if;
-  -- Fixed once: now() moves with every batch's transaction.
-  v_cutoff := pg_catalog.now() operator(pg_catalog.-) retention;
-
+  v_cutoff := sluice.prune_cutoff(retention, batch_size);
   loop
     v_batch := sluice.prune_runs_batch(v_cutoff, batch_size);
     v_runs := v_runs + v_batch;
     commit;
     exit when v_batch < batch_size;
   end loop;
-
-  with pruned as (
-    delete from sluice.workers w where w.stopped_at operator(pg_catalog.<) v_cutoff returning 1
-  )
-  select pg_catalog.count(*) into v_workers from pruned;
-  v_signals := sluice.prune_signals(v_cutoff);
-
-  result := pg_catalog.jsonb_build_object('runs', v_runs, 'workers', v_workers,
-    'signals', v_signals);
+  result := sluice.finish_prune(v_cutoff, v_runs);
 end;
 $$;

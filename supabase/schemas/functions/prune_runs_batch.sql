@@ -4,6 +4,7 @@
 -- As in migration 20261130001200, with cancelled runs: they finished at cancelled_at.
 CREATE OR REPLACE FUNCTION sluice.prune_runs_batch(cutoff timestamp with time zone, batch_size integer) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_runs uuid[];

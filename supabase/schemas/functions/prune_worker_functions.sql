@@ -7,6 +7,7 @@
 -- Their stopped workers go with them. Returns the names deleted.
 CREATE OR REPLACE FUNCTION sluice.prune_worker_functions(idle_for interval) RETURNS text[]
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_names text[];

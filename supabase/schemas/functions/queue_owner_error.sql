@@ -9,6 +9,7 @@
 -- exists (the compat layer), is raised unchanged. `action` is "compile" or "delete".
 CREATE OR REPLACE FUNCTION sluice.queue_owner_error(action text, flow_slug text, queue text, cause text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_owner text;

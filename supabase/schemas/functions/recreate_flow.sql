@@ -6,6 +6,7 @@
 -- flow, generation and all, so its callers keep their name; the caller holds the flow lock.
 CREATE OR REPLACE FUNCTION sluice.recreate_flow(old_slug text, definition jsonb, shape jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_kept sluice.aliases[];

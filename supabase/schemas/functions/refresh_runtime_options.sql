@@ -7,6 +7,7 @@
 -- definition's options.
 CREATE OR REPLACE FUNCTION sluice.refresh_runtime_options(definition jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text := definition ->> 'flow_slug';

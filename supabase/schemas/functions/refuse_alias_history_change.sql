@@ -4,6 +4,7 @@
 -- History is evidence: a row, once written, stays as it was.
 CREATE OR REPLACE FUNCTION sluice.refuse_alias_history_change() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   raise exception 'Cannot % sluice.alias_history: the alias history is append-only', lower(tg_op)

@@ -4,6 +4,7 @@
 -- Raises on a routed definition, naming the flow; the definition is already validated.
 CREATE OR REPLACE FUNCTION sluice.refuse_routed(definition jsonb) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if definition ->> 'queue_mode' = 'routed' then

@@ -5,6 +5,7 @@
 -- flow's current one. A worker registered for an older compile is fenced (sluice.worker_fenced).
 CREATE OR REPLACE FUNCTION sluice.register_worker(worker_id uuid, function_name text, queue_name text, flow_slug text, step_slug text DEFAULT NULL::text, flow_generation bigint DEFAULT NULL::bigint) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if not exists (

@@ -6,6 +6,7 @@
 -- and the new one is sent to the same stored queue.
 CREATE OR REPLACE FUNCTION sluice.reject_task_identity_change() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if new.flow_slug is distinct from old.flow_slug

@@ -11,6 +11,7 @@
 -- many waits it released.
 CREATE OR REPLACE FUNCTION sluice.release_due_waits(batch_size integer DEFAULT 100) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run_ids uuid[];

@@ -5,6 +5,7 @@
 -- only (attempts_count - attempts_base).
 CREATE OR REPLACE FUNCTION sluice.requeue_stalled_tasks() RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_candidate record;

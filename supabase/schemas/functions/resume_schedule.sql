@@ -6,6 +6,7 @@
 -- whether it was paused (false: it was running already, and nothing changed).
 CREATE OR REPLACE FUNCTION sluice.resume_schedule(schedule_name text, next_due_at timestamp with time zone, following_due_at timestamp with time zone, resumed_at timestamp with time zone DEFAULT clock_timestamp()) RETURNS boolean
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_paused_at timestamptz;

@@ -24,6 +24,7 @@
 -- (new ones sent, the old ones' archived copies deleted): the global ladder.
 CREATE OR REPLACE FUNCTION sluice.retry_run(run_id uuid, force boolean DEFAULT false) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run sluice.runs;

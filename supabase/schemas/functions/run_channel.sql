@@ -5,4 +5,5 @@
 -- identifier (LISTEN needs no quoting).
 CREATE OR REPLACE FUNCTION sluice.run_channel(run_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 'sluice_run_' || replace(run_id::text, '-', '') $$;

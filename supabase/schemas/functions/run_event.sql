@@ -5,6 +5,7 @@
 -- run:retried says a failed or cancelled run goes on.
 CREATE OR REPLACE FUNCTION sluice.run_event(r sluice.runs, status text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   return case status

@@ -6,6 +6,7 @@
 -- step:waiting.
 CREATE OR REPLACE FUNCTION sluice.run_events(run_id uuid) RETURNS jsonb
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select jsonb_agg(e.event order by e.last, e.at, e.step_index, e.stage)
   from sluice.runs r

@@ -4,4 +4,5 @@
 -- The Supabase Realtime topic of a run.
 CREATE OR REPLACE FUNCTION sluice.run_topic(run_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 'sluice:run:' || run_id::text $$;

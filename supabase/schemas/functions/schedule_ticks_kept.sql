@@ -4,4 +4,5 @@
 -- How many of a schedule's latest fired ticks sluice.schedule_ticks keeps.
 CREATE OR REPLACE FUNCTION sluice.schedule_ticks_kept() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 1000 $$;

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.send_run_event(run_id uuid, event jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_omitted jsonb;

@@ -6,6 +6,7 @@
 -- is deferred to commit, which would put it after them).
 CREATE OR REPLACE FUNCTION sluice.send_run_status_event() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if tg_op = 'UPDATE' and new.status = 'started' then

@@ -6,6 +6,7 @@
 -- (or its start) is at least the flow's progress interval ago.
 CREATE OR REPLACE FUNCTION sluice.send_step_progress_event() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_events boolean;

@@ -5,6 +5,7 @@
 -- that never started) sends nothing: its step:started follows when it starts.
 CREATE OR REPLACE FUNCTION sluice.send_step_status_event() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if new.status = 'created' then

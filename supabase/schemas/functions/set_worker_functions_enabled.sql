@@ -6,6 +6,7 @@
 -- a later call restores exactly (false stays false).
 CREATE OR REPLACE FUNCTION sluice.set_worker_functions_enabled(settings jsonb) RETURNS TABLE(function_name text, was_tracked boolean, previous_enabled boolean, enabled boolean)
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 declare

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.shape_differences(stored jsonb, proposed jsonb) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_out text[] := '{}';

@@ -4,6 +4,7 @@
 -- As in migration 20261130000400, with waiting steps (a signal wait that timed out is skipped).
 CREATE OR REPLACE FUNCTION sluice.skip_steps(run_id uuid, flow_slug text, step_slug text, skip_reason text, cascade_dependents boolean) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_skipped text[];

@@ -6,4 +6,5 @@
 -- hides a duplicate's message until then; stalled recovery requeues (or exhausts) after it.
 CREATE OR REPLACE FUNCTION sluice.stall_margin_seconds() RETURNS integer
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select 30 $$;

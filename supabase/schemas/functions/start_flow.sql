@@ -5,6 +5,7 @@
 -- as a concrete slug. The run records the concrete slug and flow_ref.
 CREATE OR REPLACE FUNCTION sluice.start_flow(flow_ref text, input jsonb, run_id uuid DEFAULT NULL::uuid) RETURNS uuid
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text;

@@ -6,6 +6,7 @@
 -- reach an old version after its name was re-pointed.
 CREATE OR REPLACE FUNCTION sluice.start_flow_version(flow_slug text, input jsonb, run_id uuid DEFAULT NULL::uuid) RETURNS uuid
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if not exists (

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.start_ready_steps(run_id uuid) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run_input jsonb;

@@ -8,6 +8,7 @@
 CREATE OR REPLACE FUNCTION sluice.start_tasks(queue_name text, message_ids bigint[], worker_id uuid, supported jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 declare
   v_queue text := lower(start_tasks.queue_name);

@@ -4,6 +4,7 @@
 -- As in migration 20261130001700, with step:waiting (its key or due time).
 CREATE OR REPLACE FUNCTION sluice.step_event(ss sluice.step_states, status text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   return case status

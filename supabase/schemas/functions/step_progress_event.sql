@@ -4,6 +4,7 @@
 -- A step's task progress: done of total tasks, as of at.
 CREATE OR REPLACE FUNCTION sluice.step_progress_event(ss sluice.step_states, at timestamp with time zone) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   return jsonb_build_object('type', 'step:progress', 'runId', ss.run_id,

@@ -5,6 +5,7 @@
 -- zero-based index fallback, else the whole flow is rejected.
 CREATE OR REPLACE FUNCTION sluice.step_queue_name(flow_slug text, step_slug text, step_index integer) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_readable text := lower(flow_slug || '__' || step_slug);

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.stop_worker(worker_id uuid) RETURNS void
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   update sluice.workers w set stopped_at = coalesce(w.stopped_at, now())
   where w.worker_id = stop_worker.worker_id

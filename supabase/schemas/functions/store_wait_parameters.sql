@@ -9,6 +9,7 @@
 -- The caller holds the run's lock (sluice.complete_tasks).
 CREATE OR REPLACE FUNCTION sluice.store_wait_parameters(run_id uuid, flow_slug text, step_slug text, waits jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_wait record;

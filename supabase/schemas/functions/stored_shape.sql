@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.stored_shape(flow_slug text) RETURNS jsonb
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select jsonb_build_object(
     'queue_mode', f.queue_mode,

@@ -5,6 +5,7 @@
 -- 'skipped' or 'cancelled' and archives their messages on each task's own queue.
 CREATE OR REPLACE FUNCTION sluice.terminate_tasks(run_id uuid, step_slugs text[], new_status text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_queues text[];

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.track_worker_function(function_name text) RETURNS sluice.worker_functions
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   insert into sluice.worker_functions as wf (function_name)
   values (track_worker_function.function_name)

@@ -5,6 +5,7 @@
 -- run_id is not a uuid names no task, which is a class, not an error.
 CREATE OR REPLACE FUNCTION sluice.try_uuid(value text) RETURNS uuid
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   return value::uuid;

@@ -3,6 +3,7 @@
 
 CREATE OR REPLACE FUNCTION sluice.validate_definition(definition jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text := definition ->> 'flow_slug';

@@ -7,6 +7,7 @@
 -- them as shared, created when absent, and rejected otherwise.
 CREATE OR REPLACE FUNCTION sluice.validate_routes(definition jsonb, shape jsonb) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_flow text := definition ->> 'flow_slug';

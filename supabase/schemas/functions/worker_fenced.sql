@@ -7,6 +7,7 @@
 -- shape. A worker that registered without a flow is never fenced.
 CREATE OR REPLACE FUNCTION sluice.worker_fenced(worker_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select exists (
     select 1 from sluice.workers w

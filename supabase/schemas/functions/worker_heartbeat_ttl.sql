@@ -4,4 +4,5 @@
 -- A worker counts as alive while it has not stopped and its heartbeat is fresh.
 CREATE OR REPLACE FUNCTION sluice.worker_heartbeat_ttl() RETURNS interval
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select interval '30 seconds' $$;
