@@ -240,7 +240,7 @@ export class RecompileInFlightError extends Error {
       `Cannot recompile flow ${JSON.stringify(flowSlug)} in development: ${inFlightRuns} run(s) ` +
         `of it are in flight (${waitingSteps} step(s) waiting on a signal or a sleep), and a ` +
         `recompile deletes every run of the flow. Nothing was changed.\n${named}${more}` +
-        `Let them finish, cancel them (\`sluice ops runs cancel --flow ${flowSlug} --reason ...\`), ` +
+        `Let them finish, cancel them (\`sluice runs cancel --flow ${flowSlug} --reason TEXT\`), ` +
         `or delete them with \`sluice flows reset ${flowSlug} --force\`, then start again.`,
     );
     this.flowSlug = flowSlug;

@@ -9,7 +9,7 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import postgres from "../../src/db/postgres.ts";
 import { startWorker } from "../../src/worker/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
-import { latch, silentDatabase, testWorker, waitUntil } from "./_helpers.ts";
+import { latch, silentDatabase, testWorker } from "./_helpers.ts";
 import { scaled } from "../_support.ts";
 
 async function counts(db: TestDatabase) {
