@@ -28,6 +28,7 @@ export * from "./errors.ts";
 export {
   FlowShapeMismatchError,
   RecompileInFlightError,
+  SluiceNotInstalledError,
   type WaitingStep,
 } from "../deploy/errors.ts";
 export type { CompileEnvironment } from "../deploy/compile_types.ts";

@@ -14,6 +14,7 @@ import { routingOf, startRefOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { FlowNotFoundError, LimitExceededError } from "./errors.ts";
+import { notInstalledError } from "../deploy/not_installed.ts";
 
 /**
  * Options of {@linkcode startFlow}.
@@ -140,7 +141,7 @@ export async function startFlow(
     // no_data_found is what start_flow and start_flow_version raise for an unknown name.
     const code = (error as { code?: unknown }).code;
     if (code === "P0002") throw new FlowNotFoundError(flowRef, !concrete, { cause: error });
-    throw limitError(error);
+    throw limitError(notInstalledError(error, action));
   }
 }
 

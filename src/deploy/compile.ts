@@ -12,6 +12,7 @@ import { extractDefinition } from "../dsl/definition.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import type { CompileFlowOptions, CompileResult } from "./compile_types.ts";
 import { FlowShapeMismatchError, RecompileInFlightError } from "./errors.ts";
+import { notInstalledError } from "./not_installed.ts";
 
 /**
  * {@linkcode compileFlow}, also answering the flow's compile generation, which a worker registers
@@ -37,7 +38,9 @@ export async function compileFlowGeneration(
   const deadline = Date.now() + drainTimeoutMs;
 
   for (;;) {
-    const result = await ensureFlowCompiled(sql, body, environment);
+    const result = await ensureFlowCompiled(sql, body, environment).catch((error: unknown) => {
+      throw notInstalledError(error, `Cannot compile flow ${JSON.stringify(definition.flow_slug)}`);
+    });
     switch (result.outcome) {
       case "compiled":
       case "verified":

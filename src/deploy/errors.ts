@@ -250,3 +250,42 @@ export class RecompileInFlightError extends Error {
     this.differences = Object.freeze([...differences]);
   }
 }
+
+/**
+ * Thrown by `startFlow()`, `compileFlow()`, `startWorker()` and `sluice dev` when the database has
+ * no sluice schema: its migrations were never applied. The message names the fix in one line.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, SluiceNotInstalledError, startFlow } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await startFlow(sql, "refund_order", { orderId: 7 });
+ * } catch (error) {
+ *   if (error instanceof SluiceNotInstalledError) console.error(error.message);
+ * }
+ * ```
+ */
+export class SluiceNotInstalledError extends Error {
+  /** Always `"SluiceNotInstalledError"`. */
+  override name = "SluiceNotInstalledError";
+  /** What was refused, e.g. `Cannot start flow "orders"`. */
+  readonly action: string;
+
+  /**
+   * Creates the error; the message says how to install sluice.
+   *
+   * @param action What was refused, e.g. `Cannot start flow "orders"`.
+   * @param options The database error, as `cause`.
+   */
+  constructor(action: string, options?: ErrorOptions) {
+    super(
+      `${action}: sluice is not installed in this database (schema "sluice" does not exist); ` +
+        "apply its migrations with `deno task sluice migrate` (or `supabase migration up` after " +
+        "`deno task sluice install`)",
+      options,
+    );
+    this.action = action;
+  }
+}
