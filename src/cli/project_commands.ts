@@ -86,7 +86,8 @@ export const devCliCommand: LocalCommand = {
   summary: "run every worker function here against DATABASE_URL (else an embedded database)",
   description:
     "Runs every worker function of the flows module in this one process, in development mode\n" +
-    "(a changed flow shape recompiles once the old workers have drained), printing each\n" +
+    "(a changed flow shape recompiles once the old workers have drained, deleting the flow's\n" +
+    "finished runs; while runs of it are in flight it refuses, naming them), printing each\n" +
     "function's log lines prefixed with its name. Ctrl-C stops every worker gracefully.\n" +
     "Without DATABASE_URL (or with SLUICE_EMBEDDED=1) the workers run on an embedded PGlite\n" +
     "database in this process, migrated, kept in SLUICE_EMBEDDED_DIR when that is set.",

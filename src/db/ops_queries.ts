@@ -268,3 +268,14 @@ export async function archiveMessages(
   `;
   return result;
 }
+
+/** Every compiled flow's slug, with every alias name when `aliases`, in name order. */
+export async function listFlowNames(sql: Sql, aliases: boolean): Promise<string[]> {
+  const rows = await sql<{ name: string }[]>`
+    select f.flow_slug as name from sluice.flows f
+    union
+    select a.alias from sluice.aliases a where ${aliases}
+    order by name
+  `;
+  return rows.map((row) => row.name);
+}

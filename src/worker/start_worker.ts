@@ -231,6 +231,7 @@ export async function launchWorker(
       flow_slug: target.flowSlug,
       step_slug: target.stepSlug,
       compile_outcome: compiled.outcome,
+      ...(compiled.outcome === "recompiled" ? { deleted_runs: compiled.deletedRuns } : {}),
       max_concurrent: settings.maxConcurrent,
       batch_size: settings.batchSize,
       wake_up: listener === null ? "long_poll" : listener.wakeUp,
