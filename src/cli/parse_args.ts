@@ -1,8 +1,8 @@
 // Reading the command line against the registry: which command the arguments name, its
 // arguments, and the closest name to one that names none.
 
-import type { CommandArgs, CommandSpec } from "../ops/commands/command_types.ts";
-import { editDistance } from "../ops/flow_names.ts";
+import type { CommandArgs, CommandSpec } from "./commands/command_types.ts";
+import { editDistance } from "./commands/flow_names.ts";
 
 const words = (command: CommandSpec) => command.name.split(" ");
 

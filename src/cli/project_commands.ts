@@ -1,7 +1,7 @@
 // The registry's entries for the commands that set a project up and run it locally: `install`,
 // `migrate`, `functions generate` and `dev`. Their bodies live beside this file.
 
-import { optionString } from "../ops/commands/command_types.ts";
+import { optionString } from "./commands/command_types.ts";
 import type { LocalCommand } from "./command.ts";
 import { devCommand } from "./dev.ts";
 import { functionsGenerate } from "./functions_generate.ts";

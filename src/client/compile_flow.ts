@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { compileFlowGeneration } from "../deploy/compile.ts";
 

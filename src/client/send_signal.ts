@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Queryable } from "../db/postgres.ts";
+import type { Queryable } from "../db/driver/postgres.ts";
 import { sendSignalRow } from "../db/client_queries.ts";
 import { toJsonText } from "../dsl/json_text.ts";
 import { DEFAULT_MAX_JSON_BYTES } from "../dsl/limits.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { cancelRun } from "../client/cancel_run.ts";
 import { RunNotFoundError, RunWorkersMissingError } from "../client/errors.ts";
 import { retryRun } from "../client/retry_run.ts";

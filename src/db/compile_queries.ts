@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { Sql } from "./driver/postgres.ts";
 
 /** What `sluice.ensure_flow_compiled` answered (docs/internals/contracts.md §3). */
 export interface CompileOutcomeRow {

@@ -4,11 +4,11 @@
  * @module
  */
 
-import { driverSocketFactory, type DriverTls } from "./driver_socket.ts";
-import postgres, { type Sql } from "./postgres.ts";
-import { closeGateOnEnd, noDriverBackoff } from "./reconnect.ts";
+import { driverSocketFactory, type DriverTls } from "./driver/driver_socket.ts";
+import postgres, { type Sql } from "./driver/postgres.ts";
+import { closeGateOnEnd, noDriverBackoff } from "./driver/reconnect.ts";
 
-export { TlsUpgradeError, type TlsUpgradeFailure } from "./driver_socket.ts";
+export { TlsUpgradeError, type TlsUpgradeFailure } from "./driver/driver_socket.ts";
 
 /**
  * Options of {@linkcode connect}.

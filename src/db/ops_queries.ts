@@ -1,11 +1,11 @@
 /**
- * Every SQL statement of the operator CLI (`src/ops/commands/`), one function each: the monitoring
+ * Every SQL statement of the operator CLI (`src/cli/commands/`), one function each: the monitoring
  * views it lists and the maintenance functions it calls (docs/ops.md).
  *
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { Sql } from "./driver/postgres.ts";
 
 /** One row of `sluice.route_coverage`. */
 export interface CoverageRow extends Record<string, unknown> {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { Sql } from "./driver/postgres.ts";
 import {
   inline,
   integer,

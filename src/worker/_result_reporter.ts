@@ -24,7 +24,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { MAX_TASK_ERROR_LENGTH } from "./_errors.ts";
 import { describeError, truncate } from "./describe_error.ts";
 import {

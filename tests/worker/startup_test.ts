@@ -6,7 +6,7 @@ import { FlowShapeMismatchError, RecompileInFlightError } from "../../src/deploy
 import { compileFlow } from "../../src/client/compile_flow.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
-import postgres from "../../src/db/postgres.ts";
+import postgres from "../../src/db/driver/postgres.ts";
 import { startWorker } from "../../src/worker/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { latch, silentDatabase, testWorker } from "./_helpers.ts";

@@ -5,8 +5,8 @@
  * @module
  */
 
-import { listFlowNames } from "../db/ops_queries.ts";
-import type { Sql } from "../db/postgres.ts";
+import { listFlowNames } from "../../db/ops_queries.ts";
+import type { Sql } from "../../db/driver/postgres.ts";
 
 /**
  * Levenshtein distance: insertions, deletions and substitutions from `a` to `b`.

@@ -7,7 +7,7 @@
 
 import { FlowNotFoundError } from "../../client/errors.ts";
 import { schedule, scheduleFlowVersion } from "../../client/schedules.ts";
-import { unknownFlowHint } from "../flow_names.ts";
+import { unknownFlowHint } from "./flow_names.ts";
 import { InvalidCronError, InvalidTimezoneError } from "../../dsl/schedule_times.ts";
 import type { Json } from "../../dsl/json.ts";
 import { type OpsCommand, optionString } from "./command_types.ts";

@@ -6,7 +6,7 @@
  */
 
 import { listRuns } from "../../db/ops_queries.ts";
-import { unknownFlowHint } from "../flow_names.ts";
+import { unknownFlowHint } from "./flow_names.ts";
 import { firstLine, type OpsCommand, optionString, printListing } from "./command_types.ts";
 import { formatDuration, formatIsoTime } from "../../dashboard/format.ts";
 
