@@ -343,7 +343,7 @@ const RUNNERS = {
       await run(Deno.execPath(), tree, [
         "eval",
         `import postgres from "postgres";
-import { installPgmq } from "./src/migrations/install_pgmq.ts";
+import { installPgmq } from "./src/ops/install_pgmq.ts";
 const sql = postgres(Deno.env.get("DATABASE_URL"), { onnotice: () => {} });
 await installPgmq(sql);
 await sql.end();`,
