@@ -37,13 +37,15 @@ async function listenToRun(db: TestDatabase, runId: string): Promise<Event[]> {
 }
 
 /**
- * What NOTIFY carries of an event: ids, states and counts, its output and error message left out
- * and named under "omitted" (a LISTEN needs no privilege).
+ * What NOTIFY carries of an event: ids, states, times and counts; its output, error message, wait
+ * key, cancel reason and roles left out and named under "omitted" (a LISTEN needs no privilege).
  */
 function notifiedForm(event: Event): Event {
-  const { output: _output, errorMessage: _errorMessage, ...rest } = event;
-  const omitted = ["output", "errorMessage"].filter((field) => field in event);
-  return omitted.length === 0 ? rest as Event : { ...rest, omitted } as Event;
+  const left = ["output", "errorMessage", "key", "reason", "cancelledBy", "retriedBy"]
+    .filter((field) => field in event && (field !== "reason" || event.type === "run:cancelled"));
+  const rest: Record<string, unknown> = { ...event };
+  for (const field of left) delete rest[field];
+  return (left.length === 0 ? rest : { ...rest, omitted: left }) as Event;
 }
 
 /** Claims the visible tasks of a queue and completes each with `output`, one per transaction. */
