@@ -2,14 +2,12 @@
 // and replayed: step:waiting with the wait's key and due time, then the wait's release; over
 // NOTIFY, which any role may LISTEN to, without the key or a cancel's reason and role.
 import assert from "node:assert/strict";
-import postgres from "postgres";
 import { Flow, type RunEvent, sendSignal, signalPayload } from "../../mod.ts";
 import { cancelRun } from "../../src/client/cancel_run.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { watchRun } from "../../src/client/watch_run.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
-import { runChannel } from "../../src/events/run_event.ts";
-import { ensureRole, type Event, withoutAt } from "../_run_events.ts";
+import { type Event, listenAs, withoutAt } from "../_run_events.ts";
 import { within } from "../_support.ts";
 import { testWorker, uniqueSlug, waitUntil } from "../worker/_helpers.ts";
 
@@ -141,55 +139,42 @@ Deno.test("NOTIFY leaves out a wait's key, a cancel's reason and who cancelled o
   await using db = await freshDatabase();
   const flow = approvalFlow();
   await using _worker = await testWorker(flow, db);
-  await ensureRole(db.sql, "sluice_test_listener");
   const runId = crypto.randomUUID();
-  const payloads: string[] = [];
   // A role with no privilege on sluice: LISTEN needs none.
-  const listener = postgres(
-    db.url,
-    {
-      max: 1,
-      onnotice: () => {},
-      onnotify: (_channel: string, payload: string) => payloads.push(payload),
-    } as unknown as postgres.Options<Record<string, never>>,
-  );
-  try {
-    await listener.unsafe(`set role sluice_test_listener; listen ${runChannel(runId)}`);
-    await db.sql`
+  await using listener = await listenAs(db.sql, db.url, "sluice_test_listener", runId);
+  const { payloads } = listener;
+  await db.sql`
       select sluice.start_flow(${flow.slug}, '{"id": "secret-id"}'::jsonb, ${runId})`;
-    const live = watch(db, runId);
-    await waitUntil(
-      () => live.events.some((event) => event.type === "step:waiting"),
-      "step:waiting while the step waits",
-    );
-    await cancelRun(db.sql, runId, { reason: "secret-reason" });
-    await within(live.done, "the run's terminal event", 5_000);
-    await waitUntil(
-      () => payloads.some((p) => JSON.parse(p).type === "run:cancelled"),
-      "run:cancelled over NOTIFY",
-    );
+  const live = watch(db, runId);
+  await waitUntil(
+    () => live.events.some((event) => event.type === "step:waiting"),
+    "step:waiting while the step waits",
+  );
+  await cancelRun(db.sql, runId, { reason: "secret-reason" });
+  await within(live.done, "the run's terminal event", 5_000);
+  await waitUntil(
+    () => payloads.some((p) => JSON.parse(p).type === "run:cancelled"),
+    "run:cancelled over NOTIFY",
+  );
 
-    for (const payload of payloads) {
-      assert.ok(!payload.includes("secret"), `NOTIFY payload ${payload} carries a secret`);
-    }
-    const notified = payloads.map((p) => JSON.parse(p));
-    assert.deepEqual(
-      notified.find((e) => e.type === "step:waiting").omitted,
-      ["key"],
-    );
-    assert.deepEqual(
-      notified.find((e) => e.type === "run:cancelled").omitted,
-      ["reason", "cancelledBy"],
-    );
-    const waiting = live.events.find((event) => event.type === "step:waiting");
-    assert.ok(waiting?.type === "step:waiting");
-    assert.equal(waiting.key, "approval:secret-id");
-    assert.equal("omitted" in waiting, false);
-    const cancelled = live.events.at(-1)!;
-    assert.ok(cancelled.type === "run:cancelled");
-    assert.equal(cancelled.reason, "secret-reason");
-    assert.equal(typeof cancelled.cancelledBy, "string");
-  } finally {
-    await listener.end();
+  for (const payload of payloads) {
+    assert.ok(!payload.includes("secret"), `NOTIFY payload ${payload} carries a secret`);
   }
+  const notified = payloads.map((p) => JSON.parse(p));
+  assert.deepEqual(
+    notified.find((e) => e.type === "step:waiting").omitted,
+    ["key"],
+  );
+  assert.deepEqual(
+    notified.find((e) => e.type === "run:cancelled").omitted,
+    ["reason", "cancelledBy"],
+  );
+  const waiting = live.events.find((event) => event.type === "step:waiting");
+  assert.ok(waiting?.type === "step:waiting");
+  assert.equal(waiting.key, "approval:secret-id");
+  assert.equal("omitted" in waiting, false);
+  const cancelled = live.events.at(-1)!;
+  assert.ok(cancelled.type === "run:cancelled");
+  assert.equal(cancelled.reason, "secret-reason");
+  assert.equal(typeof cancelled.cancelledBy, "string");
 });
