@@ -30,10 +30,8 @@ export interface Mutant {
 }
 
 const RUN_CONTROL = "supabase/migrations/20261202000100_sluice_run_control.sql";
-const WAITS = "supabase/migrations/20261202000300_sluice_waits.sql";
 const WORKERS = "supabase/migrations/20261130000300_sluice_workers.sql";
 const QUEUE_NAMES = "supabase/migrations/20261130001000_sluice_queue_names.sql";
-const START_FLOW = "supabase/migrations/20261130000500_sluice_start_flow.sql";
 const RETRY_POLICY = "supabase/migrations/20261130000350_sluice_retry_policy.sql";
 const SERVER_COST = "supabase/migrations/20261202000400_sluice_server_cost.sql";
 const SIGNALS_SCHEDULES = "supabase/migrations/20261207000500_sluice_signals_schedules.sql";
