@@ -156,20 +156,22 @@ export class Page {
   async goto(url: string): Promise<number> {
     // The load of this navigation's document, by its loader: the previous page's load event can
     // still be on its way (a click's navigation that a test saw commit but not finish loading).
-    let loaderId: unknown;
+    const expected: { loaderId?: unknown } = {};
     const loaded = this.#connection.next(
       "Page.lifecycleEvent",
       this.#sessionId,
-      (params) => params.name === "load" && loaderId !== undefined && params.loaderId === loaderId,
+      (params) =>
+        params.name === "load" && expected.loaderId !== undefined &&
+        params.loaderId === expected.loaderId,
     );
     const started = performance.now();
     const result = await this.#send("Page.navigate", { url });
     if (typeof result.errorText === "string") {
       throw new DevToolsError("Page.navigate", `${url}: ${result.errorText}`);
     }
-    loaderId = result.loaderId;
+    expected.loaderId = result.loaderId;
     // A same-document navigation (a fragment) has no loader and no load of its own.
-    if (typeof loaderId === "string") await loaded;
+    if (typeof expected.loaderId === "string") await loaded;
     return performance.now() - started;
   }
 
