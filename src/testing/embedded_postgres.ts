@@ -26,6 +26,18 @@ export interface StartEmbeddedPostgresOptions {
    * database lives in memory and is gone on `stop()`.
    */
   dataDir?: string;
+  /**
+   * The TCP port on 127.0.0.1 to listen on.
+   *
+   * @default {0} (a free port)
+   */
+  port?: number;
+  /**
+   * A data directory dump (from {@linkcode EmbeddedPostgres.dumpDataDir}) to start from, for a
+   * new database: copying a migrated one is much faster than migrating again. Ignored when
+   * `dataDir` already holds a database.
+   */
+  loadDataDir?: Blob;
 }
 
 /** A running embedded database. Dispose it (or call `stop()`) to close it. */
@@ -36,6 +48,8 @@ export interface EmbeddedPostgres extends AsyncDisposable {
   port: number;
   /** The data directory, or `null` for an in-memory database. */
   dataDir: string | null;
+  /** The whole data directory as an uncompressed tarball, for `loadDataDir`. */
+  dumpDataDir(): Promise<Blob>;
   /** Closes the socket server and the database (flushing a data directory). Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -57,9 +71,25 @@ export async function startEmbeddedPostgres(
   options: StartEmbeddedPostgresOptions = {},
 ): Promise<EmbeddedPostgres> {
   const dataDir = options.dataDir ?? null;
+  const port = options.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(`Cannot start the embedded database: port ${port} is not 0..65535`);
+  }
   if (dataDir !== null) await Deno.mkdir(dataDir, { recursive: true });
-  const db = await PGlite.create(dataDir ?? undefined);
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const existing = dataDir !== null && await exists(`${dataDir}/PG_VERSION`);
+  const load = existing ? undefined : options.loadDataDir;
+  // Listening first: a taken port fails before the database is opened.
+  const listener = listen(port);
+  let db: PGlite;
+  try {
+    db = await PGlite.create({
+      ...(dataDir === null ? {} : { dataDir }),
+      ...(load === undefined ? {} : { loadDataDir: load }),
+    });
+  } catch (error) {
+    listener.close();
+    throw error;
+  }
   const session = new SessionLock();
   const connections = new Set<Deno.Conn>();
   const channels = new Channels();
@@ -74,7 +104,6 @@ export async function startEmbeddedPostgres(
     }
     await Promise.allSettled(served);
   })();
-  const port = listener.addr.port;
   let stopping: Promise<void> | undefined;
   const stop = () =>
     stopping ??= (async () => {
@@ -84,12 +113,48 @@ export async function startEmbeddedPostgres(
       await db.close();
     })();
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    port,
+    url: `postgres://postgres@127.0.0.1:${listener.addr.port}/postgres`,
+    port: listener.addr.port,
     dataDir,
+    dumpDataDir: () => db.dumpDataDir("none"),
     stop,
     [Symbol.asyncDispose]: stop,
   };
+}
+
+/** Thrown when the embedded database's port is taken. */
+export class EmbeddedPortInUseError extends Error {
+  /** The port asked for. */
+  port: number;
+
+  /** @param port The port asked for. */
+  constructor(port: number) {
+    super(
+      `Cannot start the embedded database: port ${port} on 127.0.0.1 is in use; ` +
+        "choose another port, or 0 for a free one",
+    );
+    this.name = "EmbeddedPortInUseError";
+    this.port = port;
+  }
+}
+
+function listen(port: number): Deno.TcpListener {
+  try {
+    return Deno.listen({ hostname: "127.0.0.1", port });
+  } catch (error) {
+    if (error instanceof Deno.errors.AddrInUse) throw new EmbeddedPortInUseError(port);
+    throw error;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
 }
 
 /**
