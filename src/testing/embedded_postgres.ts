@@ -19,6 +19,12 @@
 // deno-lint-ignore no-import-prefix
 import { PGlite } from "npm:@electric-sql/pglite@0.5.17";
 
+/**
+ * The PGlite version imported above (a test holds the two equal): it names the migrated snapshot,
+ * since another version may not read its files.
+ */
+export const PGLITE_VERSION = "0.5.17";
+
 /** Options of {@linkcode startEmbeddedPostgres}. */
 export interface StartEmbeddedPostgresOptions {
   /**
