@@ -99,13 +99,17 @@ export async function startEmbeddedPostgres(
   const session = new SessionLock();
   const connections = new Set<Deno.Conn>();
   const channels = new Channels();
+  const clients = new Map<number, Client>();
   const serving = (async () => {
     const served: Promise<void>[] = [];
     for await (const conn of listener) {
       connections.add(conn);
-      const client = new Client(conn);
+      const client = new Client(conn, clients);
       served.push(
-        serveConnection({ db, session, channels }, client).finally(() => connections.delete(conn)),
+        serveConnection({ db, session, channels, clients }, client).finally(() => {
+          connections.delete(conn);
+          clients.delete(client.pid);
+        }),
       );
     }
     await Promise.allSettled(served);
@@ -169,16 +173,28 @@ async function exists(path: string): Promise<boolean> {
  */
 class SessionLock {
   #owner: Deno.Conn | null = null;
-  #waiters: { conn: Deno.Conn; resolve: () => void }[] = [];
+  #waiters: { conn: Deno.Conn; resolve: () => void; reject: (error: Error) => void }[] = [];
 
-  /** Resolves once `conn` holds the session (at once when it already does). */
+  /**
+   * Resolves once `conn` holds the session (at once when it already does); rejects with
+   * {@linkcode CancelledWait} when {@linkcode cancel} takes `conn` out of the queue first.
+   */
   acquire(conn: Deno.Conn): Promise<void> {
     if (this.#owner === conn) return Promise.resolve();
     if (this.#owner === null) {
       this.#owner = conn;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.#waiters.push({ conn, resolve }));
+    return new Promise((resolve, reject) => this.#waiters.push({ conn, resolve, reject }));
+  }
+
+  /** Takes `conn` out of the queue, failing its wait; whether it was waiting. */
+  cancel(conn: Deno.Conn): boolean {
+    const index = this.#waiters.findIndex((waiter) => waiter.conn === conn);
+    if (index === -1) return false;
+    const [waiter] = this.#waiters.splice(index, 1);
+    waiter.reject(new CancelledWait());
+    return true;
   }
 
   /** Hands the session to the next waiter, if `conn` holds it. */
@@ -195,6 +211,14 @@ class SessionLock {
   }
 }
 
+/** A wait for the session that a CancelRequest ended. */
+class CancelledWait extends Error {
+  constructor() {
+    super("canceling statement due to user request");
+    this.name = "CancelledWait";
+  }
+}
+
 const SSL_REQUEST = 80877103;
 const GSS_REQUEST = 80877104;
 const CANCEL_REQUEST = 80877102;
@@ -204,16 +228,31 @@ const EXCHANGE_END = new Set(["S".charCodeAt(0), "Q".charCodeAt(0)]);
 const FLUSH = "H".charCodeAt(0);
 const TERMINATE = "X".charCodeAt(0);
 
-/** What every connection shares: the database, who holds its session, who listens where. */
+/**
+ * What every connection shares: the database, who holds its session, who listens where, and the
+ * connections by the process id their BackendKeyData gave them.
+ */
 interface Shared {
   db: PGlite;
   session: SessionLock;
   channels: Channels;
+  clients: Map<number, Client>;
 }
 
 /** One client connection, whose writes (replies and notifications) go out one at a time. */
 class Client {
   readonly conn: Deno.Conn;
+  /**
+   * Its own BackendKeyData (PGlite's one session has one), so that a CancelRequest names it: a
+   * process id unique among the open connections and a random secret.
+   */
+  readonly pid: number;
+  readonly secret: number = crypto.getRandomValues(new Int32Array(1))[0];
+  /**
+   * Set when a cancelled wait answered an extended-protocol exchange with an error: as
+   * PostgreSQL does after an error, its messages are dropped up to its Sync.
+   */
+  skippingToSync = false;
   #writing: Promise<void> = Promise.resolve();
 
   /** LISTEN/UNLISTEN statements of the connection's prepared statements, by name. */
@@ -221,8 +260,12 @@ class Client {
   /** LISTEN/UNLISTEN statements sent since the last end of an exchange. */
   #sent: ListenStatement[] = [];
 
-  constructor(conn: Deno.Conn) {
+  constructor(conn: Deno.Conn, clients: Map<number, Client>) {
     this.conn = conn;
+    let pid = 1 + Math.floor(Math.random() * 0x7ffffffe);
+    while (clients.has(pid)) pid = 1 + (pid % 0x7ffffffe);
+    this.pid = pid;
+    clients.set(pid, this);
   }
 
   /** Notes the LISTEN and UNLISTEN statements `message` runs or prepares. */
@@ -320,7 +363,10 @@ async function serveConnection(shared: Shared, client: Client): Promise<void> {
             await client.write(new TextEncoder().encode("N"));
             continue;
           }
-          if (code === CANCEL_REQUEST) return;
+          if (code === CANCEL_REQUEST) {
+            if (message.length === 16) cancel(shared, view.getInt32(8), view.getInt32(12));
+            return;
+          }
           started = true;
           await exchange(shared, client, [message], true);
           continue;
@@ -331,6 +377,12 @@ async function serveConnection(shared: Shared, client: Client): Promise<void> {
         const message = buffer.slice(0, length);
         buffer = buffer.slice(length);
         if (message[0] === TERMINATE) return;
+        if (client.skippingToSync) {
+          if (message[0] !== SYNC) continue;
+          client.skippingToSync = false;
+          await client.write(readyForQuery("I"));
+          continue;
+        }
         pending.push(message);
         if (EXCHANGE_END.has(message[0]) || message[0] === FLUSH) {
           await exchange(shared, client, pending.splice(0), message[0] !== FLUSH);
@@ -339,9 +391,10 @@ async function serveConnection(shared: Shared, client: Client): Promise<void> {
     }
   } finally {
     const forgotten = channels.remove(client);
-    // A client gone mid-transaction must not keep the session; the session stops listening
-    // where it was the last listener.
-    if (session.holds(conn) && db.isInTransaction()) await db.exec("rollback").catch(() => {});
+    // A client gone while it holds the session (mid-exchange or mid-transaction) must leave it
+    // as a new connection finds one: see abandon().
+    if (session.holds(conn)) await abandon(db);
+    // The session stops listening where the client was the last listener.
     if (forgotten.length > 0) {
       await session.acquire(conn);
       const unused = forgotten.filter((channel) => !channels.listened(channel));
@@ -357,8 +410,51 @@ async function serveConnection(shared: Shared, client: Client): Promise<void> {
 }
 
 /**
+ * Ends what a client that went away left on the session, as PostgreSQL does when a backend's
+ * client disconnects: whatever it ran since its last Sync is rolled back, and so is its open
+ * transaction. A Parse that cannot succeed puts the session in the error state (which an error
+ * the client already caused has done anyway: it then skips messages, a `rollback` included, up to
+ * a Sync); the Sync ends that, rolling back an implicit transaction; the `rollback` ends an
+ * explicit one, now failed. Without this, a client killed between an ErrorResponse and its Sync
+ * left every later client's statements skipped, for good.
+ */
+async function abandon(db: PGlite): Promise<void> {
+  const fail = wireMessage(
+    "P",
+    concat([
+      new Uint8Array(1),
+      new TextEncoder().encode("-- the client went away\n!\0"),
+      new Uint8Array(2),
+    ]),
+  );
+  try {
+    await db.runExclusive(() =>
+      db.execProtocolRawStream(concat([fail, wireMessage("S", new Uint8Array(0))]), {
+        onRawData: () => {},
+      })
+    );
+    if (db.isInTransaction()) await db.exec("rollback");
+  } catch {
+    // Nothing more to end.
+  }
+}
+
+/**
+ * A CancelRequest for connection `pid`: with its secret, a wait of that connection for the session
+ * ends in an error. A statement PGlite is running cannot be interrupted (it runs on this process's
+ * thread, which is why the request is only read once it is done); as in PostgreSQL, a request that
+ * finds nothing to cancel does nothing.
+ */
+function cancel(shared: Shared, pid: number, secret: number): void {
+  const client = shared.clients.get(pid);
+  if (client === undefined || client.secret !== secret) return;
+  shared.session.cancel(client.conn);
+}
+
+/**
  * Runs messages on the session and relays the replies; the session is released when they `end`
- * an exchange outside a transaction. Notifications in the replies go to their listeners.
+ * an exchange outside a transaction. Notifications in the replies go to their listeners; the
+ * BackendKeyData of a startup is the client's own.
  */
 async function exchange(
   shared: Shared,
@@ -368,7 +464,19 @@ async function exchange(
 ): Promise<void> {
   const { db, session, channels } = shared;
   const conn = client.conn;
-  await session.acquire(conn);
+  try {
+    await session.acquire(conn);
+  } catch (error) {
+    if (!(error instanceof CancelledWait)) throw error;
+    // Nothing of the exchange ran; a waiting client holds no transaction, so it is idle after it.
+    const failure = errorResponse("57014", error.message);
+    if (end) await client.write(concat([failure, readyForQuery("I")]));
+    else {
+      client.skippingToSync = true;
+      await client.write(failure);
+    }
+    return;
+  }
   const raw: Uint8Array[] = [];
   for (const message of messages) client.track(message);
   const notifications: Uint8Array[] = [];
@@ -404,7 +512,13 @@ async function exchange(
   const replies: Uint8Array[] = [];
   for (const message of splitMessages(concat(raw))) {
     if (message[0] === NOTIFICATION_RESPONSE) notifications.push(message);
-    else replies.push(message);
+    else if (message[0] === BACKEND_KEY_DATA && message.length === 13) {
+      const own = message.slice();
+      const view = new DataView(own.buffer);
+      view.setInt32(5, client.pid);
+      view.setInt32(9, client.secret);
+      replies.push(own);
+    } else replies.push(message);
   }
   await client.write(concat(replies));
   for (const notification of notifications) {
@@ -414,6 +528,29 @@ async function exchange(
 }
 
 const NOTIFICATION_RESPONSE = "A".charCodeAt(0);
+const BACKEND_KEY_DATA = "K".charCodeAt(0);
+const SYNC = "S".charCodeAt(0);
+
+/** A wire-protocol message (either direction) of type `type` with `body`. */
+function wireMessage(type: string, body: Uint8Array): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(5 + body.length);
+  out[0] = type.charCodeAt(0);
+  new DataView(out.buffer).setInt32(1, 4 + body.length);
+  out.set(body, 5);
+  return out;
+}
+
+/** A ReadyForQuery with transaction status `status`. */
+function readyForQuery(status: "I"): Uint8Array<ArrayBuffer> {
+  return wireMessage("Z", new TextEncoder().encode(status));
+}
+
+/** An ErrorResponse of severity ERROR. */
+function errorResponse(code: string, message: string): Uint8Array<ArrayBuffer> {
+  const fields = ["SERROR", "VERROR", `C${code}`, `M${message}`]
+    .map((field) => `${field}\0`).join("");
+  return wireMessage("E", new TextEncoder().encode(`${fields}\0`));
+}
 const QUERY = "Q".charCodeAt(0);
 const PARSE = "P".charCodeAt(0);
 const BIND = "B".charCodeAt(0);
