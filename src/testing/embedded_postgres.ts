@@ -18,6 +18,7 @@
 // without an import map entry of its own.
 // deno-lint-ignore no-import-prefix
 import { PGlite } from "npm:@electric-sql/pglite@0.5.17";
+import { type ScramExchange, ScramProtocolError, ScramVerifier } from "./scram.ts";
 
 /**
  * The PGlite version imported above (a test holds the two equal): it names the migrated snapshot,
@@ -39,6 +40,13 @@ export interface StartEmbeddedPostgresOptions {
    */
   port?: number;
   /**
+   * The password of user `postgres`, which every connection must prove it knows (SCRAM-SHA-256,
+   * as PostgreSQL's default): a fixed one keeps `url` the same across restarts on a fixed `port`.
+   *
+   * @default {a random one for each start}
+   */
+  password?: string;
+  /**
    * A data directory dump (from {@linkcode EmbeddedPostgres.dumpDataDir}) to start from, for a
    * new database: copying a migrated one is much faster than migrating again. Ignored when
    * `dataDir` already holds a database.
@@ -52,6 +60,8 @@ export interface EmbeddedPostgres extends AsyncDisposable {
   url: string;
   /** The TCP port on 127.0.0.1. */
   port: number;
+  /** The password every connection must prove it knows (SCRAM-SHA-256); it is in `url`. */
+  password: string;
   /** The data directory, or `null` for an in-memory database. */
   dataDir: string | null;
   /** The whole data directory as an uncompressed tarball, for `loadDataDir`. */
@@ -81,7 +91,15 @@ export async function startEmbeddedPostgres(
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new RangeError(`Cannot start the embedded database: port ${port} is not 0..65535`);
   }
-  if (dataDir !== null) await Deno.mkdir(dataDir, { recursive: true });
+  const password = options.password ?? generatePassword();
+  if (password === "") {
+    throw new RangeError("Cannot start the embedded database: the password is empty");
+  }
+  if (dataDir !== null) {
+    // Owner-only, as PostgreSQL insists for its own: the files (WAL included) hold the data.
+    await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await Deno.chmod(dataDir, 0o700);
+  }
   const existing = dataDir !== null && await exists(`${dataDir}/PG_VERSION`);
   const load = existing ? undefined : options.loadDataDir;
   // Listening first: a taken port fails before the database is opened.
@@ -96,6 +114,7 @@ export async function startEmbeddedPostgres(
     listener.close();
     throw error;
   }
+  const verifier = new ScramVerifier(password);
   const session = new SessionLock();
   const connections = new Set<Deno.Conn>();
   const channels = new Channels();
@@ -106,7 +125,7 @@ export async function startEmbeddedPostgres(
       connections.add(conn);
       const client = new Client(conn, clients);
       served.push(
-        serveConnection({ db, session, channels, clients }, client).finally(() => {
+        serveConnection({ db, verifier, session, channels, clients }, client).finally(() => {
           connections.delete(conn);
           clients.delete(client.pid);
         }),
@@ -123,8 +142,11 @@ export async function startEmbeddedPostgres(
       await db.close();
     })();
   return {
-    url: `postgres://postgres@127.0.0.1:${listener.addr.port}/postgres`,
+    url: `postgres://postgres:${
+      encodeURIComponent(password)
+    }@127.0.0.1:${listener.addr.port}/postgres`,
     port: listener.addr.port,
+    password,
     dataDir,
     dumpDataDir: () => db.dumpDataDir("none"),
     stop,
@@ -155,6 +177,12 @@ function listen(port: number): Deno.TcpListener {
     if (error instanceof Deno.errors.AddrInUse) throw new EmbeddedPortInUseError(port);
     throw error;
   }
+}
+
+/** 24 random bytes, base64url: no character a URL needs escaped. */
+function generatePassword(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_");
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -234,6 +262,7 @@ const TERMINATE = "X".charCodeAt(0);
  */
 interface Shared {
   db: PGlite;
+  verifier: ScramVerifier;
   session: SessionLock;
   channels: Channels;
   clients: Map<number, Client>;
@@ -337,28 +366,44 @@ class Channels {
   }
 }
 
-/** Relays one client connection's messages to the session, an exchange at a time. */
+/**
+ * Relays one client connection's messages to the session, an exchange at a time, once the client
+ * has proven it knows the password (SCRAM-SHA-256, as PostgreSQL asks for it).
+ */
 async function serveConnection(shared: Shared, client: Client): Promise<void> {
   const { db, session, channels } = shared;
   const conn = client.conn;
   let buffer: Uint8Array = new Uint8Array(0);
+  // Reads not yet joined to `buffer`: a large message is joined once, when whole.
+  const reads: Uint8Array[] = [];
+  let readBytes = 0;
+  let needed = 0;
   let started = false;
+  let login: Login | null = null;
   const pending: Uint8Array[] = [];
   const chunk = new Uint8Array(64 * 1024);
   try {
     while (true) {
       const read = await conn.read(chunk).catch(() => null);
       if (read === null) break;
-      buffer = concat([buffer, chunk.subarray(0, read)]);
+      reads.push(chunk.slice(0, read));
+      readBytes += read;
+      if (buffer.length + readBytes < needed) continue;
+      buffer = concat([buffer, ...reads.splice(0)]);
+      readBytes = 0;
+      needed = 0;
       while (true) {
         if (!started) {
           if (buffer.length < 8) break;
           const view = new DataView(buffer.buffer, buffer.byteOffset);
           const length = view.getInt32(0);
-          if (buffer.length < length) break;
+          if (buffer.length < length) {
+            needed = length;
+            break;
+          }
           const code = view.getInt32(4);
           const message = buffer.slice(0, length);
-          buffer = buffer.slice(length);
+          buffer = buffer.subarray(length);
           if (code === SSL_REQUEST || code === GSS_REQUEST) {
             await client.write(new TextEncoder().encode("N"));
             continue;
@@ -368,15 +413,31 @@ async function serveConnection(shared: Shared, client: Client): Promise<void> {
             return;
           }
           started = true;
-          await exchange(shared, client, [message], true);
+          login = { startup: message, scram: shared.verifier.exchange(), step: "first" };
+          await client.write(authentication(10, new TextEncoder().encode("SCRAM-SHA-256\0\0")));
           continue;
         }
         if (buffer.length < 5) break;
         const length = 1 + new DataView(buffer.buffer, buffer.byteOffset).getInt32(1);
-        if (buffer.length < length) break;
+        if (buffer.length < length) {
+          needed = length;
+          break;
+        }
         const message = buffer.slice(0, length);
-        buffer = buffer.slice(length);
+        buffer = buffer.subarray(length);
         if (message[0] === TERMINATE) return;
+        if (login !== null) {
+          const failure = await authenticate(client, login, message);
+          if (failure !== null) {
+            await client.write(failure);
+            return;
+          }
+          if (login.step === "done") {
+            await exchange(shared, client, [login.startup], true);
+            login = null;
+          }
+          continue;
+        }
         if (client.skippingToSync) {
           if (message[0] !== SYNC) continue;
           client.skippingToSync = false;
@@ -407,6 +468,68 @@ async function serveConnection(shared: Shared, client: Client): Promise<void> {
     session.release(conn);
     closeQuietly(conn);
   }
+}
+
+/** A connection's login: its StartupMessage, held back until its SCRAM exchange succeeds. */
+interface Login {
+  startup: Uint8Array;
+  scram: ScramExchange;
+  step: "first" | "final" | "done";
+}
+
+/**
+ * Takes one of the client's SASL messages (`p`) of its login; the ErrorResponse to end the
+ * connection with, or `null` to go on (`login.step` is `"done"` once the password is proven).
+ */
+async function authenticate(
+  client: Client,
+  login: Login,
+  message: Uint8Array,
+): Promise<Uint8Array<ArrayBuffer> | null> {
+  if (message[0] !== PASSWORD_MESSAGE) {
+    return errorResponse("08P01", "expected a SASL response, the password is required");
+  }
+  const body = message.subarray(5);
+  const user = startupParameter(login.startup, "user");
+  try {
+    if (login.step === "first") {
+      const mechanism = cString(body, 0);
+      if (mechanism !== "SCRAM-SHA-256") {
+        return errorResponse("28000", `SASL mechanism ${mechanism} is not SCRAM-SHA-256`);
+      }
+      const at = body.indexOf(0) + 1;
+      const data = body.subarray(at + 4);
+      const serverFirst = login.scram.first(new TextDecoder().decode(data));
+      login.step = "final";
+      await client.write(authentication(11, new TextEncoder().encode(serverFirst)));
+      return null;
+    }
+    const serverFinal = login.scram.final(new TextDecoder().decode(body));
+    if (serverFinal === null) {
+      return errorResponse("28P01", `password authentication failed for user "${user}"`);
+    }
+    login.step = "done";
+    await client.write(authentication(12, new TextEncoder().encode(serverFinal)));
+    return null;
+  } catch (error) {
+    if (error instanceof ScramProtocolError) return errorResponse("08P01", error.message);
+    throw error;
+  }
+}
+
+/** A StartupMessage's parameter (after its length and protocol version: name, value pairs). */
+function startupParameter(startup: Uint8Array, name: string): string {
+  const fields = new TextDecoder().decode(startup.subarray(8)).split("\0");
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return "";
+}
+
+/** An Authentication message: its code, then `data`. */
+function authentication(code: number, data: Uint8Array): Uint8Array<ArrayBuffer> {
+  const body = new Uint8Array(4 + data.length);
+  new DataView(body.buffer).setInt32(0, code);
+  body.set(data, 4);
+  return wireMessage("R", body);
 }
 
 /**
@@ -529,6 +652,7 @@ async function exchange(
 
 const NOTIFICATION_RESPONSE = "A".charCodeAt(0);
 const BACKEND_KEY_DATA = "K".charCodeAt(0);
+const PASSWORD_MESSAGE = "p".charCodeAt(0);
 const SYNC = "S".charCodeAt(0);
 
 /** A wire-protocol message (either direction) of type `type` with `body`. */
