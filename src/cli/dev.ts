@@ -16,7 +16,7 @@ import type { DeployableFlow } from "../dsl/types.ts";
 import type { LogRecord } from "../worker/logger.ts";
 import { startWorker } from "../worker/start_worker.ts";
 import type { WorkerHandle, WorkerOptions } from "../worker/worker_options.ts";
-import type { CliIo } from "../ops/commands/command_types.ts";
+import type { CliIo } from "./commands/command_types.ts";
 
 /** Options of {@linkcode devCommand}. */
 export interface DevOptions {

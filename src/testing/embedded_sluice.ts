@@ -14,7 +14,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { migrate, migrationsDigest } from "../ops/migrate.ts";
+import { migrate, migrationsDigest } from "../migrations/migrate.ts";
 import { connect } from "../db/connect.ts";
 import {
   type EmbeddedPostgres,

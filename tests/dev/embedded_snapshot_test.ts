@@ -3,9 +3,9 @@
 // shows in the next), in memory or into a new data directory.
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { MIGRATION_FILES } from "../../src/ops/migration_files.ts";
+import { MIGRATION_FILES } from "../../src/migrations/migration_files.ts";
 import { PGLITE_VERSION, startEmbeddedPostgres } from "../../src/testing/embedded_postgres.ts";
-import { migrate, MIGRATIONS_DIRECTORY } from "../../src/ops/migrate.ts";
+import { migrate, MIGRATIONS_DIRECTORY } from "../../src/migrations/migrate.ts";
 import { connect } from "../../src/db/connect.ts";
 import {
   readSnapshot,
