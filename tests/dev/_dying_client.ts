@@ -20,4 +20,5 @@ if (mode === "error-before-sync") {
   throw new Error(`unknown mode ${mode}`);
 }
 console.log("ready");
-await new Promise(() => {});
+// A pending timer keeps the process (and its socket) alive: an empty event loop would exit.
+setInterval(() => {}, 1 << 30);
