@@ -1,8 +1,13 @@
 /**
- * `deno task bench:embedded [--runs 50] [--latency-runs 10]`: throughput and idle latency of one
- * real worker on the embedded database (PGlite in this process, dev/embedded_postgres.ts) next to
- * a throwaway PostgreSQL server, for a linear flow of three no-op steps. Prints a table with the
- * load average.
+ * `deno task bench:embedded [--runs 50] [--latency-runs 10] [--starts 3]`: how fast the embedded
+ * database (PGlite in this process, dev/embedded_postgres.ts) starts with sluice installed, and
+ * throughput and idle latency of one real worker on it next to a throwaway PostgreSQL server, for
+ * a linear flow of three no-op steps. Prints tables with the load average.
+ *
+ * Start: migrating a new database from scratch (what every start did before the snapshot), the
+ * first start that migrates and saves the snapshot, and `--starts` starts from the snapshot
+ * (median): wall time, this process's CPU time and the bytes it wrote (`wchar` of
+ * `/proc/self/io`), the last two independent of what else the machine runs.
  *
  * Throughput: `--runs` runs started at once, runs completed per second until the last one is.
  * Idle latency: `--latency-runs` runs one after another on an idle worker, from `startFlow` to
@@ -14,8 +19,9 @@ import { parseArgs } from "node:util";
 import { connect, Flow, startFlow, startWorker, waitForRun } from "../mod.ts";
 import { migrate } from "../src/migrations/migrate.ts";
 import { startEmbeddedPostgres } from "../dev/embedded_postgres.ts";
+import { startEmbeddedSluice } from "../src/testing/embedded_sluice.ts";
 import { startTempPostgres } from "../dev/temp_postgres.ts";
-import { loadAverage } from "./_machine.ts";
+import { loadAverage, processCpuMs } from "./_machine.ts";
 import { markdownTable, median } from "./_stats.ts";
 
 const args = parseArgs({
@@ -23,8 +29,10 @@ const args = parseArgs({
   options: {
     runs: { type: "string", default: "50" },
     "latency-runs": { type: "string", default: "10" },
+    starts: { type: "string", default: "3" },
   },
 });
+const STARTS = Number(args.values.starts);
 const RUNS = Number(args.values.runs);
 const LATENCY_RUNS = Number(args.values["latency-runs"]);
 
@@ -75,6 +83,72 @@ async function measure(url: string) {
     await sql.end();
   }
 }
+
+/** Bytes this process has written so far (files and sockets). */
+async function bytesWritten(): Promise<number> {
+  const io = await Deno.readTextFile("/proc/self/io");
+  return Number(io.match(/^wchar: (\d+)$/m)![1]);
+}
+
+/** Wall time, CPU time and bytes written of `start` (which returns the database to stop). */
+async function measureStart(start: () => Promise<{ stop(): Promise<void> }>) {
+  const [cpu, bytes, wall] = [
+    await processCpuMs(["self"]),
+    await bytesWritten(),
+    performance.now(),
+  ];
+  const db = await start();
+  const figures = {
+    wallMs: performance.now() - wall,
+    cpuMs: (await processCpuMs(["self"]))! - cpu!,
+    bytes: (await bytesWritten()) - bytes,
+  };
+  await db.stop();
+  return figures;
+}
+
+const startLoad = await loadAverage();
+const cacheDir = await Deno.makeTempDir({ prefix: "sluice-bench-embedded-" });
+const startRows: string[][] = [];
+const startRow = (label: string, figures: { wallMs: number; cpuMs: number; bytes: number }) =>
+  startRows.push([
+    label,
+    `${(figures.wallMs / 1000).toFixed(2)} s`,
+    `${(figures.cpuMs / 1000).toFixed(2)} s`,
+    `${(figures.bytes / 1e6).toFixed(1)} MB`,
+  ]);
+// Warm-up: compiling PGlite's WebAssembly is a cost of the process, not of a start.
+await (await startEmbeddedPostgres()).stop();
+try {
+  startRow(
+    "migrate from scratch (before: every start)",
+    await measureStart(async () => {
+      const db = await startEmbeddedPostgres();
+      const sql = connect(db.url, { max: 1 });
+      await migrate(sql);
+      await sql.end();
+      return db;
+    }),
+  );
+  startRow(
+    "first start: migrate, save the snapshot",
+    await measureStart(() => startEmbeddedSluice({ cacheDir })),
+  );
+  const warm = [];
+  for (let i = 0; i < STARTS; i++) {
+    warm.push(await measureStart(() => startEmbeddedSluice({ cacheDir })));
+  }
+  startRow(`from the snapshot (median of ${STARTS})`, {
+    wallMs: median(warm.map((f) => f.wallMs)),
+    cpuMs: median(warm.map((f) => f.cpuMs)),
+    bytes: median(warm.map((f) => f.bytes)),
+  });
+} finally {
+  await Deno.remove(cacheDir, { recursive: true });
+}
+console.log(`embedded start with sluice installed; load average before: ${startLoad}\n`);
+console.log(markdownTable(["start", "wall", "CPU (this process)", "written"], startRows));
+console.log(`\nload average after: ${await loadAverage()}\n`);
 
 const rows: string[][] = [];
 for (const mode of ["embedded", "server"] as const) {

@@ -1,8 +1,9 @@
 /**
  * `sluice dev`: runs every worker function of the flows module in this one process against
  * `DATABASE_URL` (without it, or with `SLUICE_EMBEDDED=1`, against an embedded PGlite database in
- * this process, migrated, kept in `SLUICE_EMBEDDED_DIR` when set), in development mode (a changed flow shape recompiles once the old workers have
- * drained, instead of failing), printing each function's log records prefixed with its name.
+ * this process, migrated, kept in `SLUICE_EMBEDDED_DIR` when set, loaded in seconds from a cached
+ * snapshot of a migrated database), in development mode (a changed flow shape recompiles once the
+ * old workers have drained, instead of failing), printing each function's log records prefixed with its name.
  * Ctrl-C stops every worker gracefully; run it again after changing a flow.
  *
  * @module
@@ -16,8 +17,6 @@ import type { LogRecord } from "../worker/logger.ts";
 import { startWorker } from "../worker/start_worker.ts";
 import type { WorkerHandle, WorkerOptions } from "../worker/worker_options.ts";
 import type { CliIo } from "./commands/command_types.ts";
-import { migrate } from "../migrations/migrate.ts";
-import { connect } from "../db/connect.ts";
 
 /** Options of {@linkcode devCommand}. */
 export interface DevOptions {
@@ -30,6 +29,12 @@ export interface DevOptions {
    * @default {Deno.env}
    */
   readonly env?: Pick<Deno.Env, "get">;
+  /**
+   * The embedded database's port on 127.0.0.1 (`--port`); ignored with `DATABASE_URL`.
+   *
+   * @default {0} (a free port)
+   */
+  readonly port?: number;
   /** The project's `deno.json`. */
   readonly configPath: string;
   /** Stops the workers when aborted (Ctrl-C otherwise). */
@@ -70,29 +75,30 @@ export async function devCommand(options: DevOptions): Promise<number> {
   let databaseUrl = options.databaseUrl ?? "";
   let embedded: { stop(): Promise<void> } | null = null;
   if (databaseUrl === "" || forced) {
+    io.out(
+      `sluice dev: ${forced ? "SLUICE_EMBEDDED is set" : "DATABASE_URL is not set"}, so the ` +
+        "workers run on an embedded database (PGlite, in this process); starting it",
+    );
     // Loaded only here: no other command needs PGlite.
-    const { startEmbeddedPostgres } = await import("../testing/embedded_postgres.ts");
+    const { startEmbeddedSluice } = await import("../testing/embedded_sluice.ts");
     const dataDir = env.get("SLUICE_EMBEDDED_DIR") || undefined;
-    const db = await startEmbeddedPostgres({ dataDir });
-    embedded = db;
-    databaseUrl = db.url;
     try {
-      const sql = connect(databaseUrl, { max: 1, applicationName: "sluice-dev" });
-      try {
-        await migrate(sql);
-      } finally {
-        await sql.end();
-      }
+      const db = await startEmbeddedSluice({
+        dataDir,
+        port: options.port ?? 0,
+        onProgress: (message) => io.out(`sluice dev: ${message}`),
+      });
+      embedded = db;
+      databaseUrl = db.url;
     } catch (error) {
-      await db.stop();
       io.err(`Cannot start sluice dev: ${error instanceof Error ? error.message : error}`);
       return 1;
     }
     io.out(
-      `sluice dev: ${forced ? "SLUICE_EMBEDDED is set" : "DATABASE_URL is not set"}, so the ` +
-        `workers run on an embedded database (PGlite, in this process, ` +
-        `${dataDir === undefined ? "in memory" : `kept in ${dataDir}`}) with sluice installed; ` +
-        `start runs from another shell with DATABASE_URL=${databaseUrl}`,
+      `sluice dev: the embedded database (${
+        dataDir === undefined ? "in memory" : `kept in ${dataDir}`
+      }) is ready with sluice installed; start runs from another shell with ` +
+        `DATABASE_URL=${databaseUrl}`,
     );
   }
   try {

@@ -72,6 +72,17 @@ export const functionsGenerateCliCommand: LocalCommand = {
     }, io),
 };
 
+/** `--port`: 0 to 65535. */
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65535) {
+    throw new RangeError(
+      `--port must be a port number from 0 to 65535, got ${JSON.stringify(value)}`,
+    );
+  }
+  return port;
+}
+
 /** `sluice dev`. */
 export const devCliCommand: LocalCommand = {
   local: true,
@@ -81,6 +92,10 @@ export const devCliCommand: LocalCommand = {
     name: "config",
     value: "FILE",
     summary: "the deno.json naming the flows module (default ./deno.json)",
+  }, {
+    name: "port",
+    value: "PORT",
+    summary: "the embedded database's port on 127.0.0.1 (default: a free port)",
   }],
   json: false,
   summary: "run every worker function here against DATABASE_URL (else an embedded database)",
@@ -90,10 +105,13 @@ export const devCliCommand: LocalCommand = {
     "finished runs; while runs of it are in flight it refuses, naming them), printing each\n" +
     "function's log lines prefixed with its name. Ctrl-C stops every worker gracefully.\n" +
     "Without DATABASE_URL (or with SLUICE_EMBEDDED=1) the workers run on an embedded PGlite\n" +
-    "database in this process, migrated, kept in SLUICE_EMBEDDED_DIR when that is set.",
+    "database in this process, migrated, kept in SLUICE_EMBEDDED_DIR when that is set; the\n" +
+    "first start caches a migrated snapshot (SLUICE_EMBEDDED_CACHE, else ~/.cache/sluice) that\n" +
+    "later starts load in seconds.",
   run: (args, { databaseUrl, signal, io }) =>
     devCommand({
       databaseUrl,
+      port: parsePort(optionString(args, "port", "0")),
       configPath: optionString(args, "config", "./deno.json"),
       signal: signal ?? stopSignal(),
       io,

@@ -243,6 +243,22 @@ async function recordInSupabaseLedger(tx: TransactionSql, copy: string, text: st
   `;
 }
 
+/**
+ * A SHA-256 over sluice's own migrations (names and contents, in order): what a database
+ * migrated by {@linkcode migrate} holds, so a snapshot of one can be reused while it matches.
+ *
+ * @returns The digest as 64 hex digits.
+ */
+export async function migrationsDigest(): Promise<string> {
+  const files = await readMigrations(MIGRATIONS_DIRECTORY, MIGRATION_FILES);
+  const text = files.map(({ file, checksum }) => `${file} ${checksum}\n`).join("");
+  return hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+}
+
+function hex(digest: ArrayBuffer): string {
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 /** The `*.sql` files of a directory on disk, in code-point order. */
 async function listDirectory(directory: URL | string): Promise<[URL, string[]]> {
   let url = directory instanceof URL ? directory : pathToFileURL(resolve(directory));

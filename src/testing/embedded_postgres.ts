@@ -18,6 +18,13 @@
 // without an import map entry of its own.
 // deno-lint-ignore no-import-prefix
 import { PGlite } from "npm:@electric-sql/pglite@0.5.17";
+import { type ScramExchange, ScramProtocolError, ScramVerifier } from "./scram.ts";
+
+/**
+ * The PGlite version imported above (a test holds the two equal): it names the migrated snapshot,
+ * since another version may not read its files.
+ */
+export const PGLITE_VERSION = "0.5.17";
 
 /** Options of {@linkcode startEmbeddedPostgres}. */
 export interface StartEmbeddedPostgresOptions {
@@ -26,6 +33,25 @@ export interface StartEmbeddedPostgresOptions {
    * database lives in memory and is gone on `stop()`.
    */
   dataDir?: string;
+  /**
+   * The TCP port on 127.0.0.1 to listen on.
+   *
+   * @default {0} (a free port)
+   */
+  port?: number;
+  /**
+   * The password of user `postgres`, which every connection must prove it knows (SCRAM-SHA-256,
+   * as PostgreSQL's default): a fixed one keeps `url` the same across restarts on a fixed `port`.
+   *
+   * @default {a random one for each start}
+   */
+  password?: string;
+  /**
+   * A data directory dump (from {@linkcode EmbeddedPostgres.dumpDataDir}) to start from, for a
+   * new database: copying a migrated one is much faster than migrating again. Ignored when
+   * `dataDir` already holds a database.
+   */
+  loadDataDir?: Blob;
 }
 
 /** A running embedded database. Dispose it (or call `stop()`) to close it. */
@@ -34,8 +60,12 @@ export interface EmbeddedPostgres extends AsyncDisposable {
   url: string;
   /** The TCP port on 127.0.0.1. */
   port: number;
+  /** The password every connection must prove it knows (SCRAM-SHA-256); it is in `url`. */
+  password: string;
   /** The data directory, or `null` for an in-memory database. */
   dataDir: string | null;
+  /** The whole data directory as an uncompressed tarball, for `loadDataDir`. */
+  dumpDataDir(): Promise<Blob>;
   /** Closes the socket server and the database (flushing a data directory). Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -57,24 +87,52 @@ export async function startEmbeddedPostgres(
   options: StartEmbeddedPostgresOptions = {},
 ): Promise<EmbeddedPostgres> {
   const dataDir = options.dataDir ?? null;
-  if (dataDir !== null) await Deno.mkdir(dataDir, { recursive: true });
-  const db = await PGlite.create(dataDir ?? undefined);
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = options.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(`Cannot start the embedded database: port ${port} is not 0..65535`);
+  }
+  const password = options.password ?? generatePassword();
+  if (password === "") {
+    throw new RangeError("Cannot start the embedded database: the password is empty");
+  }
+  if (dataDir !== null) {
+    // Owner-only, as PostgreSQL insists for its own: the files (WAL included) hold the data.
+    await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await Deno.chmod(dataDir, 0o700);
+  }
+  const existing = dataDir !== null && await exists(`${dataDir}/PG_VERSION`);
+  const load = existing ? undefined : options.loadDataDir;
+  // Listening first: a taken port fails before the database is opened.
+  const listener = listen(port);
+  let db: PGlite;
+  try {
+    db = await PGlite.create({
+      ...(dataDir === null ? {} : { dataDir }),
+      ...(load === undefined ? {} : { loadDataDir: load }),
+    });
+  } catch (error) {
+    listener.close();
+    throw error;
+  }
+  const verifier = new ScramVerifier(password);
   const session = new SessionLock();
   const connections = new Set<Deno.Conn>();
   const channels = new Channels();
+  const clients = new Map<number, Client>();
   const serving = (async () => {
     const served: Promise<void>[] = [];
     for await (const conn of listener) {
       connections.add(conn);
-      const client = new Client(conn);
+      const client = new Client(conn, clients);
       served.push(
-        serveConnection({ db, session, channels }, client).finally(() => connections.delete(conn)),
+        serveConnection({ db, verifier, session, channels, clients }, client).finally(() => {
+          connections.delete(conn);
+          clients.delete(client.pid);
+        }),
       );
     }
     await Promise.allSettled(served);
   })();
-  const port = listener.addr.port;
   let stopping: Promise<void> | undefined;
   const stop = () =>
     stopping ??= (async () => {
@@ -84,12 +142,57 @@ export async function startEmbeddedPostgres(
       await db.close();
     })();
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    port,
+    url: `postgres://postgres:${
+      encodeURIComponent(password)
+    }@127.0.0.1:${listener.addr.port}/postgres`,
+    port: listener.addr.port,
+    password,
     dataDir,
+    dumpDataDir: () => db.dumpDataDir("none"),
     stop,
     [Symbol.asyncDispose]: stop,
   };
+}
+
+/** Thrown when the embedded database's port is taken. */
+export class EmbeddedPortInUseError extends Error {
+  /** The port asked for. */
+  port: number;
+
+  /** @param port The port asked for. */
+  constructor(port: number) {
+    super(
+      `Cannot start the embedded database: port ${port} on 127.0.0.1 is in use; ` +
+        "choose another port, or 0 for a free one",
+    );
+    this.name = "EmbeddedPortInUseError";
+    this.port = port;
+  }
+}
+
+function listen(port: number): Deno.TcpListener {
+  try {
+    return Deno.listen({ hostname: "127.0.0.1", port });
+  } catch (error) {
+    if (error instanceof Deno.errors.AddrInUse) throw new EmbeddedPortInUseError(port);
+    throw error;
+  }
+}
+
+/** 24 random bytes, base64url: no character a URL needs escaped. */
+function generatePassword(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_");
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
 }
 
 /**
@@ -98,16 +201,28 @@ export async function startEmbeddedPostgres(
  */
 class SessionLock {
   #owner: Deno.Conn | null = null;
-  #waiters: { conn: Deno.Conn; resolve: () => void }[] = [];
+  #waiters: { conn: Deno.Conn; resolve: () => void; reject: (error: Error) => void }[] = [];
 
-  /** Resolves once `conn` holds the session (at once when it already does). */
+  /**
+   * Resolves once `conn` holds the session (at once when it already does); rejects with
+   * {@linkcode CancelledWait} when {@linkcode cancel} takes `conn` out of the queue first.
+   */
   acquire(conn: Deno.Conn): Promise<void> {
     if (this.#owner === conn) return Promise.resolve();
     if (this.#owner === null) {
       this.#owner = conn;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.#waiters.push({ conn, resolve }));
+    return new Promise((resolve, reject) => this.#waiters.push({ conn, resolve, reject }));
+  }
+
+  /** Takes `conn` out of the queue, failing its wait; whether it was waiting. */
+  cancel(conn: Deno.Conn): boolean {
+    const index = this.#waiters.findIndex((waiter) => waiter.conn === conn);
+    if (index === -1) return false;
+    const [waiter] = this.#waiters.splice(index, 1);
+    waiter.reject(new CancelledWait());
+    return true;
   }
 
   /** Hands the session to the next waiter, if `conn` holds it. */
@@ -124,6 +239,14 @@ class SessionLock {
   }
 }
 
+/** A wait for the session that a CancelRequest ended. */
+class CancelledWait extends Error {
+  constructor() {
+    super("canceling statement due to user request");
+    this.name = "CancelledWait";
+  }
+}
+
 const SSL_REQUEST = 80877103;
 const GSS_REQUEST = 80877104;
 const CANCEL_REQUEST = 80877102;
@@ -133,16 +256,32 @@ const EXCHANGE_END = new Set(["S".charCodeAt(0), "Q".charCodeAt(0)]);
 const FLUSH = "H".charCodeAt(0);
 const TERMINATE = "X".charCodeAt(0);
 
-/** What every connection shares: the database, who holds its session, who listens where. */
+/**
+ * What every connection shares: the database, who holds its session, who listens where, and the
+ * connections by the process id their BackendKeyData gave them.
+ */
 interface Shared {
   db: PGlite;
+  verifier: ScramVerifier;
   session: SessionLock;
   channels: Channels;
+  clients: Map<number, Client>;
 }
 
 /** One client connection, whose writes (replies and notifications) go out one at a time. */
 class Client {
   readonly conn: Deno.Conn;
+  /**
+   * Its own BackendKeyData (PGlite's one session has one), so that a CancelRequest names it: a
+   * process id unique among the open connections and a random secret.
+   */
+  readonly pid: number;
+  readonly secret: number = crypto.getRandomValues(new Int32Array(1))[0];
+  /**
+   * Set when a cancelled wait answered an extended-protocol exchange with an error: as
+   * PostgreSQL does after an error, its messages are dropped up to its Sync.
+   */
+  skippingToSync = false;
   #writing: Promise<void> = Promise.resolve();
 
   /** LISTEN/UNLISTEN statements of the connection's prepared statements, by name. */
@@ -150,8 +289,12 @@ class Client {
   /** LISTEN/UNLISTEN statements sent since the last end of an exchange. */
   #sent: ListenStatement[] = [];
 
-  constructor(conn: Deno.Conn) {
+  constructor(conn: Deno.Conn, clients: Map<number, Client>) {
     this.conn = conn;
+    let pid = 1 + Math.floor(Math.random() * 0x7ffffffe);
+    while (clients.has(pid)) pid = 1 + (pid % 0x7ffffffe);
+    this.pid = pid;
+    clients.set(pid, this);
   }
 
   /** Notes the LISTEN and UNLISTEN statements `message` runs or prepares. */
@@ -223,43 +366,84 @@ class Channels {
   }
 }
 
-/** Relays one client connection's messages to the session, an exchange at a time. */
+/**
+ * Relays one client connection's messages to the session, an exchange at a time, once the client
+ * has proven it knows the password (SCRAM-SHA-256, as PostgreSQL asks for it).
+ */
 async function serveConnection(shared: Shared, client: Client): Promise<void> {
   const { db, session, channels } = shared;
   const conn = client.conn;
   let buffer: Uint8Array = new Uint8Array(0);
+  // Reads not yet joined to `buffer`: a large message is joined once, when whole.
+  const reads: Uint8Array[] = [];
+  let readBytes = 0;
+  let needed = 0;
   let started = false;
+  let login: Login | null = null;
   const pending: Uint8Array[] = [];
   const chunk = new Uint8Array(64 * 1024);
   try {
     while (true) {
       const read = await conn.read(chunk).catch(() => null);
       if (read === null) break;
-      buffer = concat([buffer, chunk.subarray(0, read)]);
+      reads.push(chunk.slice(0, read));
+      readBytes += read;
+      if (buffer.length + readBytes < needed) continue;
+      buffer = concat([buffer, ...reads.splice(0)]);
+      readBytes = 0;
+      needed = 0;
       while (true) {
         if (!started) {
           if (buffer.length < 8) break;
           const view = new DataView(buffer.buffer, buffer.byteOffset);
           const length = view.getInt32(0);
-          if (buffer.length < length) break;
+          if (buffer.length < length) {
+            needed = length;
+            break;
+          }
           const code = view.getInt32(4);
           const message = buffer.slice(0, length);
-          buffer = buffer.slice(length);
+          buffer = buffer.subarray(length);
           if (code === SSL_REQUEST || code === GSS_REQUEST) {
             await client.write(new TextEncoder().encode("N"));
             continue;
           }
-          if (code === CANCEL_REQUEST) return;
+          if (code === CANCEL_REQUEST) {
+            if (message.length === 16) cancel(shared, view.getInt32(8), view.getInt32(12));
+            return;
+          }
           started = true;
-          await exchange(shared, client, [message], true);
+          login = { startup: message, scram: shared.verifier.exchange(), step: "first" };
+          await client.write(authentication(10, new TextEncoder().encode("SCRAM-SHA-256\0\0")));
           continue;
         }
         if (buffer.length < 5) break;
         const length = 1 + new DataView(buffer.buffer, buffer.byteOffset).getInt32(1);
-        if (buffer.length < length) break;
+        if (buffer.length < length) {
+          needed = length;
+          break;
+        }
         const message = buffer.slice(0, length);
-        buffer = buffer.slice(length);
+        buffer = buffer.subarray(length);
         if (message[0] === TERMINATE) return;
+        if (login !== null) {
+          const failure = await authenticate(client, login, message);
+          if (failure !== null) {
+            await client.write(failure);
+            return;
+          }
+          if (login.step === "done") {
+            await exchange(shared, client, [login.startup], true);
+            login = null;
+          }
+          continue;
+        }
+        if (client.skippingToSync) {
+          if (message[0] !== SYNC) continue;
+          client.skippingToSync = false;
+          await client.write(readyForQuery("I"));
+          continue;
+        }
         pending.push(message);
         if (EXCHANGE_END.has(message[0]) || message[0] === FLUSH) {
           await exchange(shared, client, pending.splice(0), message[0] !== FLUSH);
@@ -268,9 +452,10 @@ async function serveConnection(shared: Shared, client: Client): Promise<void> {
     }
   } finally {
     const forgotten = channels.remove(client);
-    // A client gone mid-transaction must not keep the session; the session stops listening
-    // where it was the last listener.
-    if (session.holds(conn) && db.isInTransaction()) await db.exec("rollback").catch(() => {});
+    // A client gone while it holds the session (mid-exchange or mid-transaction) must leave it
+    // as a new connection finds one: see abandon().
+    if (session.holds(conn)) await abandon(db);
+    // The session stops listening where the client was the last listener.
     if (forgotten.length > 0) {
       await session.acquire(conn);
       const unused = forgotten.filter((channel) => !channels.listened(channel));
@@ -285,9 +470,114 @@ async function serveConnection(shared: Shared, client: Client): Promise<void> {
   }
 }
 
+/** A connection's login: its StartupMessage, held back until its SCRAM exchange succeeds. */
+interface Login {
+  startup: Uint8Array;
+  scram: ScramExchange;
+  step: "first" | "final" | "done";
+}
+
+/**
+ * Takes one of the client's SASL messages (`p`) of its login; the ErrorResponse to end the
+ * connection with, or `null` to go on (`login.step` is `"done"` once the password is proven).
+ */
+async function authenticate(
+  client: Client,
+  login: Login,
+  message: Uint8Array,
+): Promise<Uint8Array<ArrayBuffer> | null> {
+  if (message[0] !== PASSWORD_MESSAGE) {
+    return errorResponse("08P01", "expected a SASL response, the password is required");
+  }
+  const body = message.subarray(5);
+  const user = startupParameter(login.startup, "user");
+  try {
+    if (login.step === "first") {
+      const mechanism = cString(body, 0);
+      if (mechanism !== "SCRAM-SHA-256") {
+        return errorResponse("28000", `SASL mechanism ${mechanism} is not SCRAM-SHA-256`);
+      }
+      const at = body.indexOf(0) + 1;
+      const data = body.subarray(at + 4);
+      const serverFirst = login.scram.first(new TextDecoder().decode(data));
+      login.step = "final";
+      await client.write(authentication(11, new TextEncoder().encode(serverFirst)));
+      return null;
+    }
+    const serverFinal = login.scram.final(new TextDecoder().decode(body));
+    if (serverFinal === null) {
+      return errorResponse("28P01", `password authentication failed for user "${user}"`);
+    }
+    login.step = "done";
+    await client.write(authentication(12, new TextEncoder().encode(serverFinal)));
+    return null;
+  } catch (error) {
+    if (error instanceof ScramProtocolError) return errorResponse("08P01", error.message);
+    throw error;
+  }
+}
+
+/** A StartupMessage's parameter (after its length and protocol version: name, value pairs). */
+function startupParameter(startup: Uint8Array, name: string): string {
+  const fields = new TextDecoder().decode(startup.subarray(8)).split("\0");
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return "";
+}
+
+/** An Authentication message: its code, then `data`. */
+function authentication(code: number, data: Uint8Array): Uint8Array<ArrayBuffer> {
+  const body = new Uint8Array(4 + data.length);
+  new DataView(body.buffer).setInt32(0, code);
+  body.set(data, 4);
+  return wireMessage("R", body);
+}
+
+/**
+ * Ends what a client that went away left on the session, as PostgreSQL does when a backend's
+ * client disconnects: whatever it ran since its last Sync is rolled back, and so is its open
+ * transaction. A Parse that cannot succeed puts the session in the error state (which an error
+ * the client already caused has done anyway: it then skips messages, a `rollback` included, up to
+ * a Sync); the Sync ends that, rolling back an implicit transaction; the `rollback` ends an
+ * explicit one, now failed. Without this, a client killed between an ErrorResponse and its Sync
+ * left every later client's statements skipped, for good.
+ */
+async function abandon(db: PGlite): Promise<void> {
+  const fail = wireMessage(
+    "P",
+    concat([
+      new Uint8Array(1),
+      new TextEncoder().encode("-- the client went away\n!\0"),
+      new Uint8Array(2),
+    ]),
+  );
+  try {
+    await db.runExclusive(() =>
+      db.execProtocolRawStream(concat([fail, wireMessage("S", new Uint8Array(0))]), {
+        onRawData: () => {},
+      })
+    );
+    if (db.isInTransaction()) await db.exec("rollback");
+  } catch {
+    // Nothing more to end.
+  }
+}
+
+/**
+ * A CancelRequest for connection `pid`: with its secret, a wait of that connection for the session
+ * ends in an error. A statement PGlite is running cannot be interrupted (it runs on this process's
+ * thread, which is why the request is only read once it is done); as in PostgreSQL, a request that
+ * finds nothing to cancel does nothing.
+ */
+function cancel(shared: Shared, pid: number, secret: number): void {
+  const client = shared.clients.get(pid);
+  if (client === undefined || client.secret !== secret) return;
+  shared.session.cancel(client.conn);
+}
+
 /**
  * Runs messages on the session and relays the replies; the session is released when they `end`
- * an exchange outside a transaction. Notifications in the replies go to their listeners.
+ * an exchange outside a transaction. Notifications in the replies go to their listeners; the
+ * BackendKeyData of a startup is the client's own.
  */
 async function exchange(
   shared: Shared,
@@ -297,7 +587,19 @@ async function exchange(
 ): Promise<void> {
   const { db, session, channels } = shared;
   const conn = client.conn;
-  await session.acquire(conn);
+  try {
+    await session.acquire(conn);
+  } catch (error) {
+    if (!(error instanceof CancelledWait)) throw error;
+    // Nothing of the exchange ran; a waiting client holds no transaction, so it is idle after it.
+    const failure = errorResponse("57014", error.message);
+    if (end) await client.write(concat([failure, readyForQuery("I")]));
+    else {
+      client.skippingToSync = true;
+      await client.write(failure);
+    }
+    return;
+  }
   const raw: Uint8Array[] = [];
   for (const message of messages) client.track(message);
   const notifications: Uint8Array[] = [];
@@ -333,7 +635,13 @@ async function exchange(
   const replies: Uint8Array[] = [];
   for (const message of splitMessages(concat(raw))) {
     if (message[0] === NOTIFICATION_RESPONSE) notifications.push(message);
-    else replies.push(message);
+    else if (message[0] === BACKEND_KEY_DATA && message.length === 13) {
+      const own = message.slice();
+      const view = new DataView(own.buffer);
+      view.setInt32(5, client.pid);
+      view.setInt32(9, client.secret);
+      replies.push(own);
+    } else replies.push(message);
   }
   await client.write(concat(replies));
   for (const notification of notifications) {
@@ -343,6 +651,30 @@ async function exchange(
 }
 
 const NOTIFICATION_RESPONSE = "A".charCodeAt(0);
+const BACKEND_KEY_DATA = "K".charCodeAt(0);
+const PASSWORD_MESSAGE = "p".charCodeAt(0);
+const SYNC = "S".charCodeAt(0);
+
+/** A wire-protocol message (either direction) of type `type` with `body`. */
+function wireMessage(type: string, body: Uint8Array): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(5 + body.length);
+  out[0] = type.charCodeAt(0);
+  new DataView(out.buffer).setInt32(1, 4 + body.length);
+  out.set(body, 5);
+  return out;
+}
+
+/** A ReadyForQuery with transaction status `status`. */
+function readyForQuery(status: "I"): Uint8Array<ArrayBuffer> {
+  return wireMessage("Z", new TextEncoder().encode(status));
+}
+
+/** An ErrorResponse of severity ERROR. */
+function errorResponse(code: string, message: string): Uint8Array<ArrayBuffer> {
+  const fields = ["SERROR", "VERROR", `C${code}`, `M${message}`]
+    .map((field) => `${field}\0`).join("");
+  return wireMessage("E", new TextEncoder().encode(`${fields}\0`));
+}
 const QUERY = "Q".charCodeAt(0);
 const PARSE = "P".charCodeAt(0);
 const BIND = "B".charCodeAt(0);

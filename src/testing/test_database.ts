@@ -7,7 +7,7 @@
 import type { Sql } from "../db/driver/postgres.ts";
 import { connect } from "../db/connect.ts";
 import { migrate } from "../migrations/migrate.ts";
-import { startEmbeddedPostgres } from "./embedded_postgres.ts";
+import { startEmbeddedSluice } from "./embedded_sluice.ts";
 import { TestClock } from "./test_clock.ts";
 
 /** A database with sluice installed, for tests. Dispose it (or call `stop()`) at the end. */
@@ -25,13 +25,16 @@ export interface TestDatabase extends AsyncDisposable {
 }
 
 /**
- * Starts an embedded database (or connects to `DATABASE_URL` when set) and installs sluice.
+ * Starts an embedded database (or connects to `DATABASE_URL` when set) and installs sluice. The
+ * embedded one is loaded from a cached snapshot of a migrated database (see `docs/testing.md`):
+ * only the first start on a machine, or after the migrations changed, migrates from scratch.
+ * Share one per test file (one `Deno.test` with `t.step`s), as each start copies the snapshot.
  *
  * @returns The database, migrated.
  */
 export async function startTestDatabase(): Promise<TestDatabase> {
   const given = Deno.env.get("DATABASE_URL") ?? "";
-  const embedded = given === "" ? await startEmbeddedPostgres() : null;
+  const embedded = given === "" ? await startEmbeddedSluice() : null;
   const url = embedded?.url ?? given;
   const sql = connect(url, { max: 2, applicationName: "sluice-testing" });
   const stop = async () => {
@@ -39,7 +42,8 @@ export async function startTestDatabase(): Promise<TestDatabase> {
     await embedded?.stop();
   };
   try {
-    await migrate(sql);
+    // The embedded database is migrated already.
+    if (embedded === null) await migrate(sql);
   } catch (error) {
     await stop();
     throw error;

@@ -69,7 +69,9 @@ for (
       const out = watchLines(dev.stdout, /worker functions running/);
       try {
         await out.found;
-        const announced = out.lines.find((line) => line.includes("embedded database"));
+        const announced = out.lines.find((line) =>
+          line.includes("embedded database") && line.includes("DATABASE_URL=")
+        );
         assert.ok(announced, `no embedded database announced:\n${out.lines.join("\n")}`);
         const url = announced.match(/DATABASE_URL=(\S+)/)?.[1];
         assert.ok(url, announced);
@@ -114,3 +116,73 @@ function stop(dev: Deno.ChildProcess): void {
     // Already exited.
   }
 }
+
+/** A port the kernel just handed out, free a moment later. */
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return port;
+}
+
+Deno.test("sluice dev says at once what it does, listens on --port and starts from the cached snapshot", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "sluice-dev-snapshot-" }));
+  try {
+    await Deno.mkdir(join(dir, "supabase/functions/_shared"), { recursive: true });
+    await Deno.writeTextFile(join(dir, "deno.json"), "{}\n");
+    await Deno.writeTextFile(join(dir, "supabase/functions/_shared/flows.ts"), FLOWS);
+    const cache = join(dir, "cache");
+    /** Runs `sluice dev --port <port>` until its workers run; its stdout lines. */
+    const devUntilRunning = async (port: number) => {
+      const env: Record<string, string> = {
+        ...Deno.env.toObject(),
+        NO_COLOR: "1",
+        SLUICE_EMBEDDED_CACHE: cache,
+      };
+      delete env.DATABASE_URL;
+      const dev = new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--no-lock", CLI, "dev", "--port", String(port)],
+        cwd: dir,
+        env,
+        clearEnv: true,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const stderr = new Response(dev.stderr).text();
+      const out = watchLines(dev.stdout, /worker functions running/);
+      try {
+        await out.found;
+      } catch (error) {
+        stop(dev);
+        await out.done;
+        throw new Error(`sluice dev: ${error}\n${out.lines.join("\n")}\n${await stderr}`);
+      }
+      stop(dev);
+      await out.done;
+      assert.equal((await dev.status).code, 0, `${out.lines.join("\n")}\n${await stderr}`);
+      return out.lines;
+    };
+    const port = freePort();
+    const cold = await devUntilRunning(port);
+    // The first line comes before the slow part, and says what that is.
+    assert.match(cold[0], /DATABASE_URL is not set.*embedded database.*starting it/);
+    assert.match(cold[1], /applying sluice's migrations/);
+    assert.ok(
+      cold.some((line) =>
+        line.includes(`DATABASE_URL=postgres://postgres`) &&
+        line.includes(`@127.0.0.1:${port}/postgres`)
+      ),
+      cold.join("\n"),
+    );
+    const snapshots = [...Deno.readDirSync(cache)].map((entry) => entry.name);
+    assert.equal(snapshots.length, 1, snapshots.join(", "));
+    const warm = await devUntilRunning(freePort());
+    assert.match(
+      warm[1],
+      new RegExp(`loading the migrated embedded database from .*${snapshots[0]}`),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
