@@ -355,7 +355,10 @@ export interface AttemptToken {
 /** One successful result; `outputJson` is the handler output already serialized. */
 export interface TaskResult extends AttemptToken {
   readonly outputJson: string;
-  /** The key or due time of each wait step that depends on this step (docs/waits.md). */
+  /**
+   * The key, due time or child input of each wait step that depends on this step
+   * (docs/waits.md, docs/subflows.md).
+   */
   readonly waits?: readonly WaitParameter[];
 }
 
@@ -368,6 +371,8 @@ export interface WaitParameter {
   readonly until?: string;
   /** A sleep's duration in seconds, from when the wait starts. */
   readonly seconds?: number;
+  /** A subflow's child input (a map subflow: the array of its children's inputs). */
+  readonly input?: SerializedJson;
 }
 
 /** What `sluice.complete_tasks` did with a batch. */

@@ -4,7 +4,13 @@
  * @module
  */
 
-import { type StepKind, validateFlowOptions, validateStep, validateWaitStep } from "./_validate.ts";
+import {
+  type StepKind,
+  validateFlowOptions,
+  validateStep,
+  validateSubflowStep,
+  validateWaitStep,
+} from "./_validate.ts";
 import type { MaySkip, StepCondition, WhenPolicy } from "./condition.ts";
 import type { StepContext } from "./context.ts";
 import type { Json } from "./json.ts";
@@ -29,6 +35,8 @@ import type {
   StepDefinition,
   StepRuntimeOptions,
 } from "./step_definition.ts";
+import type { DeployableFlow, FlowInput, FlowOutput } from "./types.ts";
+import { startRefOf } from "./routing.ts";
 
 /** Key of the type-only property of a `SignalPayload`. */
 declare const signalPayloadType: unique symbol;
@@ -161,6 +169,47 @@ export interface WaitForSignalOptions<
  */
 export type SignalOutput<Payload, Timeout extends OnTimeout> = Timeout extends
   { readonly value: infer Value } ? Payload | Value : Payload;
+
+/**
+ * Options of `.subflow()` and `.mapSubflow()`.
+ *
+ * @typeParam Slug The step slug.
+ * @typeParam Dep The one step it depends on.
+ * @typeParam Deps What the input function receives.
+ * @typeParam Child The child flow.
+ * @typeParam ChildInput What the input function returns: the child's input (`.subflow()`) or an
+ * array of them (`.mapSubflow()`).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type SubflowOptions } from "@sluice/sluice";
+ *
+ * const provision = new Flow<{ account: string }>({ slug: "provision" })
+ *   .step({ slug: "create" }, (input) => input.account);
+ * const options: SubflowOptions<"setup", "load", { load: string }, typeof provision> = {
+ *   slug: "setup",
+ *   dependsOn: ["load"],
+ *   flow: provision,
+ *   input: (deps) => ({ account: deps.load }),
+ * };
+ * ```
+ */
+export interface SubflowOptions<
+  Slug extends string = string,
+  Dep extends string = string,
+  Deps = unknown,
+  Child extends DeployableFlow = DeployableFlow,
+  ChildInput = FlowInput<Child>,
+> {
+  /** The step slug, unique within the flow. */
+  readonly slug: Slug;
+  /** The one single step whose completion starts the children (its worker computes their input). */
+  readonly dependsOn: readonly [Dep];
+  /** The child flow: a `Flow`, a step-queued flow, or a deployed flow (started by its alias). */
+  readonly flow: Child;
+  /** The child run's input (`.mapSubflow()`: one input per child), from the dependency's output. */
+  readonly input: (deps: Deps) => ChildInput;
+}
 
 /** Key of the type-only property that carries a flow's input and step types. */
 declare const flowTypes: unique symbol;
@@ -654,6 +703,119 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
     }>
   > {
     return this.#addWait("signal", options, undefined);
+  }
+
+  /**
+   * Adds a subflow: the step starts one run of another flow (the child) and waits in the
+   * database, holding no task and no worker, until the child ends; its output is the child run's
+   * output. It depends on exactly one single step; the worker that completes that step calls
+   * `input` with its output to get the child's input. A child started by a deployed flow's alias
+   * runs the alias's current version. If the dependency is skipped, so is the subflow.
+   *
+   * @param options Slug, the one dependency, the child flow and the input function.
+   * @returns A new flow with the step appended.
+   * @throws {FlowDefinitionError} When the slug, dependency, child flow or input is invalid.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const provision = new Flow<{ account: string }>({ slug: "provision" })
+   *   .step({ slug: "create" }, (input) => ({ id: `acct_${input.account}` }));
+   * const onboard = new Flow<{ name: string }>({ slug: "onboard" })
+   *   .step({ slug: "load" }, (input) => input.name)
+   *   .subflow({
+   *     slug: "account",
+   *     dependsOn: ["load"],
+   *     flow: provision,
+   *     input: (deps) => ({ account: deps.load }),
+   *   })
+   *   .step({ slug: "welcome", dependsOn: ["account"] }, (deps) => deps.account.create.id);
+   * ```
+   */
+  subflow<
+    const Slug extends string,
+    const Dep extends keyof Steps & string,
+    const Child extends DeployableFlow,
+  >(
+    options: SubflowOptions<Slug, Dep, { [K in Dep]: Steps[K]["output"] }, Child>,
+  ): Flow<
+    Input,
+    WithStep<Steps, Slug, {
+      input: { [K in Dep]: Steps[K]["output"] };
+      output: FlowOutput<Child>;
+      deps: Dep;
+      skippable: Steps[Dep]["skippable"];
+    }>
+  > {
+    return this.#addSubflow(false, options);
+  }
+
+  /**
+   * Adds a map subflow: the step starts one child run per element of the array `input` returns
+   * and waits, like `.subflow()`, until every child ends; its output is the children's outputs
+   * in element order. An empty array completes the step at once with `[]`.
+   *
+   * @param options Slug, the one dependency, the child flow and the inputs function.
+   * @returns A new flow with the step appended.
+   * @throws {FlowDefinitionError} When the slug, dependency, child flow or input is invalid.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const invite = new Flow<{ email: string }>({ slug: "invite" })
+   *   .step({ slug: "send" }, (input) => ({ sent: input.email }));
+   * const onboard = new Flow<{ seats: string[] }>({ slug: "onboard" })
+   *   .step({ slug: "seats" }, (input) => input.seats)
+   *   .mapSubflow({
+   *     slug: "invites",
+   *     dependsOn: ["seats"],
+   *     flow: invite,
+   *     input: (deps) => deps.seats.map((email) => ({ email })),
+   *   });
+   * ```
+   */
+  mapSubflow<
+    const Slug extends string,
+    const Dep extends keyof Steps & string,
+    const Child extends DeployableFlow,
+  >(
+    options: SubflowOptions<
+      Slug,
+      Dep,
+      { [K in Dep]: Steps[K]["output"] },
+      Child,
+      readonly FlowInput<Child>[]
+    >,
+  ): Flow<
+    Input,
+    WithStep<Steps, Slug, {
+      input: { [K in Dep]: Steps[K]["output"] };
+      output: FlowOutput<Child>[];
+      deps: Dep;
+      skippable: Steps[Dep]["skippable"];
+    }>
+  > {
+    return this.#addSubflow(true, options);
+  }
+
+  #addSubflow<Next extends StepSignatures>(map: boolean, options: unknown): Flow<Input, Next> {
+    let child: { readonly ref: string; readonly concrete: boolean } | TypeError;
+    try {
+      const flow = (options as { flow?: unknown } | null)?.flow;
+      // A bare string would be taken as an alias: refused, since its type cannot be known.
+      child = typeof flow === "string"
+        ? new TypeError(`flow ${JSON.stringify(flow)} is a string`)
+        : startRefOf(flow);
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error;
+      child = error;
+    }
+    const step = validateSubflowStep(this.slug, this.#steps, map, options, child);
+    const next = new Flow<Input, Next>({ slug: this.slug, ...this.options });
+    next.#steps = Object.freeze([...this.#steps, step]);
+    return next;
   }
 
   #addWait<Next extends StepSignatures>(
