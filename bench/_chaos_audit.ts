@@ -24,6 +24,7 @@ const LIVE_SECONDS = STALL_WINDOW_SECONDS - 1;
 export interface RunCounts {
   completed: number;
   failed: number;
+  cancelled: number;
   started: number;
 }
 
@@ -46,6 +47,7 @@ export async function runCounts(sql: Sql): Promise<RunCounts> {
   const [counts] = await sql<RunCounts[]>`
     select count(*) filter (where status = 'completed')::int as completed,
       count(*) filter (where status = 'failed')::int as failed,
+      count(*) filter (where status = 'cancelled')::int as cancelled,
       count(*) filter (where status = 'started')::int as started
     from sluice.runs where flow_slug = 'chaos'`;
   return counts;
@@ -90,10 +92,12 @@ export async function audit(sql: Sql): Promise<Audit> {
           and not exists (select 1 from pgmq.q_chaos q where q.msg_id = t.message_id)
       ) as lost,
       (select count(*)::int from sluice.step_tasks t
-        where t.flow_slug = 'chaos' and (t.attempts_count > ${MAX_ATTEMPTS} or exists (
-          select 1 from chaos.executions e
-          where (e.run_id, e.step_slug, e.task_index) = (t.run_id, t.step_slug, t.task_index)
-            and e.attempt > ${MAX_ATTEMPTS}))
+        -- Each retry round of a run gives its requeued tasks maxAttempts more from attempts_base.
+        where t.flow_slug = 'chaos' and (t.attempts_count > t.attempts_base + ${MAX_ATTEMPTS}
+          or exists (
+            select 1 from chaos.executions e
+            where (e.run_id, e.step_slug, e.task_index) = (t.run_id, t.step_slug, t.task_index)
+              and e.attempt > t.attempts_base + ${MAX_ATTEMPTS}))
       ) as "aboveMaxAttempts",
       (select count(*)::int from chaos.executions) as executions`;
   const notBacked = await sql<{ line: string }[]>`
@@ -123,6 +127,11 @@ export async function audit(sql: Sql): Promise<Audit> {
     -- the engine had already given the task away.
     where b.attempt >= a.attempt
       and b.started_at < least(a.end_at, a.started_at + make_interval(secs => ${LIVE_SECONDS}))
+      -- A cancel fences the attempts it finds; one still running until its worker's next
+      -- heartbeat aborts it may meet the attempt of a retry. Claims after a cancel are audited by
+      -- run control (bench/_chaos_control.ts) instead.
+      and not exists (select 1 from chaos.transitions k
+        where k.run_id = a.run_id and k.status = 'cancelled')
     order by a.started_at`;
   return {
     ...counts,

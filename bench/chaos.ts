@@ -20,7 +20,7 @@ import postgres from "postgres";
 import { compileFlow } from "../src/client/compile_flow.ts";
 import { startFlow } from "../src/client/start_flow.ts";
 import { waitForRun } from "../src/client/wait_for_run.ts";
-import { RunFailedError, RunTimeoutError } from "../src/client/errors.ts";
+import { RunCancelledError, RunFailedError, RunTimeoutError } from "../src/client/errors.ts";
 import { connect } from "../src/db/connect.ts";
 import { getAlias } from "../src/deploy/aliases.ts";
 import { defineDeployedFlow } from "../src/dsl/deployed_flow.ts";
@@ -48,6 +48,7 @@ import {
   STALL_WINDOW_SECONDS,
 } from "./_chaos_flow.ts";
 import { WorkerFleet, type WorkerProcess } from "./_chaos_fleet.ts";
+import { CONTROL_SETTINGS, RunControl } from "./_chaos_control.ts";
 import { restartImmediate } from "./_chaos_restart.ts";
 import { loadAverage } from "./_machine.ts";
 import { duration, markdownTable, whole } from "./_stats.ts";
@@ -287,9 +288,10 @@ function watch(pool: postgres.Sql, runId: string, watchers: Watchers, timeoutMs:
       () => watchers.pending.delete(runId),
       (error) => {
         watchers.pending.delete(runId);
-        // A failed run is an outcome (10% handler failures exhaust some runs), not a watcher error.
+        // A failed run is an outcome (10% handler failures exhaust some runs), and so is a run
+        // that run control cancelled: neither is a watcher error.
         if (error instanceof RunTimeoutError) watchers.timedOut.push(runId);
-        else if (!(error instanceof RunFailedError)) {
+        else if (!(error instanceof RunFailedError) && !(error instanceof RunCancelledError)) {
           watchers.errors.push(`${runId}: ${error?.name}: ${error?.message}`);
         }
       },
@@ -444,7 +446,10 @@ async function main(): Promise<number> {
   const chaosSeconds = seconds - TAIL_SECONDS;
   // Commits must survive the immediate restart: asynchronous commit would lose the last ones,
   // engine state and execution log alike. fsync stays off: the machine itself does not crash.
-  await using db = await benchDatabase({ throwaway: true, settings: { synchronous_commit: "on" } });
+  await using db = await benchDatabase({
+    throwaway: true,
+    settings: { synchronous_commit: "on", ...CONTROL_SETTINGS },
+  });
   // One connection: once it answers after the restart, every query of the benchmark does.
   const sql = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
   await sql.unsafe(CHAOS_SCHEMA);
@@ -464,6 +469,9 @@ async function main(): Promise<number> {
   let listenRound = 0;
   const aliasSwitch = new AliasSwitch(producer);
   await aliasSwitch.begin();
+  const control = new RunControl(producer);
+  await control.begin(sql);
+  let controlDrained = false;
   const devRecompile = new DevRecompile(sql, db.url);
   await devRecompile.begin();
   let nextRespawn = RESPAWN_EVERY_SECONDS;
@@ -511,6 +519,11 @@ async function main(): Promise<number> {
       }
       nextKill = t + killDelayMs() / 1000;
     }
+    if (t < chaosSeconds) await control.tick();
+    else if (!controlDrained) {
+      await control.drain();
+      controlDrained = true;
+    }
     await devRecompile.tick(producer, t);
     if (frozen === undefined && t >= 1) frozen = await freezeBusyWorker(sql, fleet, t);
     if (
@@ -528,7 +541,8 @@ async function main(): Promise<number> {
       nextSample += STUCK_SAMPLE_MS;
       for (const key of await stuckTasks(sql)) stuck.add(key);
     }
-    terminal = started === runs && (await runCounts(sql)).started === 0;
+    terminal = started === runs && controlDrained && (await runCounts(sql)).started === 0 &&
+      await control.pending(sql) === 0;
     await new Promise((resolve) => setTimeout(resolve, TICK_MS));
   }
   const wallMs = Date.now() - began;
@@ -553,6 +567,7 @@ async function main(): Promise<number> {
     log(`watcher defect: ${line}`);
   }
   await aliasSwitch.end();
+  await control.end();
   await devRecompile.end(producer);
   await producer.end({ timeout: 5 });
   await fleet.stop();
@@ -560,6 +575,16 @@ async function main(): Promise<number> {
   for (const key of await stuckTasks(sql)) stuck.add(key);
   await fleet.record(sql);
   const found = await audit(sql);
+  const controlled = await control.audit(sql);
+  for (
+    const line of [
+      ...controlled.cancelledWithLiveWork.map((id) => `cancelled run ${id} has live work`),
+      ...controlled.claimsAfterCancel.map((key) => `${key} claimed after its run's cancel`),
+      ...controlled.signalRunsNotCompleted.map((id) => `signal run ${id} did not complete`),
+    ].slice(0, EXAMPLES)
+  ) {
+    log(`defect: ${line}`);
+  }
   for (const line of [...found.notBacked, ...found.overlapping].slice(0, EXAMPLES)) {
     log(`defect: ${line}`);
   }
@@ -585,7 +610,16 @@ async function main(): Promise<number> {
     ["alias moved back by an old version's respawn", aliasSwitch.movedBack],
     ["outputs accepted from a fenced worker (development recompile)", devRecompile.fencedOutputs],
     ["restart pauses set by a fenced worker", devRecompile.restartPaused],
-    ["watcher errors (waitForRun rejected, not by a failed run)", watchers.errors.length],
+    [
+      "cancelled runs with a queued or started task or a waiting step",
+      controlled.cancelledWithLiveWork.length,
+    ],
+    ["tasks claimed after their run's cancel committed", controlled.claimsAfterCancel.length],
+    ["signal runs never cancelled and not completed", controlled.signalRunsNotCompleted.length],
+    [
+      "watcher errors (waitForRun rejected, not by a failed or cancelled run)",
+      watchers.errors.length,
+    ],
     ["watcher hangs (waitForRun unsettled 10 s past its timeout)", watcherHangs.length],
   ];
   const info = [
@@ -596,6 +630,12 @@ async function main(): Promise<number> {
         : duration(firstAfterRestart.getTime() - restart!.at.getTime()),
     ],
     ["executions recorded", whole(found.executions)],
+    [
+      "run control: cancels / retries / signal runs / signals sent",
+      `${whole(controlled.cancels)} / ${whole(controlled.retries)} / ${
+        whole(controlled.signalRuns)
+      } / ${whole(controlled.signalsSent)}`,
+    ],
     ["workers SIGKILLed / exited on their own", `${kills} / ${fleet.unexpectedExits}`],
     ["old-version respawns (on-startup activation)", whole(aliasSwitch.respawns)],
     [
@@ -631,10 +671,10 @@ async function main(): Promise<number> {
       `load average before ${loadBefore}, after ${loadAfter}.\n`,
   );
   const completed = `${whole(counts.completed)} / ${whole(counts.failed)} / ${
-    whole(counts.started)
-  }`;
+    whole(counts.cancelled)
+  } / ${whole(counts.started)}`;
   console.log(markdownTable(["measure", "value"], [
-    ["runs completed / failed / not terminal at the deadline", completed],
+    ["runs completed / failed / cancelled / not terminal at the deadline", completed],
     ...defects.slice(1).map(([label, value]) => [label, whole(value)]),
     ...info,
   ]));

@@ -29,6 +29,8 @@ import { slugProblem } from "../dsl/slug.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { FlowNotFoundError } from "./errors.ts";
 import { ScheduleExistsError, ScheduleNotFoundError } from "./schedule_errors.ts";
+import { context } from "../telemetry/otel_api.ts";
+import { traceparentOf } from "../telemetry/trace_context.ts";
 
 /**
  * What a schedule does with ticks it missed because nothing fired them in time (every worker
@@ -543,7 +545,8 @@ export interface FiredSchedules {
 
 /**
  * Fires every due tick (one run each, exactly once however many callers race), then stores each
- * schedule's next due time. Every worker's heartbeat does this; call it yourself where no worker
+ * schedule's next due time. The runs fired record the caller's active trace context, as
+ * `startFlow()`'s do (docs/observability.md). Every worker's heartbeat does this; call it yourself where no worker
  * runs a heartbeat, or to drive schedules by a clock of your own in tests.
  *
  * @param sql A client, or a transaction's client.
@@ -566,6 +569,8 @@ export async function fireDueSchedules(
     sql,
     options.now,
     (row) => nextDueOrProblem(row.cron, row.timezone, row.advanced_from),
+    // The runs fired join the caller's trace, as a run startFlow() starts does.
+    traceparentOf(context.active()),
   );
   return { fired, advanced };
 }

@@ -14,6 +14,8 @@ import { routingOf, startRefOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { FlowNotFoundError, LimitExceededError } from "./errors.ts";
+import { context } from "../telemetry/otel_api.ts";
+import { traceparentOf } from "../telemetry/trace_context.ts";
 
 /**
  * Options of {@linkcode startFlow}.
@@ -135,7 +137,14 @@ export async function startFlow(
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   const inputJson = toJsonText(input, { action, root: "input", maxBytes });
   try {
-    return await startFlowRun(sql, { flowRef, concrete, inputJson, runId: options.runId });
+    return await startFlowRun(sql, {
+      flowRef,
+      concrete,
+      inputJson,
+      runId: options.runId,
+      // The run joins the caller's trace: each attempt's span is a child of the active span.
+      traceparent: traceparentOf(context.active()),
+    });
   } catch (error) {
     // no_data_found is what start_flow and start_flow_version raise for an unknown name.
     const code = (error as { code?: unknown }).code;

@@ -21,15 +21,21 @@ export async function startFlowRun(
     concrete: boolean;
     inputJson: string | undefined;
     runId: string | undefined;
+    /** The producer's W3C trace context, recorded on the run; `null` or absent for none. */
+    traceparent?: string | null;
   },
 ): Promise<string> {
   const input = run.inputJson === undefined ? null : jsonb(new SerializedJson(run.inputJson));
   const runId = uuid(run.runId ?? null);
+  const start = run.concrete
+    ? inline`sluice.start_flow_version(${run.flowRef}, ${input}, ${runId})`
+    : inline`sluice.start_flow(${run.flowRef}, ${input}, ${runId})`;
+  // The setting is local to the statement's transaction (the caller's, on a transaction), and
+  // the function in FROM runs before the select list: sluice.create_run records it on the run.
   const [{ run_id }] = await simpleQuery<{ run_id: string }[]>(
     sql,
-    run.concrete
-      ? inline`select sluice.start_flow_version(${run.flowRef}, ${input}, ${runId}) as run_id`
-      : inline`select sluice.start_flow(${run.flowRef}, ${input}, ${runId}) as run_id`,
+    run.traceparent == null ? inline`select ${start} as run_id` : inline`select ${start} as run_id
+        from pg_catalog.set_config('sluice.traceparent', ${run.traceparent}, true)`,
   );
   return run_id;
 }

@@ -168,17 +168,29 @@ export interface PausedSchedule {
  * of any worker computes, exactly as after a firing by pg_cron.
  *
  * @param now The time to fire at; `undefined` for the database's clock.
+ * @param traceparent The W3C trace context the runs fired record, or `null` for none.
  */
 export async function sweepSchedules(
   sql: Queryable,
   now: Date | undefined,
   nextDue: (schedule: AwaitingScheduleRow) => NextDue,
+  traceparent: string | null = null,
 ): Promise<SweepResult> {
-  const awaiting = await sql<(AwaitingScheduleRow & { fired: boolean })[]>`
-    select f.schedule_name, f.cron, f.timezone, f.advanced_at::text as advanced_at,
-      f.advanced_at as advanced_from, f.fired
-    from sluice.fire_due_schedules(coalesce(${now?.toISOString() ?? null}::timestamptz,
-      clock_timestamp())) f`;
+  const at = now?.toISOString() ?? null;
+  // With a trace context, the runs fired record it: the argument's subquery sets it (for this
+  // statement's transaction) before fire_due_schedules runs.
+  const awaiting = traceparent === null
+    ? await sql<(AwaitingScheduleRow & { fired: boolean })[]>`
+      select f.schedule_name, f.cron, f.timezone, f.advanced_at::text as advanced_at,
+        f.advanced_at as advanced_from, f.fired
+      from sluice.fire_due_schedules(coalesce(${at}::timestamptz, clock_timestamp())) f`
+    : await sql<(AwaitingScheduleRow & { fired: boolean })[]>`
+      select f.schedule_name, f.cron, f.timezone, f.advanced_at::text as advanced_at,
+        f.advanced_at as advanced_from, f.fired
+      from sluice.fire_due_schedules((
+        select coalesce(${at}::timestamptz, clock_timestamp())
+        from pg_catalog.set_config('sluice.traceparent', ${traceparent}, true)
+      )) f`;
   const due = [];
   let sliceStart = performance.now();
   for (const schedule of awaiting) {

@@ -47,6 +47,11 @@ export interface ClaimedTask {
   readonly maxAttempts: number;
   readonly input: unknown;
   readonly flowInput: unknown;
+  /** The W3C trace context the run was started in, or `null`. */
+  readonly traceparent: string | null;
+  /** When the task was queued, and when this attempt claimed it (the database's clock). */
+  readonly queuedAt: string;
+  readonly claimedAt: string;
 }
 
 /** A message `start_tasks` classified as work this worker must not touch. */
@@ -106,6 +111,9 @@ interface RawClaim {
     max_attempts: number;
     input: unknown;
     flow_input: unknown;
+    traceparent: string | null;
+    queued_at: string;
+    claimed_at: string;
   }[];
   duplicates: string[];
   archived: string[];
@@ -159,6 +167,9 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
         maxAttempts: task.max_attempts,
         input: task.input,
         flowInput: task.flow_input,
+        traceparent: task.traceparent ?? null,
+        queuedAt: task.queued_at,
+        claimedAt: task.claimed_at,
       })),
       duplicates: claim.duplicates,
       archived: claim.archived,

@@ -165,8 +165,28 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
     config.lifecycle?.addEventListener("beforeunload", this.#onBeforeUnload);
   }
 
-  readonly fetch = (request: Request): Promise<Response> =>
-    answerRequest(request, this.functionName, this.#auth, () => this.start());
+  readonly fetch = async (request: Request): Promise<Response> => {
+    const response = await answerRequest(
+      request,
+      this.functionName,
+      this.#auth,
+      () => this.start(),
+    );
+    // What the invocation recorded is exported before the platform may freeze the isolate.
+    this.#flushTelemetry();
+    return response;
+  };
+
+  /** Flushes the telemetry hook (if any) under `waitUntil`; a failure is logged. */
+  #flushTelemetry(): Promise<void> {
+    const flush = this.#config.flushTelemetry;
+    if (flush === null) return Promise.resolve();
+    const flushed = flush().catch((error) => {
+      this.#logger.warn("telemetry flush failed", { error: describeError(error) });
+    });
+    this.#config.edgeRuntime?.waitUntil(flushed);
+    return flushed;
+  }
 
   get status(): WorkerFunctionStatus {
     const worker = this.#worker;
@@ -204,7 +224,7 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       if (worker !== null) await this.#supervise(worker);
     }).catch((error) => {
       this.#logger.error("worker supervision failed", { error: describeError(error) });
-    });
+    }).then(() => this.#flushTelemetry());
     this.#life = life;
     this.#config.edgeRuntime?.waitUntil(life);
     return launch.then((outcome) => outcome.status);
@@ -305,7 +325,7 @@ export class WorkerFunctionHost implements WorkerFunctionHandler {
       this.#ending = reason;
       this.#ended = this.#runEnd(reason, respawn).catch((error) => {
         this.#logger.error("ending the isolate failed", { error: describeError(error) });
-      }).finally(() => {
+      }).then(() => this.#flushTelemetry()).finally(() => {
         this.#endComplete = true;
       });
       if (respawn) this.#config.edgeRuntime?.waitUntil(this.#ended);

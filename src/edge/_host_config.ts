@@ -53,6 +53,8 @@ export interface HostConfig {
    * co-hosted step for `serveWorkers`.
    */
   readonly workers: readonly HostedWorker[];
+  /** The exporter's flush (`telemetry.flush`), or `null`. */
+  readonly flushTelemetry: (() => Promise<void>) | null;
 }
 
 /** One worker a host starts: its flow and its resolved options. */
@@ -157,6 +159,7 @@ function hostConfigOf(
     selfUrl: resolveSelfUrl(context, functionName, options.selfUrl, setting("SUPABASE_URL")),
     connection: worker.connection,
     workers,
+    flushTelemetry: telemetryFlush(context, options.telemetry),
   };
 }
 
@@ -219,4 +222,22 @@ function resolveSelfUrl(
       `${context}: SUPABASE_URL must be an absolute URL, got ${JSON.stringify(supabaseUrl)}`,
     );
   }
+}
+
+/** The flush of `telemetry`, bound to it; refuses anything but an object with a flush function. */
+function telemetryFlush(context: string, telemetry: unknown): (() => Promise<void>) | null {
+  if (telemetry === undefined) return null;
+  const flush = (telemetry as { flush?: unknown } | null)?.flush;
+  if (typeof flush !== "function") {
+    throw new TypeError(
+      `${context}: telemetry must be an object with a flush() function, got ${
+        telemetry === null
+          ? "null"
+          : typeof flush === "undefined"
+          ? "no flush"
+          : `flush of type ${typeof flush}`
+      }`,
+    );
+  }
+  return () => Promise.resolve(flush.call(telemetry));
 }

@@ -205,6 +205,37 @@ export interface EdgeHostOptions {
    * @default {Deno.env.toObject()}
    */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * How the function's OpenTelemetry reaches its backend (docs/observability.md): a hosted Edge
+   * Function has no long-lived exporter, so the spans and metrics the worker writes to the
+   * OpenTelemetry API are exported by `flush` (e.g. `provider.forceFlush()` of an SDK with an
+   * OTLP/HTTP exporter), which the adapter calls under `EdgeRuntime.waitUntil` after each
+   * request it answers, and before the worker's life ends (its stop, the isolate's end). A flush
+   * that fails is logged; it never fails the request or the worker.
+   *
+   * @default {none: nothing is flushed}
+   */
+  readonly telemetry?: EdgeTelemetry;
+}
+
+/**
+ * The {@linkcode EdgeHostOptions.telemetry} hook.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import type { EdgeTelemetry } from "@sluice/sluice/edge";
+ * import { BasicTracerProvider, BatchSpanProcessor } from "npm:@opentelemetry/sdk-trace-base@2.5.1";
+ * import { OTLPTraceExporter } from "npm:@opentelemetry/exporter-trace-otlp-http@0.212.0";
+ *
+ * const provider = new BasicTracerProvider({
+ *   spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+ * });
+ * const telemetry: EdgeTelemetry = { flush: () => provider.forceFlush() };
+ * ```
+ */
+export interface EdgeTelemetry {
+  /** Exports everything recorded so far; resolves once it is sent. */
+  flush(): Promise<void>;
 }
 
 /**

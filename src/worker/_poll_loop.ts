@@ -25,6 +25,8 @@ import type { ResultReporter } from "./_result_reporter.ts";
 import { backoffDelay, type OutageTracker, retryTransient, sleep } from "./_retry.ts";
 import { executeTask, type ExecutionEnvironment } from "./_task_executor.ts";
 import type { Logger } from "./logger.ts";
+import { WorkerTelemetry } from "./_telemetry.ts";
+import { context } from "../telemetry/otel_api.ts";
 
 /** Settings of a {@linkcode PollLoop}. */
 export interface PollLoopSettings {
@@ -85,6 +87,7 @@ export class PollLoop {
   #inFlight = new Set<Promise<void>>();
   #capacity = new Pulse();
   #mode: ReadMode;
+  #telemetry: WorkerTelemetry;
   /**
    * Visibility timeout of the next read: `visibilityTimeout` until the first claim, then the
    * claim visibility (timeout + 2 s) of the tasks claimed last. The read and the claim are one
@@ -108,6 +111,7 @@ export class PollLoop {
     this.#settings = settings;
     this.#execution = execution;
     this.#readVisibility = settings.visibilityTimeout;
+    this.#telemetry = new WorkerTelemetry(settings.queue);
     this.#mode = settings.listener === null
       ? {
         kind: "long_poll",
@@ -227,12 +231,14 @@ export class PollLoop {
         // start_tasks only hands out supported routes, and those come from the flow's steps.
         throw new Error(`no handler for step "${task.stepSlug}"`);
       }
-      const outcome = await executeTask(
-        task,
-        handler,
-        this.#execution,
-        this.#settings.waits.get(task.stepSlug),
+      const attempt = this.#telemetry.start(task);
+      // The handler runs with the attempt's span active: its own spans (fetch, database calls)
+      // nest under it.
+      const outcome = await context.with(
+        attempt.context,
+        () => executeTask(task, handler, this.#execution, this.#settings.waits.get(task.stepSlug)),
       );
+      this.#telemetry.end(attempt, task, outcome);
       const duration = Date.now() - started;
       if (outcome.kind === "completed") {
         this.#logger.debug("task succeeded", { ...fields, duration_ms: duration });

@@ -1,7 +1,8 @@
 // Stand-ins for the two Supabase servers the browser client talks to, over real HTTP and real
 // WebSockets, in front of the test's real PostgreSQL:
 // - the Data API's RPC endpoint (`POST /rest/v1/rpc/<name>`, schema from `Content-Profile`),
-//   which runs the function as one fixed database role (the real one takes it from the JWT);
+//   which runs the function as one fixed database role (the real one takes it from the JWT), with
+//   the request's headers in the setting request.headers as PostgREST sets them;
 // - Realtime's WebSocket (Phoenix protocol, serializer 2.0.0 JSON frames): joins, heartbeats,
 //   and the broadcasts a stand-in `realtime.send` recorded in `realtime.sent`, relayed to the
 //   sockets joined to their topic. It admits every join (no authorization policies).
@@ -83,6 +84,10 @@ export function startSupabaseStandIn(sql: Sql, role: string): SupabaseStandIn {
     try {
       const result = await sql.begin(async (tx) => {
         await tx.unsafe(`set local role ${role}`);
+        // As PostgREST does: the request's headers, lower-cased, as JSON in request.headers.
+        await tx`select pg_catalog.set_config('request.headers', ${
+          JSON.stringify(Object.fromEntries(req.headers))
+        }, true)`;
         const named = Object.keys(args).map((name, i) => `${name} => $${i + 1}`).join(", ");
         const [row] = await tx.unsafe(
           `select ${schema}.${rpc[1]}(${named}) as result`,

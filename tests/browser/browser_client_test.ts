@@ -82,6 +82,36 @@ Deno.test(
 );
 
 Deno.test(
+  "startRun() through supabase-js records the traceparent header of its request on the run",
+  SUPABASE_JS,
+  async () => {
+    await using db = await browserDatabase();
+    await using standIn = startSupabaseStandIn(db.sql, ROLE);
+    // What supabase-js sends with tracePropagation enabled inside an active span.
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const supabase = createClient(standIn.url, "anon-key", {
+      auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+      global: { headers: { traceparent } },
+    });
+    const traced = await startRun(supabase, webFlow, { tier: "silver" });
+    const plain = createClient(standIn.url, "anon-key", {
+      auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+      global: { headers: { traceparent: "00-not-a-trace-context" } },
+    });
+    const malformed = await startRun(plain, webFlow, { tier: "silver" });
+    const rows = await db.sql`
+      select run_id::text, traceparent from sluice.runs
+      where run_id in (${traced}::uuid, ${malformed}::uuid)`;
+    assert.deepEqual(
+      Object.fromEntries(rows.map((row) => [row.run_id, row.traceparent])),
+      { [traced]: traceparent, [malformed]: null },
+    );
+    await supabase.realtime.disconnect();
+    await plain.realtime.disconnect();
+  },
+);
+
+Deno.test(
   "startRun() of a deployed flow sends its alias, resolved when the run starts",
   SUPABASE_JS,
   async () => {

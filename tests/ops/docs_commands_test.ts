@@ -173,7 +173,7 @@ class Scenario implements AsyncDisposable {
     },
     // The dashboard on a free port (4300 may be taken here); it must answer with its token.
     "deno task sluice dashboard": async () => {
-      const { child, lines } = await this.project.spawn(
+      const { child, lines, done } = await this.project.spawn(
         "deno task sluice dashboard --port 0",
         /open http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]+\/\?token=/,
       );
@@ -183,7 +183,10 @@ class Scenario implements AsyncDisposable {
       const response = await fetch(url, { redirect: "manual" });
       await response.body?.cancel();
       assert.ok(response.status < 400 && response.headers.has("set-cookie"), url);
-      assert.equal(await this.project.stop(child, "SIGINT"), 0, lines.join("\n"));
+      const code = await this.project.stop(child, "SIGINT");
+      // Its last lines (an error on the way out) arrive after the exit: read them to the end.
+      await done;
+      assert.equal(code, 0, `exit ${code}:\n${lines.join("\n")}`);
     },
   };
 

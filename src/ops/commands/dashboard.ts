@@ -11,16 +11,21 @@ import { type OpsCommand, optionString } from "./command_types.ts";
 /** Where a configured secret may come from instead of the command line (which `ps` shows). */
 const SECRET_VARIABLE = "SLUICE_DASHBOARD_SECRET";
 
-/** Resolves on the first SIGINT or SIGTERM. */
-function interrupted(): Promise<void> {
-  return new Promise((resolve) => {
-    const signals = ["SIGINT", "SIGTERM"] as const;
-    const stop = () => {
-      for (const signal of signals) Deno.removeSignalListener(signal, stop);
-      resolve();
-    };
-    for (const signal of signals) Deno.addSignalListener(signal, stop);
-  });
+/**
+ * Resolves on the first SIGINT or SIGTERM; returns the function that stops listening. Until it is
+ * called, a repeated signal (a process manager that signals twice) is absorbed rather than killing
+ * the process halfway through its close.
+ */
+function interrupted(): { signalled: Promise<void>; stopListening: () => void } {
+  const signals = ["SIGINT", "SIGTERM"] as const;
+  let resolve!: () => void;
+  const signalled = new Promise<void>((done) => resolve = done);
+  const onSignal = () => resolve();
+  for (const signal of signals) Deno.addSignalListener(signal, onSignal);
+  const stopListening = () => {
+    for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+  };
+  return { signalled, stopListening };
 }
 
 /**
@@ -82,8 +87,13 @@ export const dashboardCommand: OpsCommand = {
       return 2;
     }
     io.out(`sluice dashboard: open ${dashboard.url}`);
-    await interrupted();
-    await dashboard.close();
+    const interrupt = interrupted();
+    await interrupt.signalled;
+    try {
+      await dashboard.close();
+    } finally {
+      interrupt.stopListening();
+    }
     return 0;
   },
 };

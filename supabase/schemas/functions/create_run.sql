@@ -1,4 +1,4 @@
--- sluice.create_run, as the migrations create it (last defined in supabase/migrations/20261130000500_sluice_start_flow.sql).
+-- sluice.create_run, as the migrations create it (last defined in supabase/migrations/20261207001500_sluice_trace_context.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Creates a run of the concrete flow `flow_slug` that the caller named as `started_via`:
@@ -7,6 +7,8 @@
 -- the flow's start lock shared until its transaction ends: a drain check (readVersionDrain) takes
 -- it exclusively before counting, so a run from a producer transaction opened before an alias
 -- switch is counted once it commits instead of being missed. No other lock waits on it.
+-- As in migration 20261130000500, except that the run records the W3C trace context of its
+-- caller (sluice.caller_traceparent) for the worker's attempt spans to join its trace.
 CREATE OR REPLACE FUNCTION sluice.create_run(flow_slug text, started_via text, input jsonb, run_id uuid) RETURNS uuid
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -50,8 +52,9 @@ begin
       using errcode = 'unique_violation';
   end if;
 
-  insert into sluice.runs (run_id, flow_slug, started_via, input, remaining_steps)
-  select v_run_id, v_flow, create_run.started_via, create_run.input, count(*)
+  insert into sluice.runs (run_id, flow_slug, started_via, input, remaining_steps, traceparent)
+  select v_run_id, v_flow, create_run.started_via, create_run.input, count(*),
+    sluice.caller_traceparent()
   from sluice.steps s
   where s.flow_slug = v_flow;
 

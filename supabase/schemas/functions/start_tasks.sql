@@ -1,10 +1,12 @@
--- sluice.start_tasks, as the migrations create it (last defined in supabase/migrations/20261202000100_sluice_run_control.sql).
+-- sluice.start_tasks, as the migrations create it (last defined in supabase/migrations/20261207001500_sluice_trace_context.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- As in migration 20261130000600, except that a claimed task's max_attempts is the number of the
 -- last attempt of its current retry round (attempts_base + the effective max_attempts): a
 -- handler still tells its last attempt by attempt = maxAttempts after a retry, while attempt
--- numbers keep counting up across rounds.
+-- numbers keep counting up across rounds. Since migration 20261207001500 a claimed task also
+-- carries its run's traceparent, its queued_at and its claimed_at (the attempt's span, the queue
+-- wait metric).
 CREATE OR REPLACE FUNCTION sluice.start_tasks(queue_name text, message_ids bigint[], worker_id uuid, supported jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
@@ -199,7 +201,10 @@ begin
         when s.deps_count = 0 then r.input
         else sluice.dependency_outputs(c.run_id, c.flow_slug, c.step_slug)
       end,
-      'flow_input', r.input
+      'flow_input', r.input,
+      'traceparent', r.traceparent,
+      'queued_at', sluice.iso_instant(c.queued_at),
+      'claimed_at', sluice.iso_instant(c.started_at)
     ) order by array_position(start_tasks.message_ids, c.message_id)), '[]'::jsonb)
   into v_claimed, v_tasks
   from claimed c

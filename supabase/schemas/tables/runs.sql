@@ -19,6 +19,7 @@ CREATE TABLE sluice.runs (
     retry_count integer DEFAULT 0 NOT NULL,
     retried_at timestamp with time zone,
     retried_by text,
+    traceparent text,
     CONSTRAINT runs_cancelled_check CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL))),
     CONSTRAINT runs_check CHECK ((num_nonnulls(completed_at, failed_at) <= 1)),
     CONSTRAINT runs_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
@@ -34,6 +35,8 @@ WITH (fillfactor='60');
 COMMENT ON COLUMN sluice.runs.cancelled_by IS 'The database role (current_user) that cancelled the run.';
 
 COMMENT ON COLUMN sluice.runs.retried_by IS 'The database role (current_user) that called sluice.retry_run last.';
+
+COMMENT ON COLUMN sluice.runs.traceparent IS 'The W3C traceparent of the context that started the run (sluice.caller_traceparent), or null.';
 
 ALTER TABLE ONLY sluice.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (run_id);
