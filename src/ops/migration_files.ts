@@ -41,4 +41,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207000500_sluice_signals_schedules.sql",
   "20261207000600_sluice_prune_pinned.sql",
   "20261207001500_sluice_trace_context.sql",
+  "20261207002000_sluice_subflows.sql",
 ];
