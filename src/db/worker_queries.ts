@@ -12,6 +12,7 @@ import {
   inline,
   integer,
   jsonb,
+  type JsonInput,
   SerializedJson,
   simpleQuery,
   storableText,
@@ -382,8 +383,17 @@ export interface WaitParameter {
   readonly until?: string;
   /** A sleep's duration in seconds, from when the wait starts. */
   readonly seconds?: number;
-  /** A subflow's child input (a map subflow: the array of its children's inputs). */
-  readonly input?: SerializedJson;
+  /**
+   * A subflow's child input (a map subflow: the array of its children's inputs), as JSON text;
+   * spliced into the batch as `input`.
+   */
+  readonly inputJson?: string;
+}
+
+/** One wait parameter as `complete_tasks` reads it: a subflow's input spliced in as JSON. */
+function waitEntry(wait: WaitParameter): JsonInput {
+  const { inputJson, ...rest } = wait;
+  return inputJson === undefined ? { ...rest } : { ...rest, input: new SerializedJson(inputJson) };
 }
 
 /** What `sluice.complete_tasks` did with a batch. */
@@ -411,7 +421,7 @@ export async function completeTasks(
     output: new SerializedJson(result.outputJson),
     ...(result.waits === undefined || result.waits.length === 0
       ? {}
-      : { waits: result.waits.map((wait) => ({ ...wait })) }),
+      : { waits: result.waits.map(waitEntry) }),
   })));
   const row = onlyRow(
     "complete_tasks",

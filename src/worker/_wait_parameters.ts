@@ -9,7 +9,6 @@
 
 import type { StepDefinition } from "../dsl/step_definition.ts";
 import type { WaitParameter } from "../db/worker_queries.ts";
-import { SerializedJson } from "../db/inline_sql.ts";
 import { findJsonProblem } from "../dsl/json_text.ts";
 import { JsonValueError } from "../dsl/errors.ts";
 
@@ -58,7 +57,7 @@ export function computeWaitParameters(
         );
       }
       // The size limit is the child flow's, checked in SQL where the child starts.
-      return { step_slug: step.slug, input: new SerializedJson(JSON.stringify(input)) };
+      return { step_slug: step.slug, inputJson: JSON.stringify(input) };
     }
     if (wait.kind === "signal") {
       const key: unknown = wait.key(deps);

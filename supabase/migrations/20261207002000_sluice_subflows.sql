@@ -1450,3 +1450,14 @@ begin
   return v_generation;
 end;
 $$;
+
+-- New routines: no role but sluice's own may call them until granted (grant_access grants every
+-- routine of the schema to the roles it is given).
+revoke all on function sluice.max_subflow_depth() from public;
+revoke all on function sluice.run_ancestors(uuid[]) from public;
+revoke all on function sluice.lock_run_ancestors(uuid[]) from public;
+revoke all on function sluice.subflow_output(uuid, text, boolean) from public;
+revoke all on function sluice.subflow_child_error(sluice.runs) from public;
+revoke all on function sluice.check_subflow_child(text, jsonb) from public;
+revoke all on function sluice.start_subflow(uuid, text, text, jsonb) from public;
+revoke all on function sluice.end_subflow_child(uuid) from public;

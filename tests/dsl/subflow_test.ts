@@ -36,7 +36,7 @@ Deno.test("the worker computes a subflow's child input from its dependency's out
   const waits = parent.steps.filter((step) => step.wait !== null);
   const parameters = computeWaitParameters("load", '["a","b"]', waits);
   assert.deepEqual(
-    parameters.map((parameter) => [parameter.step_slug, parameter.input?.text]),
+    parameters.map((parameter) => [parameter.step_slug, parameter.inputJson]),
     [["first", '{"seat":"a"}'], ["all", '[{"seat":"a"},{"seat":"b"}]']],
   );
 });
