@@ -2,7 +2,8 @@
 // the child input; the child run starts in that completion's transaction; the parent step waits
 // in the database (no task) until the child's final transaction completes it.
 import assert from "node:assert/strict";
-import { Flow } from "../../mod.ts";
+import { defineDeployedFlow, Flow, withStepQueues } from "../../mod.ts";
+import { activateAlias } from "../../src/deploy/aliases.ts";
 import { startWorker } from "../../src/worker/mod.ts";
 import { cancelRun } from "../../src/client/cancel_run.ts";
 import { retryRun } from "../../src/client/retry_run.ts";
@@ -214,4 +215,96 @@ Deno.test("compile: a subflow whose child is not compiled is refused, naming the
     error.message,
     new RegExp(`subflow step "sub" starts the flow "${child.slug}", which is not compiled`),
   );
+});
+
+Deno.test("subflow by alias: a child on step queues under a parent on a flow queue; after the alias moves, new children run the new version", async () => {
+  await using db = await freshDatabase();
+  const v1 = new Flow<{ seat: string }>({ slug: uniqueSlug("invite") })
+    .step({ slug: "send" }, (input) => `v1:${input.seat}`);
+  const v2 = withStepQueues(
+    new Flow<{ seat: string }>({ slug: `${v1.slug}_v2` })
+      .step({ slug: "send" }, (input) => `v2:${input.seat}`),
+  );
+  const invite = defineDeployedFlow(v2, { alias: v1.slug });
+  const parent = new Flow<{ seat: string }>({ slug: uniqueSlug("onboard") })
+    .step({ slug: "load" }, (input) => input)
+    .subflow({ slug: "invite", dependsOn: ["load"], flow: invite, input: (deps) => deps.load })
+    .step({ slug: "done", dependsOn: ["invite"] }, (deps) => deps.invite.send);
+  await using _v1 = await testWorker(v1, db);
+  await using _v2 = await testWorker(invite, db, { stepSlug: "send" });
+  await using _p = await testWorker(parent, db);
+
+  const before = await startFlow(db.sql, parent, { seat: "a" });
+  assert.deepEqual(await waitForRun(db.sql, before, { timeoutMs: scaled(20_000), flow: parent }), {
+    done: "v1:a",
+  });
+  assert.equal(await activateAlias(db.sql, v1.slug, `${v1.slug}_v2`, { expectedGeneration: 1 }), 2);
+  const after = await startFlow(db.sql, parent, { seat: "b" });
+  assert.deepEqual(await waitForRun(db.sql, after, { timeoutMs: scaled(20_000), flow: parent }), {
+    done: "v2:b",
+  });
+  const [[first], [second]] = [await children(db, before), await children(db, after)];
+  assert.deepEqual([first.flow_slug, second.flow_slug], [v1.slug, `${v1.slug}_v2`]);
+  const [via] = await db.sql<{ started_via: string }[]>`
+    select started_via from sluice.runs where run_id = ${second.run_id}`;
+  assert.equal(via.started_via, v1.slug);
+});
+
+Deno.test("subflow: a failing grandchild fails the tree; retrying the root re-runs only the grandchild's failed step", async () => {
+  await using db = await freshDatabase();
+  const ran: string[] = [];
+  let broken = true;
+  const grandchild = new Flow<{ n: number }>({ slug: uniqueSlug("leaf"), maxAttempts: 1 })
+    .step({ slug: "prep" }, (input) => {
+      ran.push("leaf.prep");
+      return input.n;
+    })
+    .step({ slug: "risky", dependsOn: ["prep"] }, (deps) => {
+      ran.push("leaf.risky");
+      if (broken) throw new Error("leaf broke");
+      return deps.prep * 3;
+    });
+  const child = new Flow<{ n: number }>({ slug: uniqueSlug("mid") })
+    .step({ slug: "pass" }, (input) => {
+      ran.push("mid.pass");
+      return input;
+    })
+    .subflow({ slug: "leaf", dependsOn: ["pass"], flow: grandchild, input: (deps) => deps.pass });
+  const root = new Flow<{ n: number }>({ slug: uniqueSlug("root") })
+    .step({ slug: "load" }, (input) => {
+      ran.push("root.load");
+      return input;
+    })
+    .subflow({ slug: "mid", dependsOn: ["load"], flow: child, input: (deps) => deps.load })
+    .step({ slug: "done", dependsOn: ["mid"] }, (deps) => deps.mid.leaf.risky);
+  await using _g = await testWorker(grandchild, db);
+  await using _c = await testWorker(child, db);
+  await using _r = await testWorker(root, db);
+
+  const runId = await startFlow(db.sql, root, { n: 5 });
+  const failure = await waitForRun(db.sql, runId, { timeoutMs: scaled(20_000), flow: root })
+    .then(() => null, (error) => error);
+  assert.ok(failure instanceof RunFailedError, String(failure));
+  assert.match(
+    failure.errorMessage,
+    /subflow step "mid" failed: .*subflow step "leaf" failed: .*leaf broke/,
+  );
+  const [mid] = await children(db, runId);
+  const [leaf] = await children(db, mid.run_id);
+  assert.deepEqual([mid.status, leaf.status], ["failed", "failed"]);
+  assert.deepEqual(ran, ["root.load", "mid.pass", "leaf.prep", "leaf.risky"]);
+
+  broken = false;
+  await retryRun(db.sql, runId);
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(20_000), flow: root }), {
+    done: 15,
+  });
+  assert.deepEqual(ran, ["root.load", "mid.pass", "leaf.prep", "leaf.risky", "leaf.risky"]);
+  // The same child and grandchild, each retried once.
+  const [midAfter] = await children(db, runId);
+  const [leafAfter] = await children(db, mid.run_id);
+  assert.deepEqual([midAfter.run_id, leafAfter.run_id], [mid.run_id, leaf.run_id]);
+  const retries = await db.sql<{ retry_count: number }[]>`
+    select retry_count from sluice.runs where run_id in (${runId}, ${mid.run_id}, ${leaf.run_id})`;
+  assert.deepEqual(retries.map((r) => r.retry_count), [1, 1, 1]);
 });
