@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { Sql } from "../../db/postgres.ts";
+import type { Sql } from "../../db/driver/postgres.ts";
 import {
   readFlowDependencies,
   readSubflowLinks,
