@@ -501,6 +501,7 @@ export function validateSubflowStep(
       byAlias: !child.concrete,
       map,
       input: options.input as (deps: never) => unknown,
+      child: options.flow as object,
     }),
   });
 }

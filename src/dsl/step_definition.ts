@@ -84,6 +84,8 @@ export type WaitDefinition =
     readonly map: boolean;
     /** The child run's input (a map: the array of the children's inputs). */
     readonly input: (deps: never) => unknown;
+    /** The child flow as given (what the testing kit starts workers of). */
+    readonly child: object;
   };
 
 /**
