@@ -308,3 +308,21 @@ Deno.test("subflow: a failing grandchild fails the tree; retrying the root re-ru
     select retry_count from sluice.runs where run_id in (${runId}, ${mid.run_id}, ${leaf.run_id})`;
   assert.deepEqual(retries.map((r) => r.retry_count), [1, 1, 1]);
 });
+
+Deno.test("subflow: a skipped dependency skips the subflow, which starts no child", async () => {
+  await using db = await freshDatabase();
+  const child = new Flow<{ n: number }>({ slug: uniqueSlug("never") })
+    .step({ slug: "x" }, (input) => input.n);
+  const parent = new Flow<{ go: boolean; n: number }>({ slug: uniqueSlug("maybe") })
+    .step({ slug: "load", if: { go: true } }, (input) => ({ n: input.n }))
+    .subflow({ slug: "sub", dependsOn: ["load"], flow: child, input: (deps) => deps.load })
+    .step({ slug: "done", dependsOn: ["sub"] }, (deps) => deps.sub?.x ?? "skipped");
+  await using _c = await testWorker(child, db);
+  await using _p = await testWorker(parent, db);
+  const runId = await startFlow(db.sql, parent, { go: false, n: 1 });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(20_000), flow: parent }), {
+    done: "skipped",
+  });
+  assert.equal((await stepState(db, runId, "sub")).status, "skipped");
+  assert.deepEqual(await children(db, runId), []);
+});
