@@ -35,8 +35,7 @@ import type {
   StepDefinition,
   StepRuntimeOptions,
 } from "./step_definition.ts";
-import type { DeployableFlow, FlowInput, FlowOutput } from "./types.ts";
-import { startRefOf } from "./routing.ts";
+import { registeredStartRef, type StartRef } from "./_start_refs.ts";
 
 /** Key of the type-only property of a `SignalPayload`. */
 declare const signalPayloadType: unique symbol;
@@ -171,6 +170,65 @@ export type SignalOutput<Payload, Timeout extends OnTimeout> = Timeout extends
   { readonly value: infer Value } ? Payload | Value : Payload;
 
 /**
+ * What `.subflow()` and `.mapSubflow()` take as the child: a `Flow`, a `withStepQueues()` flow or
+ * a `defineDeployedFlow()` flow (each wrapper holds the flow it wraps as `flow`). Anything else
+ * is refused when the step is added.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type SubflowChild } from "@sluice/sluice";
+ *
+ * const child: SubflowChild = new Flow<{ n: number }>({ slug: "child" })
+ *   .step({ slug: "x" }, (input) => input.n);
+ * ```
+ */
+export type SubflowChild =
+  | AnyFlow
+  | { readonly flow: AnyFlow }
+  | { readonly flow: { readonly flow: AnyFlow } };
+
+/** The plain flow inside a child (unwrapping a deployed and a step-queued flow). */
+type ChildFlow<C> = C extends AnyFlow ? C : C extends { readonly flow: infer W } ? ChildFlow<W>
+: never;
+
+/** The steps of a child flow. */
+type ChildSteps<C> = ChildFlow<C> extends Flow<unknown, infer S> ? S : never;
+
+/**
+ * A child run's input type: the child flow's input.
+ *
+ * @typeParam C The child flow (plain, step-queued or deployed).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type SubflowInput } from "@sluice/sluice";
+ *
+ * const child = new Flow<{ n: number }>({ slug: "child" }).step({ slug: "x" }, (input) => input.n);
+ * const input: SubflowInput<typeof child> = { n: 1 };
+ * ```
+ */
+export type SubflowInput<C> = ChildFlow<C> extends Flow<infer I, StepSignatures> ? I : never;
+
+/**
+ * A child run's output type: the outputs of the child flow's leaf steps (those no other step
+ * depends on), as a run of it outputs them (`FlowOutput`).
+ *
+ * @typeParam C The child flow (plain, step-queued or deployed).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type SubflowOutput } from "@sluice/sluice";
+ *
+ * const child = new Flow<{ n: number }>({ slug: "child" }).step({ slug: "x" }, (input) => input.n);
+ * const output: SubflowOutput<typeof child> = { x: 1 };
+ * ```
+ */
+export type SubflowOutput<C> = StepOutputs<
+  ChildSteps<C>,
+  Exclude<keyof ChildSteps<C>, ChildSteps<C>[keyof ChildSteps<C>]["deps"]>
+>;
+
+/**
  * Options of `.subflow()` and `.mapSubflow()`.
  *
  * @typeParam Slug The step slug.
@@ -198,8 +256,8 @@ export interface SubflowOptions<
   Slug extends string = string,
   Dep extends string = string,
   Deps = unknown,
-  Child extends DeployableFlow = DeployableFlow,
-  ChildInput = FlowInput<Child>,
+  Child extends SubflowChild = SubflowChild,
+  ChildInput = SubflowInput<Child>,
 > {
   /** The step slug, unique within the flow. */
   readonly slug: Slug;
@@ -736,14 +794,14 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
   subflow<
     const Slug extends string,
     const Dep extends keyof Steps & string,
-    const Child extends DeployableFlow,
+    const Child extends SubflowChild,
   >(
     options: SubflowOptions<Slug, Dep, { [K in Dep]: Steps[K]["output"] }, Child>,
   ): Flow<
     Input,
     WithStep<Steps, Slug, {
       input: { [K in Dep]: Steps[K]["output"] };
-      output: FlowOutput<Child>;
+      output: SubflowOutput<Child>;
       deps: Dep;
       skippable: Steps[Dep]["skippable"];
     }>
@@ -779,20 +837,20 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
   mapSubflow<
     const Slug extends string,
     const Dep extends keyof Steps & string,
-    const Child extends DeployableFlow,
+    const Child extends SubflowChild,
   >(
     options: SubflowOptions<
       Slug,
       Dep,
       { [K in Dep]: Steps[K]["output"] },
       Child,
-      readonly FlowInput<Child>[]
+      readonly SubflowInput<Child>[]
     >,
   ): Flow<
     Input,
     WithStep<Steps, Slug, {
       input: { [K in Dep]: Steps[K]["output"] };
-      output: FlowOutput<Child>[];
+      output: SubflowOutput<Child>[];
       deps: Dep;
       skippable: Steps[Dep]["skippable"];
     }>
@@ -801,17 +859,13 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
   }
 
   #addSubflow<Next extends StepSignatures>(map: boolean, options: unknown): Flow<Input, Next> {
-    let child: { readonly ref: string; readonly concrete: boolean } | TypeError;
-    try {
-      const flow = (options as { flow?: unknown } | null)?.flow;
-      // A bare string would be taken as an alias: refused, since its type cannot be known.
-      child = typeof flow === "string"
-        ? new TypeError(`flow ${JSON.stringify(flow)} is a string`)
-        : startRefOf(flow);
-    } catch (error) {
-      if (!(error instanceof TypeError)) throw error;
-      child = error;
-    }
+    const flow = (options as { flow?: unknown } | null)?.flow;
+    // A bare string would be taken as an alias: refused, since its type cannot be known.
+    const child: StartRef | TypeError = typeof flow === "string"
+      ? new TypeError(`flow ${JSON.stringify(flow)} is a string`)
+      : flow instanceof Flow
+      ? { ref: flow.slug, concrete: true }
+      : registeredStartRef(flow) ?? new TypeError("flow is not a flow");
     const step = validateSubflowStep(this.slug, this.#steps, map, options, child);
     const next = new Flow<Input, Next>({ slug: this.slug, ...this.options });
     next.#steps = Object.freeze([...this.#steps, step]);

@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
 import { defineDeployedFlow, Flow, FlowDefinitionError } from "../../mod.ts";
 import { extractDefinition, servedStepSlugs } from "../../src/admin/mod.ts";
-import { computeWaitParameters } from "../../src/worker/_wait_parameters.ts";
-import { JsonValueError } from "../../mod.ts";
 
 const child = new Flow<{ seat: string }>({ slug: "invite" })
   .step({ slug: "send" }, (input) => ({ sent: input.seat }));
@@ -30,28 +28,6 @@ Deno.test("a subflow's definition names its child, by slug or alias, and its map
     ],
   );
   assert.deepEqual(servedStepSlugs(definition), ["load"]);
-});
-
-Deno.test("the worker computes a subflow's child input from its dependency's output", () => {
-  const waits = parent.steps.filter((step) => step.wait !== null);
-  const parameters = computeWaitParameters("load", '["a","b"]', waits);
-  assert.deepEqual(
-    parameters.map((parameter) => [parameter.step_slug, parameter.inputJson]),
-    [["first", '{"seat":"a"}'], ["all", '[{"seat":"a"},{"seat":"b"}]']],
-  );
-});
-
-Deno.test("a child input that is not JSON, or a map input that is not an array, is refused", () => {
-  const bad = new Flow<number>({ slug: "bad" })
-    .step({ slug: "n" }, (input) => input)
-    .subflow({ slug: "one", dependsOn: ["n"], flow: child, input: () => ({ seat: NaN as never }) })
-    .mapSubflow({ slug: "many", dependsOn: ["n"], flow: child, input: () => ({}) as never });
-  const [one, many] = bad.steps.slice(1);
-  assert.throws(() => computeWaitParameters("n", "1", [one]), JsonValueError);
-  assert.throws(
-    () => computeWaitParameters("n", "1", [many]),
-    /map subflow step "many" must return an array of child inputs, got object/,
-  );
 });
 
 Deno.test("a subflow's bad options are refused with the offending value", () => {

@@ -326,3 +326,37 @@ Deno.test("subflow: a skipped dependency skips the subflow, which starts no chil
   assert.equal((await stepState(db, runId, "sub")).status, "skipped");
   assert.equal((await children(db, runId)).length, 0);
 });
+
+Deno.test("subflow: the dependency's worker computes the child input; a map input that is not an array, or a child input that is not JSON, fails that attempt", async () => {
+  await using db = await freshDatabase();
+  const child = new Flow<{ seat: string }>({ slug: uniqueSlug("seat") })
+    .step({ slug: "send" }, (input) => input.seat);
+  const notArray = new Flow<number>({ slug: uniqueSlug("not_array"), maxAttempts: 1 })
+    .step({ slug: "n" }, (input) => input)
+    .mapSubflow({ slug: "many", dependsOn: ["n"], flow: child, input: () => ({}) as never });
+  const notJson = new Flow<number>({ slug: uniqueSlug("not_json"), maxAttempts: 1 })
+    .step({ slug: "n" }, (input) => input)
+    .subflow({
+      slug: "one",
+      dependsOn: ["n"],
+      flow: child,
+      input: () => ({ seat: NaN as never }),
+    });
+  await using _c = await testWorker(child, db);
+  await using _a = await testWorker(notArray, db);
+  await using _j = await testWorker(notJson, db);
+  for (
+    const [flow, message] of [
+      [notArray, /map subflow step "many" must return an array of child inputs, got object/],
+      [notJson, /Cannot start the child of subflow step "one"/],
+    ] as const
+  ) {
+    const runId = await startFlow(db.sql, flow.slug, 1);
+    const failure = await waitForRun(db.sql, runId, { timeoutMs: scaled(20_000) })
+      .then(() => null, (error) => error);
+    assert.ok(failure instanceof RunFailedError, String(failure));
+    assert.match(failure.errorMessage, message);
+    assert.equal(failure.stepSlug, "n");
+    assert.equal((await children(db, runId)).length, 0);
+  }
+});
