@@ -360,3 +360,24 @@ Deno.test("subflow: the dependency's worker computes the child input; a map inpu
     assert.equal((await children(db, runId)).length, 0);
   }
 });
+
+Deno.test("subflow: a child's sleep, released by the heartbeat's sweep, completes the child and then its parent step", async () => {
+  await using db = await freshDatabase();
+  const child = new Flow<{ n: number }>({ slug: uniqueSlug("napper") })
+    .step({ slug: "before" }, (input) => input.n)
+    .sleep({ slug: "nap", dependsOn: ["before"] }, () => ({ seconds: 1 }))
+    .step({ slug: "after", dependsOn: ["nap"] }, () => "rested");
+  const parent = new Flow<{ n: number }>({ slug: uniqueSlug("waker") })
+    .step({ slug: "load" }, (input) => input)
+    .subflow({ slug: "sub", dependsOn: ["load"], flow: child, input: (deps) => deps.load });
+  await using _c = await testWorker(child, db);
+  await using _p = await testWorker(parent, db);
+  const runId = await startFlow(db.sql, parent, { n: 1 });
+  assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(20_000), flow: parent }), {
+    sub: { after: "rested" },
+  });
+  const [kid] = await children(db, runId);
+  const [nap] = await db.sql<{ status: string }[]>`
+    select status from sluice.step_states where run_id = ${kid.run_id} and step_slug = 'nap'`;
+  assert.equal(nap.status, "completed");
+});
