@@ -234,7 +234,7 @@ function render({ run, steps, parent, children }: RunDetail): string[] {
     }
   }
   if (children.length > 0) {
-    lines.push("", "Subflow children (ops run <child> shows one):");
+    lines.push("", "Subflow children (sluice run <child> shows one):");
     for (const child of children) {
       lines.push(
         `  ${child.stepSlug}[${child.taskIndex}] run ${child.runId} (flow ${child.flowSlug}): ` +
