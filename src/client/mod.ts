@@ -42,6 +42,7 @@ export * from "./watch_run.ts";
 export {
   type EventStepSlug,
   isTerminalRunEvent,
+  type OmittedEventField,
   type RunCancelledEvent,
   type RunCompletedEvent,
   type RunEvent,

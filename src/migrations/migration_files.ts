@@ -45,4 +45,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207001500_sluice_trace_context.sql",
   "20261207002000_sluice_subflows.sql",
   "20261207133532_sluice_attempt_telemetry.sql",
+  "20261207134541_sluice_notify_minimal.sql",
 ];

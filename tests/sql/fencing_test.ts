@@ -120,6 +120,7 @@ Deno.test("complete_tasks() applies the live results of a batch and returns the 
       task_index: old.task_index,
       attempt: old.attempt + 1,
     }],
+    runs_completed: [],
   });
   const rows = await db.sql`
     select task_index, status from sluice.step_tasks where run_id = ${runId} order by task_index`;
