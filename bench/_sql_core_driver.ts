@@ -130,15 +130,15 @@ export async function compileWorkload(
   events = true,
 ): Promise<void> {
   // Live run events are a runtime option: compiling again with the other value switches them.
-  const definition = sql.json({
-    ...workload.definition,
-    options: { ...workload.definition.options, events },
-  });
-  const [{ result }] = await sql<{ result: { outcome: string } }[]>`
-    select sluice.ensure_flow_compiled(${definition}::jsonb, 'production') as result
-  `;
-  if (result.outcome !== "compiled" && result.outcome !== "verified") {
-    throw new Error(`Cannot compile ${workload.shape}: ${JSON.stringify(result)}`);
+  // A subflow's children compile first: a parent naming a flow that is not compiled is refused.
+  for (const flow of [...workload.children ?? [], workload.definition]) {
+    const definition = sql.json({ ...flow, options: { ...flow.options, events } });
+    const [{ result }] = await sql<{ result: { outcome: string } }[]>`
+      select sluice.ensure_flow_compiled(${definition}::jsonb, 'production') as result
+    `;
+    if (result.outcome !== "compiled" && result.outcome !== "verified") {
+      throw new Error(`Cannot compile ${flow.flow_slug}: ${JSON.stringify(result)}`);
+    }
   }
 }
 
@@ -278,9 +278,13 @@ async function work(
   batchSize: number,
   progress: Progress,
 ): Promise<void> {
-  const queue = workload.queue;
+  // A subflow shape's child runs have tasks on their flow's queue: read the queues in turn.
+  const queues = [workload.queue, ...(workload.children ?? []).map((c) => c.routes[0].queue_name)];
+  let turn = 0;
+  let emptyReads = 0;
   const supported = sql.json(workload.supported);
   while (progress.leafDone < leafTasks) {
+    const queue = queues[turn++ % queues.length];
     const messages = await timed(
       progress,
       "read",
@@ -290,9 +294,14 @@ async function work(
       `,
     );
     if (messages.length === 0) {
-      await new Promise((resolve) => setTimeout(resolve, EMPTY_READ_PAUSE_MS));
+      // A pause only once every queue was found empty in a row.
+      if (++emptyReads >= queues.length) {
+        emptyReads = 0;
+        await new Promise((resolve) => setTimeout(resolve, EMPTY_READ_PAUSE_MS));
+      }
       continue;
     }
+    emptyReads = 0;
     const ids = messages.map((m) => m.msg_id);
     const [{ claim }] = await timed(
       progress,
@@ -316,9 +325,15 @@ async function work(
       attempt: task.attempt,
       worker_id: task.worker_id,
       output: workload.output(task.step_slug, task.input),
+      ...(workload.waits?.(task.step_slug) === undefined
+        ? {}
+        : { waits: workload.waits(task.step_slug) }),
     }));
     const completeStart = performance.now();
     if (mode === "single") {
+      if (workload.waits !== undefined) {
+        throw new Error(`${workload.shape} starts subflows: only complete_tasks carries waits`);
+      }
       for (const r of results) {
         const output = sql.json(r.output);
         const [{ outcome }] = await timed(

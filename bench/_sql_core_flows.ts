@@ -10,9 +10,11 @@ import type postgres from "postgres";
 type StepDefinition = {
   step_slug: string;
   step_index: number;
-  step_type: "single" | "map";
+  step_type: "single" | "map" | "subflow";
   deps: string[];
   map_source: string | null;
+  /** A subflow step's child (docs/subflows.md); absent for a handler step. */
+  wait?: { subflow: { flow: string; by: "slug"; map: boolean } };
   required_input_pattern: null;
   forbidden_input_pattern: null;
   when_unmet: "skip";
@@ -41,13 +43,20 @@ export interface Workload {
   tasksPerRun: number;
   /** The step whose completion completes the run (the only leaf). */
   leafStep: string;
-  /** `supported` for `sluice.start_tasks`: every step of the flow. */
+  /** `supported` for `sluice.start_tasks`: every step of the flow (and of its children). */
   supported: { flow_slug: string; step_slug: string }[];
   /** The no-op handler: what a task of `stepSlug` returns for `input`. */
   output(stepSlug: string, input: postgres.JSONValue): postgres.JSONValue;
+  /** Flows its subflow steps start, compiled before it (their queues are drained too). */
+  children?: FlowDefinition[];
+  /**
+   * The wait parameters a completion of `stepSlug` carries (a subflow's child input), if any:
+   * only `complete_tasks` takes them, so such a shape runs in the batched mode only.
+   */
+  waits?(stepSlug: string): postgres.JSONValue[] | undefined;
 }
 
-type StepSketch = Pick<StepDefinition, "step_slug" | "step_type" | "deps" | "map_source">;
+type StepSketch = Pick<StepDefinition, "step_slug" | "step_type" | "deps" | "map_source" | "wait">;
 
 function definition(
   flowSlug: string,
@@ -175,6 +184,39 @@ export const WIDE10: Workload = workload(
   WIDE + 2,
   () => SMALL_OUTPUT,
 );
+
+/**
+ * `subflow3`: `a -> sub -> c` where `sub` is a subflow whose child flow runs one step `x`: three
+ * tasks per run as in `linear3`, with the middle one in a child run. The cost of a subflow step
+ * against an ordinary one (docs/subflows.md).
+ */
+export const SUBFLOW3: Workload = (() => {
+  const child = definition("subflow3_child", [
+    { step_slug: "x", step_type: "single", deps: [], map_source: null },
+  ], "flow");
+  const parent = workload(
+    "subflow3",
+    [
+      { step_slug: "a", step_type: "single", deps: [], map_source: null },
+      {
+        step_slug: "sub",
+        step_type: "subflow",
+        deps: ["a"],
+        map_source: null,
+        wait: { subflow: { flow: "subflow3_child", by: "slug", map: false } },
+      },
+      { step_slug: "c", step_type: "single", deps: ["sub"], map_source: null },
+    ],
+    3,
+    () => SMALL_OUTPUT,
+  );
+  return {
+    ...parent,
+    children: [child],
+    supported: [...parent.supported, { flow_slug: "subflow3_child", step_slug: "x" }],
+    waits: (stepSlug) => stepSlug === "a" ? [{ step_slug: "sub", input: { n: 1 } }] : undefined,
+  };
+})();
 
 /**
  * Two independent root steps on a queue each (a step-queued flow): `slow`, whose queue the

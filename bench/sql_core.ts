@@ -8,7 +8,8 @@
  *                         shared buffer accesses, statements and rows updated per task, plus raw
  *                         PGMQ read+archive as a reference row (throwaway cluster only)
  *   --connections 1,4,8   connection counts to measure
- *   --shape linear3,map100
+ *   --shape linear3,map100 (also wide10, and subflow3: linear3 with a subflow in the middle,
+ *                         batched mode only)
  *   --mode single,batched completion modes: complete_task per task / complete_tasks per batch
  *   --events on,off       live run events of the benchmarked flows (docs/events.md): measured
  *                         with each value in turn, in one run
@@ -40,7 +41,7 @@ import {
   type RepetitionResult,
   runRepetition,
 } from "./_sql_core_driver.ts";
-import { LINEAR3, MAP100, WIDE10, type Workload } from "./_sql_core_flows.ts";
+import { LINEAR3, MAP100, SUBFLOW3, WIDE10, type Workload } from "./_sql_core_flows.ts";
 import { type Cost, costMark, costSince } from "./_cost.ts";
 import { drainRawQueue, dropRawQueue, fillRawQueue } from "./_raw_pgmq.ts";
 import { duration, markdownTable, median, quantile, whole } from "./_stats.ts";
@@ -49,6 +50,7 @@ const WORKLOADS: Record<string, Workload> = {
   linear3: LINEAR3,
   map100: MAP100,
   wide10: WIDE10,
+  subflow3: SUBFLOW3,
 };
 
 /** Runs per repetition: full and `--quick`. */
@@ -56,6 +58,7 @@ const RUNS: Record<string, { full: number; quick: number }> = {
   linear3: { full: 500, quick: 60 },
   map100: { full: 20, quick: 3 },
   wide10: { full: 200, quick: 25 },
+  subflow3: { full: 500, quick: 60 },
 };
 
 /** Messages of the raw PGMQ reference: full and `--quick`. */
@@ -248,6 +251,8 @@ async function costMain(options: {
       const workload = WORKLOADS[shape];
       const runs = RUNS[shape][options.quick ? "quick" : "full"];
       for (const mode of options.modes) {
+        // complete_task takes no wait parameters: a subflow shape runs batched only.
+        if (mode === "single" && workload.waits !== undefined) continue;
         for (const events of options.events) {
           await compileWorkload(admin, workload, events);
           const label = [shape, mode === "single" ? "complete_task" : "complete_tasks"];
@@ -413,6 +418,7 @@ async function main(args: string[]): Promise<void> {
   try {
     for (const shape of shapes) {
       for (const mode of modes) {
+        if (mode === "single" && WORKLOADS[shape].waits !== undefined) continue;
         for (const connections of connectionCounts) {
           // On and off back to back, so that both see the same machine load.
           for (const events of eventSettings) {

@@ -42,6 +42,7 @@ export {
   type FlowDefinitionStep,
   servedStepSlugs,
   type StepDefinitionOptions,
+  type SubflowDefinitionOptions,
   type TaskDefinitionOptions,
   type WaitDefinitionOptions,
 } from "../dsl/definition.ts";

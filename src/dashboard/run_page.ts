@@ -1,7 +1,7 @@
 /**
  * The run page: the flow's DAG with each step's state, the steps with their tasks, attempts,
  * errors, outputs and timings (a waiting step with its signal key or due time), the run's input
- * and output. Its parts are also sent on their own
+ * and output, and its subflow parent and children, linked (docs/subflows.md). Its parts are also sent on their own
  * as the run changes (server-sent events), and a small script swaps them in.
  *
  * @module
@@ -48,10 +48,11 @@ function errorText(text: string | null): Html | string {
 
 /**
  * What a waiting step waits for, in words: a signal wait its key and when it times out, a sleep
- * its due time; `null` for a step that is not waiting.
+ * its due time, a subflow its child runs; `null` for a step that is not waiting.
  */
 function waitingFor(state: RunStepView["state"]): string | null {
   if (state.status !== "waiting") return null;
+  if (state.waitKey === null && state.waitUntil === null) return "its subflow children";
   if (state.waitKey === null) return `until ${formatTime(state.waitUntil)}`;
   const timeout = state.waitUntil === null
     ? "no timeout"
@@ -111,7 +112,7 @@ function stepRow({ state, definition, tasks }: RunStepView): Html {
  * const { dag } = runParts(view);
  * ```
  */
-export function runParts({ run, steps }: RunView): RunParts {
+export function runParts({ run, steps, parent, children }: RunView): RunParts {
   const via = run.startedVia !== run.flowSlug && ` (started via ${run.startedVia})`;
   const error = run.errorMessage !== null &&
     markup`<tr><th>Error</th><td>${errorText(run.errorMessage)}</td></tr>`;
@@ -123,6 +124,16 @@ export function runParts({ run, steps }: RunView): RunParts {
     markup`<tr><th>Retried</th><td id="run-retried">${run.retryCount}× (last ${
       formatTime(run.retriedAt)
     } by ${run.retriedBy})</td></tr>`;
+  const parentRow = parent !== null &&
+    markup`<tr><th>Parent</th><td id="run-parent"><a href="runs/${parent.run_id}">${parent.run_id}</a> (flow ${parent.flow_slug}, ${parent.status}), subflow step ${parent.step_slug}[${parent.task_index}]</td></tr>`;
+  const childRows = children.length > 0 &&
+    markup`<tr><th>Children</th><td id="run-children">${
+      children.map((child) =>
+        markup`<div data-child="${child.step_slug}/${child.task_index}">${child.step_slug}[${child.task_index}] <a href="runs/${child.run_id}">${child.run_id}</a> (flow ${child.flow_slug}) ${
+          statusBadge(child.status)
+        }</div>`
+      )
+    }</td></tr>`;
   const summary = markup`<table>
 <tr><th>Status</th><td id="run-status" data-status="${run.status}">${statusBadge(run.status)} ${
     runActionButton(run.runId, run.status)
@@ -134,7 +145,7 @@ export function runParts({ run, steps }: RunView): RunParts {
 <tr><th>Duration</th><td>${
     formatDuration(run.startedAt, run.completedAt ?? run.failedAt ?? run.cancelledAt)
   }</td></tr>
-<tr><th>Steps left</th><td>${run.remainingSteps} of ${steps.length}</td></tr>${error}${cancelled}${retried}
+<tr><th>Steps left</th><td>${run.remainingSteps} of ${steps.length}</td></tr>${parentRow}${childRows}${error}${cancelled}${retried}
 <tr><th>Input</th><td>${jsonValue(run.input)}</td></tr>
 <tr><th>Output</th><td>${run.output === null ? "-" : jsonValue(run.output)}</td></tr></table>`;
   const dag = dagSvg(steps.map((step) => ({

@@ -1,6 +1,6 @@
 /**
- * What the run page shows: a run (getRun), its flow's steps with their dependencies, and its
- * tasks summed per step.
+ * What the run page shows: a run (getRun), its flow's steps with their dependencies, its tasks
+ * summed per step, and its subflow parent and children (docs/subflows.md).
  *
  * @module
  */
@@ -13,6 +13,7 @@ import {
   readStepTaskSummaries,
   type StepTaskSummaryRow,
 } from "../db/dashboard_queries.ts";
+import { readSubflowLinks, type SubflowLinkRow } from "../db/ops_queries.ts";
 
 /** One step of a run with its definition and its tasks summed. */
 export interface RunStepView {
@@ -30,6 +31,10 @@ export interface RunView {
   readonly run: RunState;
   /** Its steps. */
   readonly steps: readonly RunStepView[];
+  /** The run whose subflow step started it, or `null`. */
+  readonly parent: SubflowLinkRow | null;
+  /** The runs its subflow steps started, by step and element index. */
+  readonly children: readonly SubflowLinkRow[];
 }
 
 /**
@@ -51,8 +56,11 @@ export async function readRunView(sql: Sql, runId: string): Promise<RunView | nu
   const summaries = await readStepTaskSummaries(sql, runId);
   const bySlug = new Map(definitions.map((step) => [step.step_slug, step]));
   const tasksBySlug = new Map(summaries.map((summary) => [summary.step_slug, summary]));
+  const links = await readSubflowLinks(sql, runId);
   return {
     run,
+    parent: links.find((link) => link.relation === "parent") ?? null,
+    children: links.filter((link) => link.relation === "child"),
     steps: run.steps.map((state) => ({
       state,
       definition: bySlug.get(state.stepSlug)!,

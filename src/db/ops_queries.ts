@@ -223,6 +223,32 @@ export async function isSluiceInstalled(sql: Sql): Promise<boolean> {
   return installed;
 }
 
+/** A run linked to another by a subflow step (docs/subflows.md): its parent or one of its children. */
+export interface SubflowLinkRow extends Record<string, unknown> {
+  /** `parent`: the run whose step started the shown run; `child`: a run the shown run started. */
+  relation: "parent" | "child";
+  run_id: string;
+  flow_slug: string;
+  status: string;
+  /** The subflow step (of the parent) the link goes through, and the child's element index. */
+  step_slug: string;
+  task_index: number;
+}
+
+/** The shown run's parent (if it is a subflow child) and its children, by step and index. */
+export async function readSubflowLinks(sql: Sql, runId: string): Promise<SubflowLinkRow[]> {
+  return await sql<SubflowLinkRow[]>`
+    select 'parent' as relation, p.run_id, p.flow_slug, p.status, r.parent_step_slug as step_slug,
+      r.parent_task_index as task_index
+    from sluice.runs r join sluice.runs p on p.run_id = r.parent_run_id
+    where r.run_id = ${runId}
+    union all
+    (select 'child', c.run_id, c.flow_slug, c.status, c.parent_step_slug, c.parent_task_index
+    from sluice.runs c where c.parent_run_id = ${runId}
+    order by c.parent_step_slug collate "C", c.parent_task_index)
+  `;
+}
+
 /** One dependency edge of a flow: `step_slug` depends on `dep_slug`. */
 export interface DependencyRow extends Record<string, unknown> {
   step_slug: string;

@@ -17,6 +17,18 @@ export async function skipRetryDelays(sql: Sql, runId: string): Promise<void> {
     where t.run_id = ${runId} and t.status = 'queued' and t.message_id is not null`;
 }
 
+/** The started runs below `runId` in its tree of subflows (its children, theirs, ...). */
+export async function liveDescendantRuns(sql: Sql, runId: string): Promise<string[]> {
+  const rows = await sql<{ run_id: string }[]>`
+    with recursive d(run_id, status) as (
+      select r.run_id, r.status from sluice.runs r where r.parent_run_id = ${runId}
+      union all
+      select r.run_id, r.status from sluice.runs r join d on r.parent_run_id = d.run_id
+    )
+    select run_id from d where status = 'started'`;
+  return rows.map((row) => row.run_id);
+}
+
 /** Which of a run's waits `releaseRunWaits` makes due now. */
 export interface RunWaitsToRelease {
   /** Sleeps, which then complete as if their due time had come. */

@@ -12,6 +12,7 @@ import {
   inline,
   integer,
   jsonb,
+  type JsonInput,
   SerializedJson,
   simpleQuery,
   storableText,
@@ -373,7 +374,10 @@ export interface AttemptToken {
 /** One successful result; `outputJson` is the handler output already serialized. */
 export interface TaskResult extends AttemptToken {
   readonly outputJson: string;
-  /** The key or due time of each wait step that depends on this step (docs/waits.md). */
+  /**
+   * The key, due time or child input of each wait step that depends on this step
+   * (docs/waits.md, docs/subflows.md).
+   */
   readonly waits?: readonly WaitParameter[];
 }
 
@@ -386,6 +390,17 @@ export interface WaitParameter {
   readonly until?: string;
   /** A sleep's duration in seconds, from when the wait starts. */
   readonly seconds?: number;
+  /**
+   * A subflow's child input (a map subflow: the array of its children's inputs), as JSON text;
+   * spliced into the batch as `input`.
+   */
+  readonly inputJson?: string;
+}
+
+/** One wait parameter as `complete_tasks` reads it: a subflow's input spliced in as JSON. */
+function waitEntry(wait: WaitParameter): JsonInput {
+  const { inputJson, ...rest } = wait;
+  return inputJson === undefined ? { ...rest } : { ...rest, input: new SerializedJson(inputJson) };
 }
 
 /** What `sluice.complete_tasks` did with a batch. */
@@ -423,7 +438,7 @@ export async function completeTasks(
     output: new SerializedJson(result.outputJson),
     ...(result.waits === undefined || result.waits.length === 0
       ? {}
-      : { waits: result.waits.map((wait) => ({ ...wait })) }),
+      : { waits: result.waits.map(waitEntry) }),
   })));
   const row = onlyRow(
     "complete_tasks",

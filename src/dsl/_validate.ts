@@ -432,6 +432,80 @@ export function validateWaitStep(
   });
 }
 
+const SUBFLOW_KEYS = ["slug", "dependsOn", "flow", "input"] as const;
+
+/**
+ * Validates one `.subflow()` or `.mapSubflow()` call against the steps added so far. `child` is
+ * what the child runs are started by (`startRefOf` of the `flow` option, resolved by the caller),
+ * or the `TypeError` that resolving it threw.
+ */
+export function validateSubflowStep(
+  flowSlug: string,
+  steps: readonly StepDefinition[],
+  map: boolean,
+  input: unknown,
+  child: { readonly ref: string; readonly concrete: boolean } | TypeError,
+): StepDefinition {
+  const head = `Cannot add step to flow ${JSON.stringify(flowSlug)}`;
+  const options = requireObject(input, head);
+  const slug = requireSlug(options, head);
+  const rejecter = new Rejecter(flowSlug, slug);
+  rejecter.checkKeys(options, SUBFLOW_KEYS);
+  if (child instanceof TypeError) {
+    throw rejecter.reject(
+      "invalid_option",
+      "flow",
+      options.flow,
+      `flow must be a Flow or a flow returned by withStepQueues() or defineDeployedFlow(), got ${
+        formatValue(options.flow)
+      }`,
+    );
+  }
+  if (child.concrete && child.ref === flowSlug) {
+    throw rejecter.reject(
+      "invalid_option",
+      "flow",
+      child.ref,
+      `a flow cannot start itself as a subflow (flow ${JSON.stringify(child.ref)})`,
+    );
+  }
+  if (typeof options.input !== "function") {
+    throw rejecter.reject(
+      "invalid_option",
+      "input",
+      options.input,
+      `input must be a function, got ${formatValue(options.input)}`,
+    );
+  }
+  const wait = validateWaitStep(
+    flowSlug,
+    steps,
+    "sleep",
+    { slug, dependsOn: options.dependsOn },
+    options.input,
+  );
+  const refuse: StepHandler = () => {
+    throw new Error(
+      `Step ${JSON.stringify(slug)} of flow ${
+        JSON.stringify(flowSlug)
+      } is a subflow: it has no task`,
+    );
+  };
+  return Object.freeze({
+    ...wait,
+    type: "subflow",
+    handler: refuse,
+    wait: Object.freeze({
+      kind: "subflow",
+      flow: child.ref,
+      byAlias: !child.concrete,
+      map,
+      input: options.input as (deps: never) => unknown,
+      child: options.flow as object,
+    }),
+  });
+}
+
 function validateDependencies(
   rejecter: Rejecter,
   steps: readonly StepDefinition[],

@@ -110,7 +110,7 @@ export interface FlowDefinitionStep {
   readonly step_slug: string;
   /** Zero-based; equals the position in `steps`. */
   readonly step_index: number;
-  /** `single` or `map`, or `sleep` or `signal` for a wait step. */
+  /** `single` or `map`, or `sleep`, `signal` or `subflow` for a wait step. */
   readonly step_type: StepType;
   /** Sorted ascending by code point. */
   readonly deps: readonly string[];
@@ -126,7 +126,10 @@ export interface FlowDefinitionStep {
   readonly when_exhausted: WhenPolicy;
   /** Step runtime options (not part of the shape). */
   readonly options: StepDefinitionOptions;
-  /** A signal wait's timeout, `{}` for a sleep, `null` for a handler step (part of the shape). */
+  /**
+   * A signal wait's timeout, `{}` for a sleep, a subflow's child, `null` for a handler step (part
+   * of the shape).
+   */
   readonly wait?: WaitDefinitionOptions | null;
 }
 
@@ -149,6 +152,27 @@ export interface WaitDefinitionOptions {
   readonly timeout_value?: unknown;
   /** Present (`true`) only when a signal sent before the run started may complete the wait. */
   readonly accept_signals_sent_before_run?: true;
+  /** A subflow's child: what it is started by, and whether one child runs per element. */
+  readonly subflow?: SubflowDefinitionOptions;
+}
+
+/**
+ * A subflow step's child in the definition.
+ *
+ * @example Usage
+ * ```ts
+ * import type { SubflowDefinitionOptions } from "@sluice/sluice/admin";
+ *
+ * const child: SubflowDefinitionOptions = { flow: "provision", by: "alias", map: false };
+ * ```
+ */
+export interface SubflowDefinitionOptions {
+  /** The child's alias or concrete flow slug. */
+  readonly flow: string;
+  /** `alias`: resolved when each child starts; `slug`: that concrete flow. */
+  readonly by: "alias" | "slug";
+  /** Whether one child runs per element of the input array. */
+  readonly map: boolean;
 }
 
 /**
@@ -200,6 +224,15 @@ export interface FlowDefinition {
 function waitOptions(step: StepDefinition): WaitDefinitionOptions | null {
   if (step.wait === null) return null;
   if (step.wait.kind === "sleep") return {};
+  if (step.wait.kind === "subflow") {
+    return {
+      subflow: {
+        flow: step.wait.flow,
+        by: step.wait.byAlias ? "alias" : "slug",
+        map: step.wait.map,
+      },
+    };
+  }
   const onTimeout = step.wait.onTimeout;
   return {
     timeout_seconds: step.wait.timeoutSeconds,
@@ -283,7 +316,8 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
 }
 
 /**
- * The steps a worker serves, in definition order: every step but the waits (`sleep`, `signal`),
+ * The steps a worker serves, in definition order: every step but the waits (`sleep`, `signal`,
+ * `subflow`),
  * which hold no task and no message (docs/waits.md). Codegen generates a worker function for
  * each of them in a step-queued flow, and only they are valid `stepSlug`s of a step worker.
  *
@@ -303,6 +337,8 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
  */
 export function servedStepSlugs(definition: FlowDefinition): string[] {
   return definition.steps
-    .filter((step) => step.step_type !== "sleep" && step.step_type !== "signal")
+    .filter((step) =>
+      step.step_type !== "sleep" && step.step_type !== "signal" && step.step_type !== "subflow"
+    )
     .map((step) => step.step_slug);
 }

@@ -4,7 +4,13 @@
  * @module
  */
 
-import { type StepKind, validateFlowOptions, validateStep, validateWaitStep } from "./_validate.ts";
+import {
+  type StepKind,
+  validateFlowOptions,
+  validateStep,
+  validateSubflowStep,
+  validateWaitStep,
+} from "./_validate.ts";
 import type { MaySkip, StepCondition, WhenPolicy } from "./condition.ts";
 import type { StepContext } from "./context.ts";
 import type { Json } from "./json.ts";
@@ -29,6 +35,7 @@ import type {
   StepDefinition,
   StepRuntimeOptions,
 } from "./step_definition.ts";
+import { registeredStartRef, type StartRef } from "./_start_refs.ts";
 
 /** Key of the type-only property of a `SignalPayload`. */
 declare const signalPayloadType: unique symbol;
@@ -161,6 +168,106 @@ export interface WaitForSignalOptions<
  */
 export type SignalOutput<Payload, Timeout extends OnTimeout> = Timeout extends
   { readonly value: infer Value } ? Payload | Value : Payload;
+
+/**
+ * What `.subflow()` and `.mapSubflow()` take as the child: a `Flow`, a `withStepQueues()` flow or
+ * a `defineDeployedFlow()` flow (each wrapper holds the flow it wraps as `flow`). Anything else
+ * is refused when the step is added.
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type SubflowChild } from "@sluice/sluice";
+ *
+ * const child: SubflowChild = new Flow<{ n: number }>({ slug: "child" })
+ *   .step({ slug: "x" }, (input) => input.n);
+ * ```
+ */
+export type SubflowChild =
+  | AnyFlow
+  | { readonly flow: AnyFlow }
+  | { readonly flow: { readonly flow: AnyFlow } };
+
+/** The plain flow inside a child (unwrapping a deployed and a step-queued flow). */
+type ChildFlow<C> = C extends AnyFlow ? C : C extends { readonly flow: infer W } ? ChildFlow<W>
+: never;
+
+/** The steps of a child flow. */
+type ChildSteps<C> = ChildFlow<C> extends Flow<unknown, infer S> ? S : never;
+
+/**
+ * A child run's input type: the child flow's input.
+ *
+ * @typeParam C The child flow (plain, step-queued or deployed).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type SubflowInput } from "@sluice/sluice";
+ *
+ * const child = new Flow<{ n: number }>({ slug: "child" }).step({ slug: "x" }, (input) => input.n);
+ * const input: SubflowInput<typeof child> = { n: 1 };
+ * ```
+ */
+export type SubflowInput<C> = ChildFlow<C> extends Flow<infer I, StepSignatures> ? I : never;
+
+/**
+ * A child run's output type: the outputs of the child flow's leaf steps (those no other step
+ * depends on), as a run of it outputs them (`FlowOutput`).
+ *
+ * @typeParam C The child flow (plain, step-queued or deployed).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type SubflowOutput } from "@sluice/sluice";
+ *
+ * const child = new Flow<{ n: number }>({ slug: "child" }).step({ slug: "x" }, (input) => input.n);
+ * const output: SubflowOutput<typeof child> = { x: 1 };
+ * ```
+ */
+export type SubflowOutput<C> = StepOutputs<
+  ChildSteps<C>,
+  Exclude<keyof ChildSteps<C>, ChildSteps<C>[keyof ChildSteps<C>]["deps"]>
+>;
+
+/**
+ * Options of `.subflow()` and `.mapSubflow()`.
+ *
+ * @typeParam Slug The step slug.
+ * @typeParam Dep The one step it depends on.
+ * @typeParam Deps What the input function receives.
+ * @typeParam Child The child flow.
+ * @typeParam ChildInput What the input function returns: the child's input (`.subflow()`) or an
+ * array of them (`.mapSubflow()`).
+ *
+ * @example Usage
+ * ```ts
+ * import { Flow, type SubflowOptions } from "@sluice/sluice";
+ *
+ * const provision = new Flow<{ account: string }>({ slug: "provision" })
+ *   .step({ slug: "create" }, (input) => input.account);
+ * const options: SubflowOptions<"setup", "load", { load: string }, typeof provision> = {
+ *   slug: "setup",
+ *   dependsOn: ["load"],
+ *   flow: provision,
+ *   input: (deps) => ({ account: deps.load }),
+ * };
+ * ```
+ */
+export interface SubflowOptions<
+  Slug extends string = string,
+  Dep extends string = string,
+  Deps = unknown,
+  Child extends SubflowChild = SubflowChild,
+  ChildInput = SubflowInput<Child>,
+> {
+  /** The step slug, unique within the flow. */
+  readonly slug: Slug;
+  /** The one single step whose completion starts the children (its worker computes their input). */
+  readonly dependsOn: readonly [Dep];
+  /** The child flow: a `Flow`, a step-queued flow, or a deployed flow (started by its alias). */
+  readonly flow: Child;
+  /** The child run's input (`.mapSubflow()`: one input per child), from the dependency's output. */
+  readonly input: (deps: Deps) => ChildInput;
+}
 
 /** Key of the type-only property that carries a flow's input and step types. */
 declare const flowTypes: unique symbol;
@@ -654,6 +761,115 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
     }>
   > {
     return this.#addWait("signal", options, undefined);
+  }
+
+  /**
+   * Adds a subflow: the step starts one run of another flow (the child) and waits in the
+   * database, holding no task and no worker, until the child ends; its output is the child run's
+   * output. It depends on exactly one single step; the worker that completes that step calls
+   * `input` with its output to get the child's input. A child started by a deployed flow's alias
+   * runs the alias's current version. If the dependency is skipped, so is the subflow.
+   *
+   * @param options Slug, the one dependency, the child flow and the input function.
+   * @returns A new flow with the step appended.
+   * @throws {FlowDefinitionError} When the slug, dependency, child flow or input is invalid.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const provision = new Flow<{ account: string }>({ slug: "provision" })
+   *   .step({ slug: "create" }, (input) => ({ id: `acct_${input.account}` }));
+   * const onboard = new Flow<{ name: string }>({ slug: "onboard" })
+   *   .step({ slug: "load" }, (input) => input.name)
+   *   .subflow({
+   *     slug: "account",
+   *     dependsOn: ["load"],
+   *     flow: provision,
+   *     input: (deps) => ({ account: deps.load }),
+   *   })
+   *   .step({ slug: "welcome", dependsOn: ["account"] }, (deps) => deps.account.create.id);
+   * ```
+   */
+  subflow<
+    const Slug extends string,
+    const Dep extends keyof Steps & string,
+    const Child extends SubflowChild,
+  >(
+    options: SubflowOptions<Slug, Dep, { [K in Dep]: Steps[K]["output"] }, Child>,
+  ): Flow<
+    Input,
+    WithStep<Steps, Slug, {
+      input: { [K in Dep]: Steps[K]["output"] };
+      output: SubflowOutput<Child>;
+      deps: Dep;
+      skippable: Steps[Dep]["skippable"];
+    }>
+  > {
+    return this.#addSubflow(false, options);
+  }
+
+  /**
+   * Adds a map subflow: the step starts one child run per element of the array `input` returns
+   * and waits, like `.subflow()`, until every child ends; its output is the children's outputs
+   * in element order. An empty array completes the step at once with `[]`.
+   *
+   * @param options Slug, the one dependency, the child flow and the inputs function.
+   * @returns A new flow with the step appended.
+   * @throws {FlowDefinitionError} When the slug, dependency, child flow or input is invalid.
+   *
+   * @example Usage
+   * ```ts
+   * import { Flow } from "@sluice/sluice";
+   *
+   * const invite = new Flow<{ email: string }>({ slug: "invite" })
+   *   .step({ slug: "send" }, (input) => ({ sent: input.email }));
+   * const onboard = new Flow<{ seats: string[] }>({ slug: "onboard" })
+   *   .step({ slug: "seats" }, (input) => input.seats)
+   *   .mapSubflow({
+   *     slug: "invites",
+   *     dependsOn: ["seats"],
+   *     flow: invite,
+   *     input: (deps) => deps.seats.map((email) => ({ email })),
+   *   });
+   * ```
+   */
+  mapSubflow<
+    const Slug extends string,
+    const Dep extends keyof Steps & string,
+    const Child extends SubflowChild,
+  >(
+    options: SubflowOptions<
+      Slug,
+      Dep,
+      { [K in Dep]: Steps[K]["output"] },
+      Child,
+      readonly SubflowInput<Child>[]
+    >,
+  ): Flow<
+    Input,
+    WithStep<Steps, Slug, {
+      input: { [K in Dep]: Steps[K]["output"] };
+      output: SubflowOutput<Child>[];
+      deps: Dep;
+      skippable: Steps[Dep]["skippable"];
+    }>
+  > {
+    return this.#addSubflow(true, options);
+  }
+
+  #addSubflow<Next extends StepSignatures>(map: boolean, options: unknown): Flow<Input, Next> {
+    const flow = (options as { flow?: unknown } | null)?.flow;
+    // A bare string would be taken as an alias: refused, since its type cannot be known.
+    const child: StartRef | TypeError = typeof flow === "string"
+      ? new TypeError(`flow ${JSON.stringify(flow)} is a string`)
+      : flow instanceof Flow
+      ? { ref: flow.slug, concrete: true }
+      : registeredStartRef(flow) ?? new TypeError("flow is not a flow");
+    const step = validateSubflowStep(this.slug, this.#steps, map, options, child);
+    const next = new Flow<Input, Next>({ slug: this.slug, ...this.options });
+    next.#steps = Object.freeze([...this.#steps, step]);
+    return next;
   }
 
   #addWait<Next extends StepSignatures>(

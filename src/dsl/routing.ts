@@ -11,6 +11,7 @@
 import { type AnyFlow, Flow } from "./flow.ts";
 import { formatValue } from "./_validate.ts";
 import { flowQueueName } from "./queue_name.ts";
+import { registerStartRef } from "./_start_refs.ts";
 
 /**
  * How a flow's routes are derived: `flow` (every step on `lower(flow_slug)`), `step` (one
@@ -46,6 +47,12 @@ const registry = new WeakMap<object, Routing>();
 /** Records the routing of a wrapper that a constructor of this folder built. */
 export function registerRouting(wrapper: object, routing: Routing): void {
   registry.set(wrapper, Object.freeze(routing));
+  registerStartRef(
+    wrapper,
+    routing.alias === undefined
+      ? { ref: routing.flow.slug, concrete: true }
+      : { ref: routing.alias, concrete: false },
+  );
 }
 
 /** The registered routing of `value`, or `undefined` when it is not a registered wrapper. */

@@ -11,7 +11,8 @@ import type { JsonObject } from "./json.ts";
 /**
  * A step's type in the definition: `single` runs one task (`.step()` and `.array()`), `map` runs
  * one task per array element (`.map()`); `sleep` (`.sleep()`) and `signal` (`.waitForSignal()`)
- * are durable waits, which hold no task (docs/waits.md).
+ * are durable waits, which hold no task (docs/waits.md); `subflow` (`.subflow()`,
+ * `.mapSubflow()`) waits the same way for child runs of another flow (docs/subflows.md).
  *
  * @example Usage
  * ```ts
@@ -20,7 +21,7 @@ import type { JsonObject } from "./json.ts";
  * const type: StepType = "map";
  * ```
  */
-export type StepType = "single" | "map" | "sleep" | "signal";
+export type StepType = "single" | "map" | "sleep" | "signal" | "subflow";
 
 /**
  * When a sleep is due: an instant, or a number of seconds from when the wait starts.
@@ -48,9 +49,9 @@ export type SleepDue = Date | { readonly seconds: number };
 export type OnTimeout = "fail" | "skip" | { readonly value: unknown };
 
 /**
- * The wait of a `sleep` or `signal` step: the function the worker that completes the wait's one
- * dependency calls with that dependency's output (as `{ [dependency]: output }`) to learn the
- * due time or the signal key, and a signal wait's timeout.
+ * The wait of a `sleep`, `signal` or `subflow` step: the function the worker that completes the
+ * wait's one dependency calls with that dependency's output (as `{ [dependency]: output }`) to
+ * learn the due time, the signal key or the child runs' input, and a signal wait's timeout.
  *
  * @example Usage
  * ```ts
@@ -72,6 +73,19 @@ export type WaitDefinition =
     readonly onTimeout: OnTimeout;
     /** Whether a signal sent before the run started may complete the wait. */
     readonly acceptSignalsSentBeforeRun: boolean;
+  }
+  | {
+    readonly kind: "subflow";
+    /** What the child runs are started by: the child's alias, or its concrete slug. */
+    readonly flow: string;
+    /** Whether `flow` is an alias (a deployed flow), resolved when each child starts. */
+    readonly byAlias: boolean;
+    /** Whether the step starts one child per element of the array `input` returns. */
+    readonly map: boolean;
+    /** The child run's input (a map: the array of the children's inputs). */
+    readonly input: (deps: never) => unknown;
+    /** The child flow as given (what the testing kit starts workers of). */
+    readonly child: object;
   };
 
 /**
@@ -164,7 +178,7 @@ export interface StepDefinition {
   readonly slug: string;
   /** Zero-based position in the flow. */
   readonly index: number;
-  /** `single`, `map`, or a wait (`sleep`, `signal`). */
+  /** `single`, `map`, or a wait (`sleep`, `signal`, `subflow`). */
   readonly type: StepType;
   /** Dependency slugs, sorted ascending. */
   readonly dependsOn: readonly string[];

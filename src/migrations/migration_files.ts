@@ -43,6 +43,7 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207000700_sluice_dev_recompile_keeps_waits.sql",
   "20261207001000_sluice_batch_sizes.sql",
   "20261207001500_sluice_trace_context.sql",
+  "20261207002000_sluice_subflows.sql",
   "20261207133532_sluice_attempt_telemetry.sql",
   "20261207134541_sluice_notify_minimal.sql",
 ];

@@ -4,9 +4,9 @@
  * @module
  */
 
-import { releaseRunWaits, skipRetryDelays } from "../db/testing_queries.ts";
+import { liveDescendantRuns, releaseRunWaits, skipRetryDelays } from "../db/testing_queries.ts";
 import { extractDefinition, servedStepSlugs } from "../dsl/definition.ts";
-import { routingOf } from "../dsl/routing.ts";
+import { routingOf, startRefOf } from "../dsl/routing.ts";
 import type { DeployableFlow, FlowInput, FlowOutput, StepOutput, StepSlug } from "../dsl/types.ts";
 import { startFlow } from "../client/start_flow.ts";
 import { getRun, type RunState } from "../client/get_run.ts";
@@ -106,7 +106,9 @@ export class FlowRunTimeoutError extends Error {
     waiting: { stepSlug: string; waitKey: string | null; waitUntil: Date | null }[] = [],
   ) {
     const waits = waiting.map((step) =>
-      step.waitKey === null
+      step.waitKey === null && step.waitUntil === null
+        ? `step "${step.stepSlug}" waits for its subflow children`
+        : step.waitKey === null
         ? `step "${step.stepSlug}" sleeps until ${step.waitUntil?.toISOString()}`
         : `step "${step.stepSlug}" waits for a signal with key ${JSON.stringify(step.waitKey)}`
     );
@@ -125,10 +127,64 @@ export class FlowRunTimeoutError extends Error {
 }
 
 /**
+ * The flows a run of `flow` may start as subflow children (docs/subflows.md), and theirs, each
+ * once (by what it is started by), a child before its parent: the order they compile in.
+ */
+function subflowChildren(flow: DeployableFlow): DeployableFlow[] {
+  const seen = new Set<string>();
+  const order: DeployableFlow[] = [];
+  const visit = (parent: DeployableFlow) => {
+    for (const step of routingOf(parent).flow.steps) {
+      if (step.wait?.kind !== "subflow") continue;
+      const child = step.wait.child as DeployableFlow;
+      const ref = startRefOf(child).ref;
+      if (seen.has(ref)) continue;
+      seen.add(ref);
+      visit(child);
+      order.push(child);
+    }
+  };
+  visit(flow);
+  return order;
+}
+
+/** Starts in-process workers for every route of `flow`. */
+async function startRouteWorkers(db: TestDatabase, flow: DeployableFlow): Promise<WorkerHandle[]> {
+  const routing = routingOf(flow);
+  const stepSlugs: (string | undefined)[] = routing.queueMode === "flow"
+    ? [undefined]
+    : servedStepSlugs(extractDefinition(flow));
+  const workers: WorkerHandle[] = [];
+  try {
+    for (const stepSlug of stepSlugs) {
+      workers.push(
+        // One worker per route: the options vary per route, so they are checked at run time.
+        await startWorker(
+          flow,
+          {
+            connectionString: db.url,
+            poolSize: 2,
+            pollIntervalMs: 20,
+            logger: () => {},
+            ...(stepSlug === undefined ? {} : { stepSlug }),
+            ...(routing.alias === undefined ? {} : { activate: "on-startup" }),
+          } as WorkerOptions,
+        ),
+      );
+    }
+  } catch (error) {
+    for (const worker of workers) await worker.stop();
+    throw error;
+  }
+  return workers;
+}
+
+/**
  * Runs `flow` once with `input`: starts in-process workers for every route (one for a plain flow,
- * one per step of a step-queued flow, the wrapped flow's of a deployed flow), waits until the run
- * completes or fails, stops the workers and returns what happened. A failed run is returned, not
- * thrown.
+ * one per step of a step-queued flow, the wrapped flow's of a deployed flow), and for every flow
+ * its subflows start (children first, so that they are compiled before the parent), waits until
+ * the run completes or fails, stops the workers and returns what happened. A failed run is
+ * returned, not thrown. The delays and waits options apply to the run's subflow children too.
  *
  * @param db The test database.
  * @param flow A plain, step-queued or deployed flow.
@@ -143,27 +199,10 @@ export async function runFlow<F extends DeployableFlow>(
   options: RunFlowOptions = {},
 ): Promise<FlowResult<F>> {
   const timeoutMs = options.timeoutMs ?? 30_000;
-  const routing = routingOf(flow);
-  const stepSlugs: (string | undefined)[] = routing.queueMode === "flow"
-    ? [undefined]
-    : servedStepSlugs(extractDefinition(flow));
   const workers: WorkerHandle[] = [];
   try {
-    for (const stepSlug of stepSlugs) {
-      workers.push(
-        // One worker per route: the options vary per route, so they are checked at run time.
-        await startWorker(
-          flow as DeployableFlow,
-          {
-            connectionString: db.url,
-            poolSize: 2,
-            pollIntervalMs: 20,
-            logger: () => {},
-            ...(stepSlug === undefined ? {} : { stepSlug }),
-            ...(routing.alias === undefined ? {} : { activate: "on-startup" }),
-          } as WorkerOptions,
-        ),
-      );
+    for (const each of [...subflowChildren(flow), flow as DeployableFlow]) {
+      workers.push(...await startRouteWorkers(db, each));
     }
     const runId = await startFlow(db.sql, flow, input);
     for (const signal of options.signals ?? []) await sendSignal(db.sql, signal);
@@ -175,11 +214,13 @@ export async function runFlow<F extends DeployableFlow>(
           .map(({ stepSlug, waitKey, waitUntil }) => ({ stepSlug, waitKey, waitUntil }));
         throw new FlowRunTimeoutError(runId, timeoutMs, waiting);
       }
-      if (options.skipDelays !== false) await skipRetryDelays(db.sql, runId);
-      await releaseRunWaits(db.sql, runId, {
-        sleeps: options.skipSleeps !== false,
-        timeouts: options.timeOutWaits === true,
-      });
+      for (const id of [runId, ...await liveDescendantRuns(db.sql, runId)]) {
+        if (options.skipDelays !== false) await skipRetryDelays(db.sql, id);
+        await releaseRunWaits(db.sql, id, {
+          sleeps: options.skipSleeps !== false,
+          timeouts: options.timeOutWaits === true,
+        });
+      }
       await new Promise((resolve) => setTimeout(resolve, 20));
       run = await getRun<FlowInput<F>, FlowOutput<F>>(db.sql, runId);
     }

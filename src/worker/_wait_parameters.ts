@@ -1,13 +1,16 @@
 /**
  * The parameters of the waits a completing step starts: the worker that completes a wait's one
  * dependency calls the wait's function with that dependency's output (docs/waits.md) and sends
- * the result with the completion, so the wait needs no worker of its own.
+ * the result with the completion, so the wait needs no worker of its own. A subflow's parameter
+ * is its child input (docs/subflows.md).
  *
  * @module
  */
 
 import type { StepDefinition } from "../dsl/step_definition.ts";
 import type { WaitParameter } from "../db/worker_queries.ts";
+import { findJsonProblem } from "../dsl/json_text.ts";
+import { JsonValueError } from "../dsl/errors.ts";
 
 /** The wait steps of a flow, keyed by the one step each depends on. */
 export function waitStepsByDependency(
@@ -23,7 +26,7 @@ export function waitStepsByDependency(
 }
 
 /**
- * Computes the key or due time of each wait in `waits` from the output of `stepSlug` (as JSON
+ * Computes the key, due time or child input of each wait in `waits` from the output of `stepSlug` (as JSON
  * text, so the function sees what the database stores). Throws what a function throws, and a
  * `TypeError` naming the step for a result of the wrong kind.
  */
@@ -36,6 +39,26 @@ export function computeWaitParameters(
   const deps = { [stepSlug]: JSON.parse(outputJson) } as never;
   return waits.map((step) => {
     const wait = step.wait!;
+    if (wait.kind === "subflow") {
+      const input: unknown = wait.input(deps);
+      if (wait.map && !Array.isArray(input)) {
+        throw new TypeError(
+          `The input function of map subflow step ${
+            JSON.stringify(step.slug)
+          } must return an array of child inputs, got ${input === null ? "null" : typeof input}`,
+        );
+      }
+      const problem = findJsonProblem(input, "input");
+      if (problem !== undefined) {
+        throw new JsonValueError(
+          `Cannot start the child of subflow step ${JSON.stringify(step.slug)}`,
+          problem.path,
+          problem.detail,
+        );
+      }
+      // The size limit is the child flow's, checked in SQL where the child starts.
+      return { step_slug: step.slug, inputJson: JSON.stringify(input) };
+    }
     if (wait.kind === "signal") {
       const key: unknown = wait.key(deps);
       if (typeof key !== "string" || key.length === 0 || key.length > 1000) {

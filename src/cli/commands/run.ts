@@ -1,8 +1,9 @@
 /**
  * `deno task ops run <run_id> [--watch]`: one run's steps as a tree in dependency order with
- * their state, tasks done/total, attempts and timings, what each waiting step waits for (its
- * signal key or due time), and the last error of every task that failed an attempt (and who
- * cancelled or retried it); `--watch` follows the run's live events
+ * their state, tasks done/total (a subflow step: its child runs), attempts and timings, what each
+ * waiting step waits for (its signal key or due time), and the last error of every task that
+ * failed an attempt (and who cancelled or retried it); a subflow child's parent run and a parent's
+ * child runs (docs/subflows.md); `--watch` follows the run's live events
  * (docs/events.md) and prints the tree again as they change it, until the run is completed,
  * failed or cancelled.
  *
@@ -10,7 +11,11 @@
  */
 
 import type { Sql } from "../../db/driver/postgres.ts";
-import { readFlowDependencies } from "../../db/ops_queries.ts";
+import {
+  readFlowDependencies,
+  readSubflowLinks,
+  type SubflowLinkRow,
+} from "../../db/ops_queries.ts";
 import { getRun, type RunState, type StepState } from "../../client/get_run.ts";
 import { getRunTasks, type TaskState } from "../../client/get_run_tasks.ts";
 import { watchRun } from "../../client/watch_run.ts";
@@ -26,10 +31,31 @@ type StepDetail = StepState & {
   readonly total: number;
 };
 
-/** A run with, per step, its dependencies and tasks. */
+/** A run linked by a subflow step: the shown run's parent, or one of its children. */
+interface SubflowLink {
+  readonly runId: string;
+  readonly flowSlug: string;
+  readonly status: string;
+  readonly stepSlug: string;
+  readonly taskIndex: number;
+}
+
+/** A run with, per step, its dependencies and tasks, and its subflow parent and children. */
 interface RunDetail {
   readonly run: RunState;
   readonly steps: readonly StepDetail[];
+  readonly parent: SubflowLink | null;
+  readonly children: readonly SubflowLink[];
+}
+
+function link(row: SubflowLinkRow): SubflowLink {
+  return {
+    runId: row.run_id,
+    flowSlug: row.flow_slug,
+    status: row.status,
+    stepSlug: row.step_slug,
+    taskIndex: row.task_index,
+  };
 }
 
 async function readRun(sql: Sql, runId: string): Promise<RunDetail | null> {
@@ -37,16 +63,24 @@ async function readRun(sql: Sql, runId: string): Promise<RunDetail | null> {
   if (run === null) return null;
   const tasks = await getRunTasks(sql, runId);
   const deps = await readFlowDependencies(sql, run.flowSlug);
+  const links = await readSubflowLinks(sql, runId);
+  const parent = links.find((row) => row.relation === "parent");
+  const children = links.filter((row) => row.relation === "child").map(link);
   return {
     run,
+    parent: parent === undefined ? null : link(parent),
+    children,
     steps: run.steps.map((step) => {
       const own = tasks.filter((task) => task.stepSlug === step.stepSlug);
+      // A subflow step holds no task: it counts its child runs instead.
+      const kids = children.filter((child) => child.stepSlug === step.stepSlug);
+      const counted = kids.length > 0 ? kids : own;
       return {
         ...step,
         dependsOn: deps.filter((dep) => dep.step_slug === step.stepSlug).map((dep) => dep.dep_slug),
         tasks: own,
-        done: own.filter((task) => task.status === "completed").length,
-        total: own.length,
+        done: counted.filter((item) => item.status === "completed").length,
+        total: counted.length,
       };
     }),
   };
@@ -135,7 +169,7 @@ function applyEvent(detail: RunDetail, event: RunEvent): RunDetail {
 }
 
 /** The human view: a header, the step tree, the failed attempts. */
-function render({ run, steps }: RunDetail): string[] {
+function render({ run, steps, parent, children }: RunDetail): string[] {
   const finished = run.completedAt ?? run.failedAt ?? run.cancelledAt;
   const lines = [
     `Run ${run.runId} of flow ${run.flowSlug}: ${run.status}`,
@@ -143,6 +177,12 @@ function render({ run, steps }: RunDetail): string[] {
       finished === null ? "running for" : `finished ${formatIsoTime(finished)} after`
     } ${formatDuration(run.startedAt, finished)}`,
   ];
+  if (parent !== null) {
+    lines.push(
+      `child of run ${parent.runId} (flow ${parent.flowSlug}, ${parent.status}), subflow step ` +
+        `${parent.stepSlug}[${parent.taskIndex}]`,
+    );
+  }
   if (run.errorMessage !== null) lines.push(`error: ${firstLine(run.errorMessage)}`);
   if (run.status === "cancelled") {
     lines.push(
@@ -193,6 +233,15 @@ function render({ run, steps }: RunDetail): string[] {
       );
     }
   }
+  if (children.length > 0) {
+    lines.push("", "Subflow children (sluice run <child> shows one):");
+    for (const child of children) {
+      lines.push(
+        `  ${child.stepSlug}[${child.taskIndex}] run ${child.runId} (flow ${child.flowSlug}): ` +
+          child.status,
+      );
+    }
+  }
   for (const step of steps) {
     if (step.status === "waiting") lines.push(waitingLine(step));
     if (step.skipReason !== null) lines.push(`${step.stepSlug} skipped: ${step.skipReason}`);
@@ -202,9 +251,12 @@ function render({ run, steps }: RunDetail): string[] {
 
 /**
  * What a waiting step waits for: a sleep its due time, a signal wait its key (JSON-quoted: a key
- * is any text) and when it times out.
+ * is any text) and when it times out, a subflow (no key, no due time) its child runs.
  */
 function waitingLine(step: StepState): string {
+  if (step.waitKey === null && step.waitUntil === null) {
+    return `${step.stepSlug} waiting for its subflow children`;
+  }
   if (step.waitKey === null) {
     return `${step.stepSlug} waiting until ${formatIsoTime(step.waitUntil)}`;
   }
@@ -214,9 +266,17 @@ function waitingLine(step: StepState): string {
   return `${step.stepSlug} waiting for signal ${JSON.stringify(step.waitKey)} (${timeout})`;
 }
 
-/** `--json`: the run (camelCase, as `getRun` returns it) with each step's `dependsOn` and `tasks`. */
-function toJson({ run, steps }: RunDetail): Record<string, unknown> {
-  return { ...run, steps: steps.map(({ done: _done, total: _total, ...step }) => step) };
+/**
+ * `--json`: the run (camelCase, as `getRun` returns it) with each step's `dependsOn` and `tasks`,
+ * and its subflow `parent` (or null) and `children`.
+ */
+function toJson({ run, steps, parent, children }: RunDetail): Record<string, unknown> {
+  return {
+    ...run,
+    steps: steps.map(({ done: _done, total: _total, ...step }) => step),
+    parent,
+    children,
+  };
 }
 
 /**
@@ -240,7 +300,8 @@ export const runCommand: OpsCommand = {
     "Shows the run's steps as a tree (a step under the dependencies it waits for) with\n" +
     "state, tasks done/total, attempts, when it started and how long it took, then the last\n" +
     "error of every task that failed an attempt and what each waiting step waits for (its\n" +
-    "signal key or due time). --watch follows the run's live events and prints the view\n" +
+    "signal key or due time), a child run's parent and a parent's subflow children.\n" +
+    "--watch follows the run's live events and prints the view\n" +
     "again whenever they change it, until the run is terminal (with --json: once, then), and\n" +
     "exits 0 when it completed, 1 when it failed or was cancelled.",
   async run(sql, args, io) {

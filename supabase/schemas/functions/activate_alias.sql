@@ -1,4 +1,4 @@
--- sluice.activate_alias, as the migrations create it (last defined in supabase/migrations/20261202000300_sluice_waits.sql).
+-- sluice.activate_alias, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- As in migration 20261130001800, except that wait steps need no worker: they hold no task.
@@ -68,7 +68,7 @@ begin
     into v_missing, v_missing_routes
     from sluice.steps s
     where s.flow_slug = v_target
-      and s.step_type not in ('sleep', 'signal')
+      and s.step_type not in ('sleep', 'signal', 'subflow')
       and not exists (
         select 1 from sluice.live_workers w
         where w.deprecated_at is null

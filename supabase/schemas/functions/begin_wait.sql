@@ -1,4 +1,4 @@
--- sluice.begin_wait, as the migrations create it (last defined in supabase/migrations/20261207000500_sluice_signals_schedules.sql).
+-- sluice.begin_wait, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Starts a ready wait step (called by sluice.start_ready_steps, which holds the run's lock):
@@ -7,8 +7,9 @@
 -- key has a buffered signal completes at once with the earliest one's payload and consumes it,
 -- and any other wait moves to 'waiting' (step:waiting) with its key and due time. A buffered
 -- signal counts when it is not consumed, not expired, no larger than the flow's output limit, and
--- was sent after the run started (or the step accepts signals sent before its run). The caller's
--- loop starts what a completion here releases.
+-- was sent after the run started (or the step accepts signals sent before its run). A subflow
+-- step starts its child runs (sluice.start_subflow). The caller's loop starts what a completion
+-- here releases.
 CREATE OR REPLACE FUNCTION sluice.begin_wait(run_id uuid, flow_slug text, step_slug text, step_type text, deps_count integer, wait_options jsonb) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -31,6 +32,12 @@ begin
   ) then
     perform sluice.skip_steps(begin_wait.run_id, begin_wait.flow_slug, begin_wait.step_slug,
       'dependency_skipped', false);
+    return;
+  end if;
+
+  if begin_wait.step_type = 'subflow' then
+    perform sluice.start_subflow(begin_wait.run_id, begin_wait.flow_slug, begin_wait.step_slug,
+      begin_wait.wait_options);
     return;
   end if;
 

@@ -1,4 +1,4 @@
--- sluice.cancel_run_set, as the migrations create it (last defined in supabase/migrations/20261207000200_sluice_cancel_sees_new_tasks.sql).
+-- sluice.cancel_run_set, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Cancels the runs among run_ids that are still started: the runs, then their unfinished step
@@ -12,6 +12,10 @@
 -- step states and tasks holds their run's lock first, so the order within a rung does not matter.
 -- A run that finished while this waited for its lock is re-checked and left out; the statements
 -- after the first one see every task its former holder created.
+-- Subflows: the runs' ancestors are locked with them, root first ((depth, run_id) order, as
+-- sluice.lock_run_ancestors); their live children are cancelled with the same reason (down the
+-- tree); a cancelled child whose parent step waits fails that step (sluice.subflow_child_error),
+-- and so its parent run. Rows are returned for the runs of run_ids only.
 CREATE OR REPLACE FUNCTION sluice.cancel_run_set(run_ids uuid[], reason text) RETURNS TABLE(cancelled_run_id uuid, cancelled_tasks integer)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -21,14 +25,25 @@ declare
   v_task_runs uuid[];
   v_queues text[];
   v_ids bigint[];
+  v_ancestors uuid[] := '{}';
+  v_children uuid[];
+  v_child sluice.runs;
 begin
+  if exists (
+    select 1 from sluice.runs r
+    where r.run_id = any (cancel_run_set.run_ids) and r.parent_run_id is not null
+  ) then
+    v_ancestors := sluice.run_ancestors(cancel_run_set.run_ids);
+  end if;
   select array_agg(l.run_id order by l.run_id) into v_runs
   from (
-    select r.run_id from sluice.runs r
-    where r.run_id = any (cancel_run_set.run_ids) and r.status = 'started'
-    order by r.run_id
+    select r.run_id, r.status from sluice.runs r
+    where r.run_id = any (cancel_run_set.run_ids || v_ancestors)
+      and (r.status = 'started' or r.run_id = any (v_ancestors))
+    order by r.depth, r.run_id
     for update
-  ) l;
+  ) l
+  where l.status = 'started' and l.run_id = any (cancel_run_set.run_ids);
   if v_runs is null then
     return;
   end if;
@@ -54,6 +69,30 @@ begin
   from tasks_cancelled t;
   if array_remove(v_ids, null) <> '{}' then
     perform sluice.archive_messages(v_queues, v_ids);
+  end if;
+
+  select array_agg(r.run_id order by r.run_id) into v_children
+  from sluice.runs r where r.parent_run_id = any (v_runs) and r.status = 'started';
+  if v_children is not null then
+    perform sluice.cancel_run_set(v_children, cancel_run_set.reason);
+  end if;
+  if cardinality(v_ancestors) > 0 then
+    for v_child in
+      select r.* from sluice.runs r
+      join sluice.step_states ss on ss.run_id = r.parent_run_id
+        and ss.step_slug = r.parent_step_slug and ss.status = 'waiting'
+      where r.run_id = any (v_runs)
+      order by r.run_id
+    loop
+      -- A sibling's failure earlier in this loop may have ended the step already.
+      continue when not exists (
+        select 1 from sluice.step_states ss
+        where ss.run_id = v_child.parent_run_id and ss.step_slug = v_child.parent_step_slug
+          and ss.status = 'waiting'
+      );
+      perform sluice.fail_run(v_child.parent_run_id, v_child.parent_step_slug,
+        sluice.subflow_child_error(v_child));
+    end loop;
   end if;
 
   return query

@@ -1,4 +1,4 @@
--- sluice.finish_run_if_done, as the migrations create it (last defined in supabase/migrations/20261130000400_sluice_run_transitions.sql).
+-- sluice.finish_run_if_done, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Completes the run once no step is pending. Run output = outputs of the completed leaf steps
@@ -6,11 +6,14 @@
 --
 -- PL/pgSQL, not SQL: a SQL function's body is parsed and planned again on every call, which made
 -- this, run after every completion, the most expensive statement of the hot path. PL/pgSQL keeps
--- the plan for the session.
+-- the plan for the session. A child run's completion goes on to its parent's subflow step
+-- (sluice.end_subflow_child), in this same transaction.
 CREATE OR REPLACE FUNCTION sluice.finish_run_if_done(run_id uuid) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v_parent uuid;
 begin
   update sluice.runs r
   set status = 'completed', completed_at = now(),
@@ -26,6 +29,10 @@ begin
     )
   where r.run_id = finish_run_if_done.run_id
     and r.status = 'started'
-    and r.remaining_steps = 0;
+    and r.remaining_steps = 0
+  returning r.parent_run_id into v_parent;
+  if v_parent is not null then
+    perform sluice.end_subflow_child(finish_run_if_done.run_id);
+  end if;
 end;
 $$;

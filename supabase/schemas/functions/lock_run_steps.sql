@@ -1,4 +1,4 @@
--- sluice.lock_run_steps, as the migrations create it (last defined in supabase/migrations/20261202000400_sluice_server_cost.sql).
+-- sluice.lock_run_steps, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 CREATE OR REPLACE FUNCTION sluice.lock_run_steps(run_ids uuid[], step_slugs text[], skip_locked_runs boolean) RETURNS SETOF sluice.step_states
@@ -8,21 +8,43 @@ CREATE OR REPLACE FUNCTION sluice.lock_run_steps(run_ids uuid[], step_slugs text
     AS $$
 declare
   v_runs uuid[];
+  v_ancestors uuid[] := '{}';
+  v_locked uuid[];
 begin
+  -- A subflow child's runs are locked with their ancestors, root first: (depth, run_id) order,
+  -- which is run_id order for runs without a parent (sluice.lock_run_ancestors).
+  if exists (
+    select 1 from sluice.runs r
+    where r.run_id = any (lock_run_steps.run_ids) and r.parent_run_id is not null
+  ) then
+    v_ancestors := sluice.run_ancestors(lock_run_steps.run_ids);
+  end if;
   if skip_locked_runs then
-    select array_agg(r.run_id) into v_runs
+    select array_agg(r.run_id), array_agg(r.run_id) filter (
+        where r.status = 'started' and r.run_id = any (lock_run_steps.run_ids))
+    into v_locked, v_runs
     from (
-      select r.run_id from sluice.runs r
-      where r.run_id = any (lock_run_steps.run_ids) and r.status = 'started'
-      order by r.run_id
+      select r.run_id, r.status from sluice.runs r
+      where r.run_id = any (lock_run_steps.run_ids || v_ancestors)
+        and (r.status = 'started' or r.run_id = any (v_ancestors))
+      order by r.depth, r.run_id
       for update skip locked
     ) r;
+    -- A run whose ancestor is locked elsewhere is skipped too: its end would change that one.
+    if cardinality(v_ancestors) > 0 then
+      select array_agg(x.run_id) into v_runs
+      from unnest(v_runs) as x(run_id)
+      where sluice.run_ancestors(array[x.run_id]) <@ v_locked;
+    end if;
   else
-    select array_agg(r.run_id) into v_runs
+    select array_agg(r.run_id) filter (
+        where r.status = 'started' and r.run_id = any (lock_run_steps.run_ids))
+    into v_runs
     from (
-      select r.run_id from sluice.runs r
-      where r.run_id = any (lock_run_steps.run_ids) and r.status = 'started'
-      order by r.run_id
+      select r.run_id, r.status from sluice.runs r
+      where r.run_id = any (lock_run_steps.run_ids || v_ancestors)
+        and (r.status = 'started' or r.run_id = any (v_ancestors))
+      order by r.depth, r.run_id
       for update
     ) r;
   end if;

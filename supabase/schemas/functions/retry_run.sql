@@ -1,4 +1,4 @@
--- sluice.retry_run, as the migrations create it (last defined in supabase/migrations/20261202000100_sluice_run_control.sql).
+-- sluice.retry_run, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Retries a failed or cancelled run from where it stopped. The run goes back to 'started'
@@ -20,8 +20,11 @@
 -- 'started', or 'failed' again when a step fails at once, e.g. an unmet condition that fails the
 -- run) or 'unchanged' for a run that is started or completed. Raises no_data_found when no run
 -- has the id (a run is deleted with its flow).
--- Lock order: the run row -> its step states (slug order) -> the tasks it requeues -> messages
--- (new ones sent, the old ones' archived copies deleted): the global ladder.
+-- Lock order: the run row (a subflow child's after its ancestors, root first:
+-- sluice.lock_run_ancestors) -> its step states (slug order) -> the tasks it requeues -> messages
+-- (new ones sent, the old ones' archived copies deleted): the global ladder. A subflow step that
+-- failed or was cancelled waits again for the children it had, retrying those that failed
+-- (sluice.start_subflow).
 CREATE OR REPLACE FUNCTION sluice.retry_run(run_id uuid, force boolean DEFAULT false) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -35,6 +38,7 @@ declare
   v_ids bigint[];
   v_tasks integer := 0;
 begin
+  perform sluice.lock_run_ancestors(array[retry_run.run_id]);
   select * into v_run from sluice.runs r where r.run_id = retry_run.run_id for update;
   if not found then
     raise exception 'Cannot retry run %: no such run', retry_run.run_id

@@ -1,4 +1,4 @@
--- sluice.start_ready_steps, as the migrations create it (last defined in supabase/migrations/20261202000300_sluice_waits.sql).
+-- sluice.start_ready_steps, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 CREATE OR REPLACE FUNCTION sluice.start_ready_steps(run_id uuid) RETURNS void
@@ -39,8 +39,9 @@ begin
       continue;
     end if;
 
-    -- A wait step holds no task and no message: it waits in its step state (sluice.begin_wait).
-    if v_step.step_type in ('sleep', 'signal') then
+    -- A wait step holds no task and no message: it waits in its step state (sluice.begin_wait);
+    -- a subflow step waits for its child runs, which begin_wait starts.
+    if v_step.step_type in ('sleep', 'signal', 'subflow') then
       perform sluice.begin_wait(start_ready_steps.run_id, v_step.flow_slug, v_step.step_slug,
         v_step.step_type, v_step.deps_count, v_step.wait_options);
       continue;

@@ -1,4 +1,4 @@
--- sluice.validate_definition, as the migrations create it (last defined in supabase/migrations/20261202000300_sluice_waits.sql).
+-- sluice.validate_definition, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 CREATE OR REPLACE FUNCTION sluice.validate_definition(definition jsonb) RETURNS void
@@ -68,7 +68,7 @@ begin
         v_slug, v_flow, coalesce((v_step -> 'step_index')::text, 'null'), v_i
         using errcode = 'invalid_parameter_value';
     end if;
-    perform sluice.check_enum(coalesce(v_step -> 'step_type', 'null'), array['single', 'map', 'sleep', 'signal'],
+    perform sluice.check_enum(coalesce(v_step -> 'step_type', 'null'), array['single', 'map', 'sleep', 'signal', 'subflow'],
       format('step_type of step "%s"', v_slug));
     perform sluice.check_enum(v_step -> 'when_unmet', array['fail', 'skip', 'skip-cascade'],
       format('when_unmet of step "%s"', v_slug));
@@ -133,6 +133,7 @@ begin
     end if;
 
     perform sluice.validate_wait_step(v_flow, v_step, v_slugs, v_types);
+    perform sluice.check_subflow_child(v_flow, v_step);
 
     v_slugs := v_slugs || v_slug;
     v_types := v_types || (v_step ->> 'step_type');

@@ -1,7 +1,8 @@
--- sluice.validate_wait_step, as the migrations create it (last defined in supabase/migrations/20261207000500_sluice_signals_schedules.sql).
+-- sluice.validate_wait_step, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
--- As in 20261202000300, and a signal wait's accept_signals_sent_before_run is a boolean or absent.
+-- As in 20261202000300, and a signal wait's accept_signals_sent_before_run is a boolean or absent;
+-- a subflow step waits like the others and its wait names its child: {subflow: {flow, by, map}}.
 CREATE OR REPLACE FUNCTION sluice.validate_wait_step(flow_slug text, step jsonb, earlier_slugs text[], earlier_types text[]) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -12,7 +13,7 @@ declare
   v_dep text;
   v_dep_type text;
 begin
-  if v_type not in ('sleep', 'signal') then
+  if v_type not in ('sleep', 'signal', 'subflow') then
     if coalesce(step -> 'wait', 'null'::jsonb) <> 'null'::jsonb then
       raise exception 'Invalid flow definition: step "%" of flow "%" is a % step, which takes no wait options, got %',
         v_slug, flow_slug, v_type, step -> 'wait'
@@ -49,6 +50,23 @@ begin
     then
       raise exception 'Invalid flow definition: wait.accept_signals_sent_before_run of step "%" of flow "%" must be a boolean, got %',
         v_slug, flow_slug, step #> '{wait,accept_signals_sent_before_run}'
+        using errcode = 'invalid_parameter_value';
+    end if;
+  elsif v_type = 'subflow' then
+    if jsonb_typeof(step #> '{wait,subflow}') is distinct from 'object'
+      or jsonb_typeof(step #> '{wait,subflow,flow}') is distinct from 'string'
+      or not sluice.is_valid_slug(step #>> '{wait,subflow,flow}')
+      or coalesce(step #>> '{wait,subflow,by}', '') not in ('alias', 'slug')
+      or jsonb_typeof(step #> '{wait,subflow,map}') is distinct from 'boolean'
+      or (select count(*) from jsonb_object_keys(step -> 'wait')) <> 1
+    then
+      raise exception 'Invalid flow definition: wait of subflow step "%" of flow "%" must be {"subflow": {"flow": <slug>, "by": "alias" | "slug", "map": <boolean>}}, got %',
+        v_slug, flow_slug, coalesce(step -> 'wait', 'null'::jsonb)
+        using errcode = 'invalid_parameter_value';
+    end if;
+    if step #>> '{wait,subflow,by}' = 'slug' and step #>> '{wait,subflow,flow}' = flow_slug then
+      raise exception 'Invalid flow definition: subflow step "%" of flow "%" starts its own flow',
+        v_slug, flow_slug
         using errcode = 'invalid_parameter_value';
     end if;
   elsif coalesce(step -> 'wait', 'null'::jsonb) not in ('null'::jsonb, '{}'::jsonb) then

@@ -1,7 +1,8 @@
--- sluice.wait_options, as the migrations create it (last defined in supabase/migrations/20261207000500_sluice_signals_schedules.sql).
+-- sluice.wait_options, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
--- A wait step's options in the shape (null for a handler step), defaults filled in. A signal
+-- A wait step's options in the shape (null for a handler step), defaults filled in; a subflow's
+-- names its child ({subflow: {flow, by, map}}). A signal
 -- wait that accepts signals sent before its run started carries accept_signals_sent_before_run
 -- (only then: the shape of every other flow stays what it was).
 CREATE OR REPLACE FUNCTION sluice.wait_options(step jsonb) RETURNS jsonb
@@ -10,6 +11,7 @@ CREATE OR REPLACE FUNCTION sluice.wait_options(step jsonb) RETURNS jsonb
     AS $$
   select case step ->> 'step_type'
     when 'sleep' then '{}'::jsonb
+    when 'subflow' then jsonb_build_object('subflow', step #> '{wait,subflow}')
     when 'signal' then jsonb_build_object(
       'timeout_seconds', coalesce(step #> '{wait,timeout_seconds}', 'null'::jsonb),
       'on_timeout', coalesce(step #>> '{wait,on_timeout}', 'fail'),

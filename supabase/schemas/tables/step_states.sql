@@ -24,6 +24,7 @@ CREATE TABLE sluice.step_states (
     wait_until timestamp with time zone,
     waiting_at timestamp with time zone,
     wait_signal_id text,
+    wait_input jsonb,
     CONSTRAINT step_states_check CHECK ((num_nonnulls(completed_at, failed_at, skipped_at, cancelled_at) <= 1)),
     CONSTRAINT step_states_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
     CONSTRAINT step_states_check2 CHECK (((status = 'failed'::text) = (failed_at IS NOT NULL))),
@@ -38,6 +39,8 @@ CREATE TABLE sluice.step_states (
     CONSTRAINT step_states_waiting_check CHECK (((status <> 'waiting'::text) OR (waiting_at IS NOT NULL)))
 )
 WITH (fillfactor='60');
+
+COMMENT ON COLUMN sluice.step_states.wait_input IS 'A subflow step''s child input (a map subflow''s: the array of its children''s inputs), computed by the worker that completed its dependency.';
 
 ALTER TABLE ONLY sluice.step_states
     ADD CONSTRAINT step_states_pkey PRIMARY KEY (run_id, step_slug);

@@ -30,8 +30,8 @@ CREATE TABLE sluice.steps (
     CONSTRAINT steps_required_input_pattern_check CHECK ((jsonb_typeof(required_input_pattern) = 'object'::text)),
     CONSTRAINT steps_step_index_check CHECK ((step_index >= 0)),
     CONSTRAINT steps_step_slug_check CHECK ((sluice.is_valid_slug(step_slug) AND (step_slug <> 'run'::text))),
-    CONSTRAINT steps_step_type_check CHECK ((step_type = ANY (ARRAY['single'::text, 'map'::text, 'sleep'::text, 'signal'::text]))),
-    CONSTRAINT steps_wait_options_check CHECK (((step_type = ANY (ARRAY['sleep'::text, 'signal'::text])) = (wait_options IS NOT NULL))),
+    CONSTRAINT steps_step_type_check CHECK ((step_type = ANY (ARRAY['single'::text, 'map'::text, 'sleep'::text, 'signal'::text, 'subflow'::text]))),
+    CONSTRAINT steps_wait_options_check CHECK (((step_type = ANY (ARRAY['sleep'::text, 'signal'::text, 'subflow'::text])) = (wait_options IS NOT NULL))),
     CONSTRAINT steps_when_exhausted_check CHECK ((when_exhausted = ANY (ARRAY['fail'::text, 'skip'::text, 'skip-cascade'::text]))),
     CONSTRAINT steps_when_unmet_check CHECK ((when_unmet = ANY (ARRAY['fail'::text, 'skip'::text, 'skip-cascade'::text])))
 );

@@ -14,5 +14,5 @@ CREATE VIEW sluice.route_coverage AS
     (count(w.worker_id) = 0) AS missing_worker
    FROM (sluice.steps s
      LEFT JOIN sluice.live_workers w ON (((w.queue_name = s.queue_name) AND (w.flow_slug = s.flow_slug) AND ((w.step_slug IS NULL) OR (w.step_slug = s.step_slug)))))
-  WHERE (s.step_type <> ALL (ARRAY['sleep'::text, 'signal'::text]))
+  WHERE (s.step_type <> ALL (ARRAY['sleep'::text, 'signal'::text, 'subflow'::text]))
   GROUP BY s.flow_slug, s.step_slug, s.step_index, s.queue_name;
