@@ -40,5 +40,6 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207000450_sluice_queue_tables.sql",
   "20261207000500_sluice_signals_schedules.sql",
   "20261207000600_sluice_prune_pinned.sql",
+  "20261207001300_sluice_idempotent_start.sql",
   "20261207001500_sluice_trace_context.sql",
 ];
