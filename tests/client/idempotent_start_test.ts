@@ -71,6 +71,37 @@ Deno.test("20 concurrent idempotent starts from 20 connections make one run", as
   assert.deepEqual(await counts(db), { runs: 1, keys: 1, messages: 1 });
 });
 
+Deno.test("when the first start rolls back while 9 others wait for its key, one of them creates the run", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, flow);
+  const clients = Array.from({ length: 10 }, () => db.connect(1));
+  let rollBackFirst!: () => void;
+  const firstMayEnd = new Promise<void>((resolve) => rollBackFirst = resolve);
+  let firstStarted!: (id: string) => void;
+  const firstId = new Promise<string>((resolve) => firstStarted = resolve);
+  const first = clients[0].begin(async (tx) => {
+    firstStarted(await startFlow(tx, flow, { order: 2 }, { idempotencyKey: "undone" }));
+    await firstMayEnd;
+    throw new Error("the caller's own write failed");
+  });
+  const undone = await firstId;
+  const others = clients.slice(1).map((sql) =>
+    startFlow(sql, flow, { order: 2 }, { idempotencyKey: "undone" })
+  );
+  await waitUntil(async () => {
+    const [row] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock'`;
+    return row.n === 9;
+  }, "the 9 other starts waiting for the first one's key");
+  rollBackFirst();
+  await assert.rejects(first, /the caller's own write failed/);
+  const ids = await Promise.all(others);
+  assert.equal(new Set(ids).size, 1, `the waiters made ${new Set(ids).size} runs`);
+  assert.notEqual(ids[0], undone);
+  assert.deepEqual(await counts(db), { runs: 1, keys: 1, messages: 1 });
+});
+
 Deno.test("20 connections racing the same 5 keys make one run per key", async () => {
   await using db = await freshDatabase();
   await compileFlow(db.sql, flow);
