@@ -37,6 +37,7 @@ const START_FLOW = "supabase/migrations/20261130000500_sluice_start_flow.sql";
 const RETRY_POLICY = "supabase/migrations/20261130000350_sluice_retry_policy.sql";
 const SERVER_COST = "supabase/migrations/20261202000400_sluice_server_cost.sql";
 const SIGNALS_SCHEDULES = "supabase/migrations/20261207000500_sluice_signals_schedules.sql";
+const IDEMPOTENT_START = "supabase/migrations/20261207001300_sluice_idempotent_start.sql";
 
 /** Every mutant of the audit. */
 export const MUTANTS: readonly Mutant[] = [
@@ -289,5 +290,30 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "    and octet_length(queue_name) <= sluice.max_queue_name_length() + 1\n",
     guards: ["tests/dsl/queue_name_agreement_test.ts"],
     why: "a 48-byte queue name would be admitted, whose PGMQ table names can truncate",
+  },
+  {
+    id: "idempotency_key_claim",
+    file: IDEMPOTENT_START,
+    search: "  on conflict do nothing;\n  if found then\n",
+    replace: "  on conflict (flow_ref, idempotency_key) do update set run_id = excluded.run_id;\n" +
+      "  if found then\n",
+    guards: ["tests/client/idempotent_start_test.ts"],
+    why: "every start racing a key would create a run of its own instead of returning the first",
+  },
+  {
+    id: "idempotency_input_conflict",
+    file: IDEMPOTENT_START,
+    search: "  if v_existing_input is distinct from start_with_options.input then\n",
+    replace: "  if false then\n",
+    guards: ["tests/client/idempotent_start_test.ts"],
+    why: "a key reused for other work would quietly return the run of the first input",
+  },
+  {
+    id: "idempotency_key_retention",
+    file: IDEMPOTENT_START,
+    search: "  foreign key (run_id) references sluice.runs (run_id) on delete cascade\n",
+    replace: "  foreign key (run_id) references sluice.runs (run_id)\n",
+    guards: ["tests/client/idempotent_start_test.ts"],
+    why: "prune would fail on every run started with a key",
   },
 ];
