@@ -5,7 +5,7 @@
  * @module
  */
 import postgres from "postgres";
-import { migrate } from "../src/ops/migrate.ts";
+import { migrate } from "../src/migrations/migrate.ts";
 import { startTempPostgres, type TempPostgres } from "../dev/temp_postgres.ts";
 import { buildPgmqExtensionServer, type PgmqExtensionServer } from "../scripts/_pgmq_extension.ts";
 

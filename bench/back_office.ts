@@ -27,7 +27,7 @@ import { Flow } from "../src/dsl/flow.ts";
 import { withStepQueues } from "../src/dsl/step_queues.ts";
 import type { DeployableFlow } from "../src/dsl/types.ts";
 import { startWorker, type WorkerHandle } from "../src/worker/mod.ts";
-import { migrate } from "../src/ops/migrate.ts";
+import { migrate } from "../src/migrations/migrate.ts";
 import { PROJECT_MIGRATIONS } from "../examples/back_office/setup.ts";
 import { startFunctionWorker, type WorkerFunction } from "../examples/back_office/dev/harness.ts";
 import {

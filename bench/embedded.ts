@@ -12,7 +12,7 @@
  */
 import { parseArgs } from "node:util";
 import { connect, Flow, startFlow, startWorker, waitForRun } from "../mod.ts";
-import { migrate } from "../src/ops/migrate.ts";
+import { migrate } from "../src/migrations/migrate.ts";
 import { startEmbeddedPostgres } from "../dev/embedded_postgres.ts";
 import { startTempPostgres } from "../dev/temp_postgres.ts";
 import { loadAverage } from "./_machine.ts";

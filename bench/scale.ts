@@ -19,7 +19,7 @@
  */
 import { parseArgs } from "node:util";
 import postgres, { type Sql } from "postgres";
-import { pruneCommand } from "../src/ops/commands/prune.ts";
+import { pruneCommand } from "../src/cli/commands/prune.ts";
 import { type BenchDatabase, benchDatabase } from "./_bench_database.ts";
 import { loadAverage } from "./_machine.ts";
 import { usePromptSetImmediate } from "./_prompt_set_immediate.ts";

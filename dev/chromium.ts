@@ -47,6 +47,7 @@ interface Pending {
 interface Waiter {
   readonly method: string;
   readonly sessionId: string | undefined;
+  readonly matches?: (params: Record<string, unknown>) => boolean;
   resolve(params: Record<string, unknown>): void;
 }
 
@@ -97,7 +98,8 @@ class Connection {
       return;
     }
     const index = this.#waiters.findIndex((waiter) =>
-      waiter.method === message.method && waiter.sessionId === message.sessionId
+      waiter.method === message.method && waiter.sessionId === message.sessionId &&
+      (waiter.matches?.(message.params ?? {}) ?? true)
     );
     if (index >= 0) this.#waiters.splice(index, 1)[0].resolve(message.params ?? {});
   }
@@ -114,9 +116,16 @@ class Connection {
     });
   }
 
-  /** The next event `method` of the session; register before causing it. */
-  next(method: string, sessionId?: string): Promise<Record<string, unknown>> {
-    return new Promise((resolve) => this.#waiters.push({ method, sessionId, resolve }));
+  /**
+   * The next event `method` of the session (that `matches`, when given); register before causing
+   * it.
+   */
+  next(
+    method: string,
+    sessionId?: string,
+    matches?: (params: Record<string, unknown>) => boolean,
+  ): Promise<Record<string, unknown>> {
+    return new Promise((resolve) => this.#waiters.push({ method, sessionId, matches, resolve }));
   }
 
   close(): void {
@@ -145,13 +154,22 @@ export class Page {
    * @returns The milliseconds from navigating to the load event.
    */
   async goto(url: string): Promise<number> {
-    const loaded = this.#connection.next("Page.loadEventFired", this.#sessionId);
+    // The load of this navigation's document, by its loader: the previous page's load event can
+    // still be on its way (a click's navigation that a test saw commit but not finish loading).
+    let loaderId: unknown;
+    const loaded = this.#connection.next(
+      "Page.lifecycleEvent",
+      this.#sessionId,
+      (params) => params.name === "load" && loaderId !== undefined && params.loaderId === loaderId,
+    );
     const started = performance.now();
     const result = await this.#send("Page.navigate", { url });
     if (typeof result.errorText === "string") {
       throw new DevToolsError("Page.navigate", `${url}: ${result.errorText}`);
     }
-    await loaded;
+    loaderId = result.loaderId;
+    // A same-document navigation (a fragment) has no loader and no load of its own.
+    if (typeof loaderId === "string") await loaded;
     return performance.now() - started;
   }
 
@@ -274,6 +292,7 @@ export async function launchChromium(executable: string): Promise<Browser> {
         flatten: true,
       }) as { sessionId: string };
       await connection.send("Page.enable", {}, sessionId);
+      await connection.send("Page.setLifecycleEventsEnabled", { enabled: true }, sessionId);
       await connection.send("Runtime.enable", {}, sessionId);
       await connection.send("Emulation.setDeviceMetricsOverride", {
         width,

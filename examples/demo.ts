@@ -29,7 +29,7 @@ import {
   startWorker,
   waitForRun,
 } from "@sluice/sluice";
-import { migrate } from "../src/ops/migrate.ts";
+import { migrate } from "../src/migrations/migrate.ts";
 import { startDevPostgres } from "../dev/embedded_postgres.ts";
 
 /** The run input: an order. Amounts are in cents. */

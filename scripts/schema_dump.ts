@@ -15,7 +15,7 @@
  */
 import { dirname } from "node:path";
 import postgres from "postgres";
-import { migrate, MIGRATIONS_DIRECTORY } from "../src/ops/migrate.ts";
+import { migrate, MIGRATIONS_DIRECTORY } from "../src/migrations/migrate.ts";
 import { findPostgresBinaries, startTempPostgres } from "../dev/temp_postgres.ts";
 import { type MigrationText, sourceFiles, SOURCES_DIRECTORY, withIndex } from "./_sql_sources.ts";
 

@@ -6,7 +6,7 @@
  * transaction it rolls back, comparing every definition of schema `sluice` (`pg_get_functiondef`)
  * before and after: a file that changes one, or defines a new one, has changed. Their sources go,
  * whole and in file-name order, into `supabase/migrations/<UTC timestamp>_sluice_<name>.sql`
- * (listed in `src/ops/migration_files.ts`), which is then applied on the same cluster to prove it
+ * (listed in `src/migrations/migration_files.ts`), which is then applied on the same cluster to prove it
  * runs; finally `deno task schema:dump` brings the sources and the routine index
  * up to date. Nothing is written when no routine changed or a source fails to apply.
  *
@@ -15,12 +15,12 @@
 
 import postgres from "postgres";
 import { startTempPostgres } from "../dev/temp_postgres.ts";
-import { migrate } from "../src/ops/migrate.ts";
+import { migrate } from "../src/migrations/migrate.ts";
 import { SOURCES_DIRECTORY } from "./_sql_sources.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const MIGRATIONS = new URL("supabase/migrations/", ROOT);
-const MIGRATION_LIST = new URL("src/ops/migration_files.ts", ROOT);
+const MIGRATION_LIST = new URL("src/migrations/migration_files.ts", ROOT);
 
 /** The migration's name is not a lowercase slug. */
 export class MigrationNameError extends Error {

@@ -33,7 +33,7 @@
  * @module
  */
 import postgres from "postgres";
-import { migrate } from "../src/ops/migrate.ts";
+import { migrate } from "../src/migrations/migrate.ts";
 import {
   findPostgresBinaries,
   PostgresNotFoundError,

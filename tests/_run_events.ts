@@ -1,7 +1,9 @@
 // Fixtures of the live run event tests (SQL, watchRun, the browser client): a flow with a map, a
 // skipped step and a retried failure, the exact events of its run, a driver that settles its
-// tasks one per transaction, and the stand-in realtime.send.
+// tasks one per transaction, the stand-in realtime.send, and a LISTEN as a role without privileges.
 import assert from "node:assert/strict";
+import postgres from "postgres";
+import { runChannel } from "../src/events/run_event.ts";
 import {
   type ClaimedTask,
   completeTask,
@@ -150,4 +152,29 @@ export async function ensureRole(sql: Sql, role: string): Promise<void> {
       create role ${role} nologin;
     exception when duplicate_object or unique_violation then null;
     end $$`);
+}
+
+/**
+ * LISTENs on `runId`'s channel as `role` (created without privileges), as any role that can
+ * connect may: one session (postgres.js's onnotify, as the listener uses it), `set role`, then
+ * LISTEN. The payloads arrive in `payloads`; dispose to end the session.
+ */
+export async function listenAs(
+  sql: Sql,
+  url: string,
+  role: string,
+  runId: string,
+): Promise<{ payloads: string[] } & AsyncDisposable> {
+  await ensureRole(sql, role);
+  const payloads: string[] = [];
+  const session = postgres(
+    url,
+    {
+      max: 1,
+      onnotice: () => {},
+      onnotify: (_channel: string, payload: string) => payloads.push(payload),
+    } as unknown as postgres.Options<Record<string, never>>,
+  );
+  await session.unsafe(`set role ${role}; listen ${runChannel(runId)}`);
+  return { payloads, [Symbol.asyncDispose]: () => session.end() };
 }

@@ -10,7 +10,7 @@
  */
 
 import postgres, { type Sql } from "postgres";
-import { migrate } from "../../src/ops/migrate.ts";
+import { migrate } from "../../src/migrations/migrate.ts";
 
 /** This project's migrations. */
 export const PROJECT_MIGRATIONS: URL = new URL(

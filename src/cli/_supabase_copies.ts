@@ -1,7 +1,7 @@
 // Finds the copies of sluice's migrations that `sluice install` made in a Supabase project.
 
 import { join } from "node:path";
-import { MIGRATION_FILES } from "../ops/migration_files.ts";
+import { MIGRATION_FILES } from "../migrations/migration_files.ts";
 
 /**
  * The `*.sql` files of a Supabase project's migrations directory, in code-point order (empty when

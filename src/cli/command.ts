@@ -1,7 +1,7 @@
-// The command registry's entry: an ops command (src/ops/commands/) or a command that runs without
+// The command registry's entry: an ops command (src/cli/commands/) or a command that runs without
 // a connection the CLI opens for it (install, migrate, functions generate, dev).
 
-import type { CliIo, CommandArgs, CommandSpec, OpsCommand } from "../ops/commands/command_types.ts";
+import type { CliIo, CommandArgs, CommandSpec, OpsCommand } from "./commands/command_types.ts";
 
 /** What a {@linkcode LocalCommand} runs with. */
 export interface CliContext {

@@ -15,8 +15,8 @@ import type { DeployableFlow } from "../dsl/types.ts";
 import type { LogRecord } from "../worker/logger.ts";
 import { startWorker } from "../worker/start_worker.ts";
 import type { WorkerHandle, WorkerOptions } from "../worker/worker_options.ts";
-import type { CliIo } from "../ops/commands/command_types.ts";
-import { migrate } from "../ops/migrate.ts";
+import type { CliIo } from "./commands/command_types.ts";
+import { migrate } from "../migrations/migrate.ts";
 import { connect } from "../db/connect.ts";
 
 /** Options of {@linkcode devCommand}. */

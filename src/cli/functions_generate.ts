@@ -13,7 +13,7 @@ import { CodegenError } from "../codegen/errors.ts";
 import { debugRequested } from "./debug_requested.ts";
 import { type FileStatus, generateFunctions } from "../codegen/generate.ts";
 import { UnsafePathError } from "../codegen/project_files.ts";
-import type { CliIo } from "../ops/commands/command_types.ts";
+import type { CliIo } from "./commands/command_types.ts";
 
 type Change = Exclude<FileStatus, "unchanged">;
 

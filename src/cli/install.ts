@@ -18,11 +18,11 @@ import {
 } from "../codegen/project_files.ts";
 import { PACKAGE_NAME, PACKAGE_VERSION } from "../codegen/sluice_package.ts";
 import { parseToml, sameToml, type TomlTable } from "../codegen/toml.ts";
-import { MIGRATION_FILES } from "../ops/migration_files.ts";
-import { MIGRATIONS_DIRECTORY } from "../ops/migrate.ts";
-import { readText } from "../ops/read_text.ts";
+import { MIGRATION_FILES } from "../migrations/migration_files.ts";
+import { MIGRATIONS_DIRECTORY } from "../migrations/migrate.ts";
+import { readText } from "../migrations/read_text.ts";
 import { findSupabaseCopies, migrationNames } from "./_supabase_copies.ts";
-import type { CliIo } from "../ops/commands/command_types.ts";
+import type { CliIo } from "./commands/command_types.ts";
 
 /** Thrown when the directory is not a Supabase project; nothing was written. */
 export class NotASupabaseProjectError extends Error {

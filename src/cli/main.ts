@@ -6,14 +6,14 @@
  * @module
  */
 import { debugRequested } from "./debug_requested.ts";
-import { runOpsCommand } from "../ops/cli.ts";
-import { type CliIo, terminalSafeIo } from "../ops/commands/command_types.ts";
+import { runOpsCommand } from "./commands/run_ops_command.ts";
+import { type CliIo, terminalSafeIo } from "./commands/command_types.ts";
 import { type CliCommand, type CommandSection, isOpsCommand } from "./command.ts";
 import { closestCommand, findCommand, parseArgs } from "./parse_args.ts";
 import { OPS_SECTIONS, SECTIONS } from "./registry.ts";
 import { commandHelp, help, PROGRAM } from "./usage.ts";
 
-export type { CliIo } from "../ops/commands/command_types.ts";
+export type { CliIo } from "./commands/command_types.ts";
 
 /** Options of {@linkcode main}. */
 export interface SluiceCliOptions {

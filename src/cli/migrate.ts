@@ -8,10 +8,10 @@
  */
 import { join } from "node:path";
 import { connect } from "../db/connect.ts";
-import type { PgmqInstall } from "../ops/install_pgmq.ts";
-import { migrate, MigrationChangedError, MigrationError } from "../ops/migrate.ts";
+import type { PgmqInstall } from "../migrations/install_pgmq.ts";
+import { migrate, MigrationChangedError, MigrationError } from "../migrations/migrate.ts";
 import { findSupabaseCopies } from "./_supabase_copies.ts";
-import type { CliIo } from "../ops/commands/command_types.ts";
+import type { CliIo } from "./commands/command_types.ts";
 
 const PGMQ_OUTCOME: Record<PgmqInstall, string> = {
   present: "pgmq: already installed, left as is",

@@ -1,7 +1,8 @@
 // Reading the command line against the registry: which command the arguments name, its
 // arguments, and the closest name to one that names none.
 
-import type { CommandArgs, CommandSpec } from "../ops/commands/command_types.ts";
+import type { CommandArgs, CommandSpec } from "./commands/command_types.ts";
+import { editDistance } from "./commands/flow_names.ts";
 
 const words = (command: CommandSpec) => command.name.split(" ");
 
@@ -59,23 +60,6 @@ export function parseArgs(command: CommandSpec, args: readonly string[]): Comman
   return { positional, json, options };
 }
 
-/** Levenshtein distance: insertions, deletions and substitutions from `a` to `b`. */
-function distance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        previous[j] + 1,
-        current[j - 1] + 1,
-        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    }
-    previous = current;
-  }
-  return previous[b.length];
-}
-
 /**
  * The command whose name is closest to the words the arguments start with (as many words as the
  * name has), when a typo away: at most one edit in four characters, and at least one edit allowed.
@@ -87,7 +71,7 @@ export function closestCommand<Command extends CommandSpec>(
   let best: { command: Command; edits: number } | undefined;
   for (const command of commands) {
     const typed = args.slice(0, words(command).length).join(" ");
-    const edits = distance(typed, command.name);
+    const edits = editDistance(typed, command.name);
     if (edits > Math.max(1, Math.floor(command.name.length / 4))) continue;
     if (best === undefined || edits < best.edits) best = { command, edits };
   }

@@ -1,7 +1,7 @@
 // The registry's entries for the commands that set a project up and run it locally: `install`,
 // `migrate`, `functions generate` and `dev`. Their bodies live beside this file.
 
-import { optionString } from "../ops/commands/command_types.ts";
+import { optionString } from "./commands/command_types.ts";
 import type { LocalCommand } from "./command.ts";
 import { devCommand } from "./dev.ts";
 import { functionsGenerate } from "./functions_generate.ts";
@@ -86,7 +86,8 @@ export const devCliCommand: LocalCommand = {
   summary: "run every worker function here against DATABASE_URL (else an embedded database)",
   description:
     "Runs every worker function of the flows module in this one process, in development mode\n" +
-    "(a changed flow shape recompiles once the old workers have drained), printing each\n" +
+    "(a changed flow shape recompiles once the old workers have drained, deleting the flow's\n" +
+    "finished runs; while runs of it are in flight it refuses, naming them), printing each\n" +
     "function's log lines prefixed with its name. Ctrl-C stops every worker gracefully.\n" +
     "Without DATABASE_URL (or with SLUICE_EMBEDDED=1) the workers run on an embedded PGlite\n" +
     "database in this process, migrated, kept in SLUICE_EMBEDDED_DIR when that is set.",

@@ -6,39 +6,39 @@
  * @module
  */
 
-import { aliasesActivateCommand } from "../ops/commands/aliases_activate.ts";
-import { aliasesHistoryCommand } from "../ops/commands/aliases_history.ts";
-import { aliasesListCommand } from "../ops/commands/aliases_list.ts";
-import { clearPauseCommand } from "../ops/commands/clear_pause.ts";
-import { coverageCommand } from "../ops/commands/coverage.ts";
-import { dashboardCommand } from "../ops/commands/dashboard.ts";
-import { fenceConfirmCommand } from "../ops/commands/fence_confirm.ts";
-import { fenceDiffCommand } from "../ops/commands/fence_diff.ts";
-import { fenceDisableCommand } from "../ops/commands/fence_disable.ts";
-import { fenceDrainCommand } from "../ops/commands/fence_drain.ts";
-import { fenceRecordCommand } from "../ops/commands/fence_record.ts";
-import { fenceRestoreCommand } from "../ops/commands/fence_restore.ts";
-import { flowsResetCommand } from "../ops/commands/flows_reset.ts";
+import { aliasesActivateCommand } from "./commands/aliases_activate.ts";
+import { aliasesHistoryCommand } from "./commands/aliases_history.ts";
+import { aliasesListCommand } from "./commands/aliases_list.ts";
+import { clearPauseCommand } from "./commands/clear_pause.ts";
+import { coverageCommand } from "./commands/coverage.ts";
+import { dashboardCommand } from "./commands/dashboard.ts";
+import { fenceConfirmCommand } from "./commands/fence_confirm.ts";
+import { fenceDiffCommand } from "./commands/fence_diff.ts";
+import { fenceDisableCommand } from "./commands/fence_disable.ts";
+import { fenceDrainCommand } from "./commands/fence_drain.ts";
+import { fenceRecordCommand } from "./commands/fence_record.ts";
+import { fenceRestoreCommand } from "./commands/fence_restore.ts";
+import { flowsResetCommand } from "./commands/flows_reset.ts";
 import {
   functionsDeprecateCommand,
   functionsDisableCommand,
   functionsEnableCommand,
-} from "../ops/commands/function_switches.ts";
-import { functionsCommand } from "../ops/commands/functions.ts";
-import { functionsPruneCommand } from "../ops/commands/functions_prune.ts";
-import { pruneCommand } from "../ops/commands/prune.ts";
-import { queuesArchiveCommand } from "../ops/commands/queues_archive.ts";
-import { queuesCommand } from "../ops/commands/queues.ts";
-import { runCommand } from "../ops/commands/run.ts";
-import { runCancelCommand } from "../ops/commands/run_cancel.ts";
-import { runRetryCommand } from "../ops/commands/run_retry.ts";
-import { runsCommand } from "../ops/commands/runs.ts";
-import { runsCancelCommand } from "../ops/commands/runs_cancel.ts";
-import { schedulesCreateCommand } from "../ops/commands/schedules_create.ts";
-import { schedulesDeleteCommand } from "../ops/commands/schedules_delete.ts";
-import { schedulesListCommand } from "../ops/commands/schedules_list.ts";
-import { schedulesPauseCommand, schedulesResumeCommand } from "../ops/commands/schedules_pause.ts";
-import { versionDrainCommand } from "../ops/commands/version_drain.ts";
+} from "./commands/function_switches.ts";
+import { functionsCommand } from "./commands/functions.ts";
+import { functionsPruneCommand } from "./commands/functions_prune.ts";
+import { pruneCommand } from "./commands/prune.ts";
+import { queuesArchiveCommand } from "./commands/queues_archive.ts";
+import { queuesCommand } from "./commands/queues.ts";
+import { runCommand } from "./commands/run.ts";
+import { runCancelCommand } from "./commands/run_cancel.ts";
+import { runRetryCommand } from "./commands/run_retry.ts";
+import { runsCommand } from "./commands/runs.ts";
+import { runsCancelCommand } from "./commands/runs_cancel.ts";
+import { schedulesCreateCommand } from "./commands/schedules_create.ts";
+import { schedulesDeleteCommand } from "./commands/schedules_delete.ts";
+import { schedulesListCommand } from "./commands/schedules_list.ts";
+import { schedulesPauseCommand, schedulesResumeCommand } from "./commands/schedules_pause.ts";
+import { versionDrainCommand } from "./commands/version_drain.ts";
 import { type CliCommand, type CommandSection, isOpsCommand } from "./command.ts";
 import {
   devCliCommand,

@@ -1,7 +1,7 @@
 // Help text generated from the command registry: the command list of `sluice --help` and the
 // usage of `sluice <command> --help`.
 
-import type { CommandSpec, OptionSpec } from "../ops/commands/command_types.ts";
+import type { CommandSpec, OptionSpec } from "./commands/command_types.ts";
 import type { CommandSection } from "./command.ts";
 
 /** How usage lines name the program. */

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Queryable } from "../db/postgres.ts";
+import type { Queryable } from "../db/driver/postgres.ts";
 import { cancelRunRow, cancelRunsRow } from "../db/client_queries.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { RunNotFoundError } from "./errors.ts";

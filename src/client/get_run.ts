@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Queryable } from "../db/postgres.ts";
+import type { Queryable } from "../db/driver/postgres.ts";
 import { readRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import type { SkipReason } from "../events/run_event.ts";

@@ -6,7 +6,7 @@
  */
 
 import { readRunTasks } from "../db/client_queries.ts";
-import type { Queryable } from "../db/postgres.ts";
+import type { Queryable } from "../db/driver/postgres.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 
 /**

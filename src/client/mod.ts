@@ -25,7 +25,12 @@ export {
   type TlsUpgradeFailure,
 } from "../db/connect.ts";
 export * from "./errors.ts";
-export { FlowShapeMismatchError } from "../deploy/errors.ts";
+export {
+  FlowShapeMismatchError,
+  RecompileInFlightError,
+  SluiceNotInstalledError,
+  type WaitingStep,
+} from "../deploy/errors.ts";
 export type { CompileEnvironment } from "../deploy/compile_types.ts";
 export * from "./get_run.ts";
 export * from "./get_run_tasks.ts";
@@ -43,6 +48,7 @@ export * from "./watch_run.ts";
 export {
   type EventStepSlug,
   isTerminalRunEvent,
+  type OmittedEventField,
   type RunCancelledEvent,
   type RunCompletedEvent,
   type RunEvent,

@@ -19,7 +19,7 @@ import {
   type ScheduleTickRow,
   sweepSchedules,
 } from "../db/schedule_queries.ts";
-import type { Queryable } from "../db/postgres.ts";
+import type { Queryable } from "../db/driver/postgres.ts";
 import type { Json } from "../dsl/json.ts";
 import { DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import { startRefOf } from "../dsl/routing.ts";

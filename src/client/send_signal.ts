@@ -4,12 +4,14 @@
  * @module
  */
 
-import type { Queryable } from "../db/postgres.ts";
+import type { Queryable } from "../db/driver/postgres.ts";
 import { sendSignalRow } from "../db/client_queries.ts";
 import { toJsonText } from "../dsl/json_text.ts";
 import { DEFAULT_MAX_JSON_BYTES } from "../dsl/limits.ts";
 import { SignalIdConflictError } from "./errors.ts";
 import { limitError } from "./start_flow.ts";
+import { SpanKind, SpanStatusCode, trace } from "../telemetry/otel_api.ts";
+import { INSTRUMENTATION_SCOPE } from "../telemetry/scope.ts";
 
 /** The longest signal key and signal id (`sluice.max_signal_key_length()`). */
 const MAX_SIGNAL_KEY_LENGTH = 1000;
@@ -103,10 +105,20 @@ export async function sendSignal(
     root: "payload",
     maxBytes: DEFAULT_MAX_JSON_BYTES,
   });
+  // A PRODUCER span in the caller's trace (a handler's, a request's): the sent signal shows there.
+  const span = trace.getTracer(INSTRUMENTATION_SCOPE).startSpan("sluice.signal send", {
+    kind: SpanKind.PRODUCER,
+    attributes: { "sluice.signal.key": options.key, "sluice.signal.id": options.signalId },
+  });
   try {
     const row = await sendSignalRow(sql, options.key, payloadJson, options.signalId);
+    span.setAttributes({
+      "sluice.signal.outcome": row.outcome,
+      "sluice.signal.released": row.released,
+    });
     return { signalId: row.signal_id, outcome: row.outcome, released: row.released };
   } catch (error) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
     const { code, detail } = error as { code?: unknown; detail?: unknown };
     if (code === "SLS01" && typeof detail === "string") {
       const fields = JSON.parse(detail) as { signal_id: string; key: string; existing_key: string };
@@ -117,5 +129,7 @@ export async function sendSignal(
       }, { cause: error });
     }
     throw limitError(error);
+  } finally {
+    span.end();
   }
 }

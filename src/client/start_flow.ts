@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Queryable } from "../db/postgres.ts";
+import type { Queryable } from "../db/driver/postgres.ts";
 import { startFlowRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
@@ -21,6 +21,7 @@ import { assertUuid } from "../dsl/uuid.ts";
 import { FlowNotFoundError, LimitExceededError } from "./errors.ts";
 import { context } from "../telemetry/otel_api.ts";
 import { traceparentOf } from "../telemetry/trace_context.ts";
+import { notInstalledError } from "../deploy/not_installed.ts";
 
 /**
  * Options of {@linkcode startFlow}.
@@ -161,7 +162,8 @@ export async function startFlow(
     // no_data_found is what start_flow and start_flow_version raise for an unknown name.
     const code = (error as { code?: unknown }).code;
     if (code === "P0002") throw new FlowNotFoundError(flowRef, !concrete, { cause: error });
-    throw idempotencyConflictOf(error as { code?: unknown }, flowRef, error) ?? limitError(error);
+    throw idempotencyConflictOf(error as { code?: unknown }, flowRef, error) ??
+      limitError(notInstalledError(error, action));
   }
 }
 

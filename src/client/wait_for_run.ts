@@ -5,7 +5,7 @@
  */
 
 import { UnknownRunError } from "../events/unknown_run_error.ts";
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { readRunOutcome } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowOutput } from "../dsl/types.ts";

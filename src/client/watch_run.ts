@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { readRunEvents, type RunEventsRow } from "../db/event_queries.ts";
 import { type ChannelSubscription, subscribeChannel } from "../db/run_listener.ts";
 import type { DeployableFlow } from "../dsl/types.ts";

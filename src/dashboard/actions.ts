@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { clearRestartPause, setWorkerFunctionsEnabled } from "../db/ops_queries.ts";
 
 /** The name of an action in its URL, `/actions/<name>`. */

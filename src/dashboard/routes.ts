@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import {
   countRunsByStatusSince,
   readFlow,
@@ -239,6 +239,55 @@ async function flow({ params: [flowSlug], state: { sql } }: RouteRequest): Promi
   return htmlResponse(flowPage({ flow: row, steps, queues }));
 }
 
+/**
+ * The most bytes an action's form body may have: its fields are a function name or a reason of at
+ * most 1,000 characters, so anything much longer is not the dashboard's own form.
+ */
+export const MAX_FORM_BYTES = 16 * 1024;
+
+/**
+ * Reads an action's form, at most {@linkcode MAX_FORM_BYTES} of it (a longer body is cut off and
+ * answered 413 without being read whole), or answers 400 for a body that is not a form.
+ */
+async function readForm(request: Request, what: string): Promise<FormData | Response> {
+  const tooLarge = () =>
+    problem(413, "Form too large", `Cannot ${what}: the form is over ${MAX_FORM_BYTES} bytes`);
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_FORM_BYTES) {
+    await request.body?.cancel().catch(() => {});
+    return tooLarge();
+  }
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  const reader = request.body?.getReader();
+  while (reader !== undefined) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    length += value.byteLength;
+    if (length > MAX_FORM_BYTES) {
+      await reader.cancel().catch(() => {});
+      return tooLarge();
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  const type = request.headers.get("content-type") ?? "";
+  try {
+    return await new Response(body, { headers: { "content-type": type } }).formData();
+  } catch {
+    return problem(
+      400,
+      "Bad form",
+      `Cannot ${what}: the body is not a form (content type ${JSON.stringify(type)})`,
+    );
+  }
+}
+
 /** `GET /actions/<action>?function=<name>`: asks for confirmation; changes nothing. */
 async function confirmAction({ params: [action], path, url, state }: RouteRequest) {
   if (!isActionName(action)) return problem(404, "Not found", `Nothing at ${path}`);
@@ -256,7 +305,9 @@ async function takeAction(request: RouteRequest): Promise<Response> {
   if (origin !== null && origin !== request.url.origin) {
     return problem(403, "Forbidden", `Cannot ${action} from origin ${origin}`);
   }
-  const name = String((await request.request.formData()).get("function") ?? "");
+  const form = await readForm(request.request, action);
+  if (form instanceof Response) return form;
+  const name = String(form.get("function") ?? "");
   if (!(await workerFunctionExists(state.sql, name))) return noSuchFunction(action, name);
   const outcome = await ACTIONS[action].run(state.sql, name);
   state.log(
@@ -288,7 +339,9 @@ async function takeRunActionRoute(request: RouteRequest): Promise<Response> {
   }
   const refused = notARunId(runId);
   if (refused !== null) return refused;
-  const reason = String((await request.request.formData()).get("reason") ?? "");
+  const form = await readForm(request.request, `${action} run ${runId}`);
+  if (form instanceof Response) return form;
+  const reason = String(form.get("reason") ?? "");
   const outcome = await takeRunAction(state.sql, action, runId, reason);
   state.log(
     `${new Date().toISOString()} dashboard action ${action} run ${runId} from ` +

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { cancelRun } from "../client/cancel_run.ts";
 import { RunNotFoundError, RunWorkersMissingError } from "../client/errors.ts";
 import { retryRun } from "../client/retry_run.ts";
@@ -148,6 +148,10 @@ export async function takeRunAction(
     };
   } catch (error) {
     if (error instanceof RunNotFoundError) return { status: 404, message: error.message };
+    // sluice.check_cancel_reason refuses an over-long reason: the operator's input, not a fault.
+    if ((error as { code?: unknown }).code === "22023") {
+      return { status: 400, message: (error as Error).message };
+    }
     if (error instanceof RunWorkersMissingError) {
       return {
         status: 400,

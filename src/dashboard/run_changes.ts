@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { watchRun } from "../client/watch_run.ts";
 
 /** Options of {@linkcode runChanges}. */

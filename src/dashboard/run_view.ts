@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { getRun, type RunState, type StepState } from "../client/get_run.ts";
 import {
   type FlowStepRow,

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { MIN_SECRET_LENGTH, newBasePath, newToken, TokenCheck } from "./auth.ts";
 import { withBase } from "./page.ts";
 import { problem } from "./response.ts";

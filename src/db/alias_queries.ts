@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Queryable } from "./postgres.ts";
+import type { Queryable } from "./driver/postgres.ts";
 
 /** A row of `sluice.aliases`. */
 export interface AliasRow {

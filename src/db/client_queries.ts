@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Queryable, Sql } from "./postgres.ts";
+import type { Queryable, Sql } from "./driver/postgres.ts";
 import { inline, jsonb, SerializedJson, simpleQuery, uuid } from "./inline_sql.ts";
 
 /**

@@ -4,11 +4,11 @@
  * @module
  */
 
-import { driverSocketFactory, type DriverTls } from "./driver_socket.ts";
-import postgres, { type Sql } from "./postgres.ts";
-import { closeGateOnEnd, noDriverBackoff } from "./reconnect.ts";
+import { driverSocketFactory, type DriverTls } from "./driver/driver_socket.ts";
+import postgres, { type Sql } from "./driver/postgres.ts";
+import { closeGateOnEnd, noDriverBackoff } from "./driver/reconnect.ts";
 
-export { TlsUpgradeError, type TlsUpgradeFailure } from "./driver_socket.ts";
+export { TlsUpgradeError, type TlsUpgradeFailure } from "./driver/driver_socket.ts";
 
 /**
  * Options of {@linkcode connect}.
@@ -53,8 +53,8 @@ export interface ConnectOptions {
  * @param options Pool size, application name and connect timeout.
  * @returns The client.
  * @throws {RangeError} When an option is out of range.
- * @throws {TypeError} When `url` is empty or not a valid connection URL (the message masks the
- * password).
+ * @throws {TypeError} When `url` is empty, has no `postgres://` (or `postgresql://`) scheme, or is
+ * not a valid connection URL (the message masks the password).
  *
  * @example Usage
  * ```ts ignore
@@ -68,6 +68,19 @@ export interface ConnectOptions {
 export function connect(url: string, options: ConnectOptions = {}): Sql {
   if (typeof url !== "string" || url === "") {
     throw new TypeError("Cannot connect: the connection URL must be a non-empty string");
+  }
+  // postgres.js reads a string without a scheme ("localhost:5651") as no URL at all and connects
+  // to its defaults (127.0.0.1:5432) instead, silently: the wrong database, or a misleading
+  // "connection refused".
+  if (!/^postgres(ql)?:\/\//i.test(url)) {
+    const shown = redactPassword(url);
+    throw new TypeError(
+      `Cannot connect: the connection string ${JSON.stringify(shown)} has no postgres:// ` +
+        `scheme, so it names no database; write it as postgres://user:password@host:port/database` +
+        `${
+          /^[^/:@]+:\d+$/.test(url) ? ` (here postgres://postgres:postgres@${url}/postgres)` : ""
+        }`,
+    );
   }
   const max = options.max ?? 4;
   if (!Number.isInteger(max) || max < 1) {
@@ -124,11 +137,15 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
   }
 }
 
-/** The connection string with everything between the user's colon and the last `@` masked. */
+/**
+ * The connection string with everything between the user's colon and the last `@` masked, with or
+ * without a scheme.
+ */
 function redactPassword(url: string): string {
-  const start = url.indexOf("://");
+  const scheme = url.indexOf("://");
+  const start = scheme === -1 ? 0 : scheme + 3;
   const at = url.lastIndexOf("@");
-  if (start === -1 || at < start) return url;
-  const colon = url.indexOf(":", start + 3);
+  if (at < start) return url;
+  const colon = url.indexOf(":", start);
   return colon === -1 || colon > at ? url : `${url.slice(0, colon + 1)}***${url.slice(at)}`;
 }

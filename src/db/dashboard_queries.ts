@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { Sql } from "./driver/postgres.ts";
 import type { FunctionRow } from "./ops_queries.ts";
 
 /** One worker function for the overview: its status and when a worker of it last beat. */

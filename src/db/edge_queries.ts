@@ -5,7 +5,7 @@
  */
 
 import { onlyRow } from "./only_row.ts";
-import type { Sql } from "./postgres.ts";
+import type { Sql } from "./driver/postgres.ts";
 
 /** What a worker function's `sluice.worker_functions` row says about starting a worker. */
 export interface FunctionState {

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { Sql } from "./driver/postgres.ts";
 import { inline, simpleQuery, uuid } from "./inline_sql.ts";
 
 /**

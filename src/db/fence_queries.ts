@@ -1,12 +1,12 @@
 /**
  * Every SQL statement of the rollout commands (`deno task sluice fence ...` and the function
- * switches of `src/ops/commands/`), one function each: the switches' record, the drain view, the
+ * switches of `src/cli/commands/`), one function each: the switches' record, the drain view, the
  * deprecation and the coverage of a manifest (docs/rollout.md).
  *
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { Sql } from "./driver/postgres.ts";
 
 /** A worker function's `enabled` switch. */
 export interface EnabledRow extends Record<string, unknown> {

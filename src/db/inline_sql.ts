@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { PendingQuery, Queryable } from "./postgres.ts";
+import type { PendingQuery, Queryable } from "./driver/postgres.ts";
 
 /** A statement, or a piece of one, with every value inlined; made only by this module. */
 export class InlineSql {

@@ -6,8 +6,8 @@
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
-import { openSessionClient } from "./session_client.ts";
+import type { Sql } from "./driver/postgres.ts";
+import { openSessionClient } from "./driver/session_client.ts";
 
 /** What the listener connection reports. */
 export interface ListenerEvents {

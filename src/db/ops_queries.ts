@@ -1,11 +1,11 @@
 /**
- * Every SQL statement of the operator CLI (`src/ops/commands/`), one function each: the monitoring
+ * Every SQL statement of the operator CLI (`src/cli/commands/`), one function each: the monitoring
  * views it lists and the maintenance functions it calls (docs/ops.md).
  *
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { Sql } from "./driver/postgres.ts";
 
 /** One row of `sluice.route_coverage`. */
 export interface CoverageRow extends Record<string, unknown> {
@@ -267,4 +267,15 @@ export async function archiveMessages(
     select sluice.archive_messages(${queue}, ${messageIds as string[]}::bigint[]) as result
   `;
   return result;
+}
+
+/** Every compiled flow's slug, with every alias name when `aliases`, in name order. */
+export async function listFlowNames(sql: Sql, aliases: boolean): Promise<string[]> {
+  const rows = await sql<{ name: string }[]>`
+    select f.flow_slug as name from sluice.flows f
+    union
+    select a.alias from sluice.aliases a where ${aliases}
+    order by name
+  `;
+  return rows.map((row) => row.name);
 }

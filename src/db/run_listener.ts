@@ -9,8 +9,8 @@
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
-import { openSessionClient } from "./session_client.ts";
+import type { Sql } from "./driver/postgres.ts";
+import { openSessionClient } from "./driver/session_client.ts";
 import { isTransientDatabaseError } from "./transient_error.ts";
 
 /** What a subscription reports to its watch. */

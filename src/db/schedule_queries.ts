@@ -8,7 +8,7 @@
  */
 
 import { onlyRow } from "./only_row.ts";
-import type { Queryable } from "./postgres.ts";
+import type { Queryable } from "./driver/postgres.ts";
 
 /** A row of `sluice.schedules`. */
 export interface ScheduleRow {

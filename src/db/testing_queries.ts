@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Queryable, Sql } from "./postgres.ts";
+import type { Queryable, Sql } from "./driver/postgres.ts";
 
 /**
  * The test clock: makes the run's delayed messages (queued tasks waiting out a retry delay)

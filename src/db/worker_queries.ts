@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Sql } from "./postgres.ts";
+import type { Sql } from "./driver/postgres.ts";
 import {
   inline,
   integer,
@@ -49,6 +49,11 @@ export interface ClaimedTask {
   readonly flowInput: unknown;
   /** The W3C trace context the run was started in, or `null`. */
   readonly traceparent: string | null;
+  /**
+   * The error that ended this task's previous attempt (a failure, or `stalled: ...` when stall
+   * recovery took it back), or `null` on a first attempt.
+   */
+  readonly previousError: string | null;
   /** When the task was queued, and when this attempt claimed it (the database's clock). */
   readonly queuedAt: string;
   readonly claimedAt: string;
@@ -112,6 +117,7 @@ interface RawClaim {
     input: unknown;
     flow_input: unknown;
     traceparent: string | null;
+    previous_error?: string | null;
     queued_at: string;
     claimed_at: string;
   }[];
@@ -168,6 +174,7 @@ export async function readAndClaim(sql: Sql, args: ReadAndClaimArgs): Promise<Cl
         input: task.input,
         flowInput: task.flow_input,
         traceparent: task.traceparent ?? null,
+        previousError: task.previous_error ?? null,
         queuedAt: task.queued_at,
         claimedAt: task.claimed_at,
       })),
@@ -387,6 +394,16 @@ export interface CompleteOutcome {
   readonly completed: number;
   /** The results whose attempt was no longer live: nothing changed for them. */
   readonly stale: readonly Omit<AttemptToken, "workerId">[];
+  /** The runs these results completed, each with its duration from start to completion. */
+  readonly runsCompleted: readonly CompletedRun[];
+}
+
+/** A run that a batch of results completed. */
+export interface CompletedRun {
+  readonly runId: string;
+  readonly flowSlug: string;
+  /** From the run's start (`runs.started_at`) to its completion, in seconds. */
+  readonly seconds: number;
 }
 
 /**
@@ -415,6 +432,7 @@ export async function completeTasks(
         outcome: {
           completed: number;
           stale: { run_id: string; step_slug: string; task_index: number; attempt: number }[];
+          runs_completed?: { run_id: string; flow_slug: string; seconds: number }[];
         };
       }[]
     >(sql, inline`select sluice.complete_tasks(${batch}) as outcome`),
@@ -426,6 +444,11 @@ export async function completeTasks(
       stepSlug: entry.step_slug,
       taskIndex: entry.task_index,
       attempt: entry.attempt,
+    })),
+    runsCompleted: (row.outcome.runs_completed ?? []).map((run) => ({
+      runId: run.run_id,
+      flowSlug: run.flow_slug,
+      seconds: Number(run.seconds),
     })),
   };
 }

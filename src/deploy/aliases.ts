@@ -15,7 +15,7 @@ import {
   readVersionDrain,
   type VersionDrainRow,
 } from "../db/alias_queries.ts";
-import type { Queryable } from "../db/postgres.ts";
+import type { Queryable } from "../db/driver/postgres.ts";
 import { AliasConflictError, AliasWorkersMissingError } from "./errors.ts";
 
 /**

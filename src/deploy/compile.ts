@@ -6,12 +6,13 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { ensureFlowCompiled } from "../db/compile_queries.ts";
 import { extractDefinition } from "../dsl/definition.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import type { CompileFlowOptions, CompileResult } from "./compile_types.ts";
-import { FlowShapeMismatchError } from "./errors.ts";
+import { FlowShapeMismatchError, RecompileInFlightError } from "./errors.ts";
+import { notInstalledError } from "./not_installed.ts";
 
 /**
  * {@linkcode compileFlow}, also answering the flow's compile generation, which a worker registers
@@ -37,7 +38,9 @@ export async function compileFlowGeneration(
   const deadline = Date.now() + drainTimeoutMs;
 
   for (;;) {
-    const result = await ensureFlowCompiled(sql, body, environment);
+    const result = await ensureFlowCompiled(sql, body, environment).catch((error: unknown) => {
+      throw notInstalledError(error, `Cannot compile flow ${JSON.stringify(definition.flow_slug)}`);
+    });
     switch (result.outcome) {
       case "compiled":
       case "verified":
@@ -45,8 +48,36 @@ export async function compileFlowGeneration(
         return {
           outcome: result.outcome,
           differences: Object.freeze([...result.differences]),
+          ...(result.outcome === "recompiled"
+            ? { deletedRuns: Object.freeze({ ...result.deleted_runs }) }
+            : {}),
           generation: result.generation!,
         };
+      case "in_flight":
+        // Old workers keep serving the runs: wait for them to finish, as for a drain, unless
+        // nothing will finish them soon (a step waits on a signal or a sleep, or no worker is
+        // live), which is said at once.
+        if (
+          (result.waiting_steps ?? 0) === 0 && (result.live_workers ?? 0) > 0 &&
+          Date.now() < deadline
+        ) {
+          await new Promise((resolve) =>
+            setTimeout(resolve, Math.min(pollMs, deadline - Date.now()))
+          );
+          break;
+        }
+        throw new RecompileInFlightError(
+          definition.flow_slug,
+          result.in_flight_runs ?? 0,
+          result.waiting_steps ?? 0,
+          (result.waiting ?? []).map((w) => ({
+            runId: w.run_id,
+            stepSlug: w.step_slug,
+            waitKey: w.wait_key,
+            waitUntil: w.wait_until,
+          })),
+          result.differences,
+        );
       case "mismatch":
         throw new FlowShapeMismatchError(definition.flow_slug, result.differences);
       case "draining":

@@ -19,7 +19,8 @@ export type CompileEnvironment = "production" | "development";
 
 /**
  * What compilation did: `compiled` (the flow was new), `verified` (same shape; runtime options
- * refreshed), `recompiled` (development only: the flow and all its data were replaced).
+ * refreshed), `recompiled` (development only: the flow was replaced and its finished runs deleted;
+ * with runs in flight a recompile throws `RecompileInFlightError` instead).
  *
  * @example Usage
  * ```ts
@@ -45,6 +46,12 @@ export interface CompileResult {
   readonly outcome: CompileOutcome;
   /** For `recompiled`: what had changed. Empty otherwise. */
   readonly differences: readonly string[];
+  /**
+   * For `recompiled`: the finished runs the recompile deleted, counted per status
+   * (`{ completed: 3, failed: 1 }`). A recompile never deletes a run in flight: it throws
+   * `RecompileInFlightError` instead. Empty otherwise.
+   */
+  readonly deletedRuns?: Readonly<Record<string, number>>;
 }
 
 /**

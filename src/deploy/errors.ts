@@ -162,3 +162,130 @@ export class AliasWorkersMissingError extends Error {
     this.missingRoutes = Object.freeze([...fields.missingRoutes]);
   }
 }
+
+/** A step of a run in flight that waits on a signal (`waitKey`) or a sleep (`waitKey` null). */
+export interface WaitingStep {
+  /** The run. */
+  readonly runId: string;
+  /** The waiting step. */
+  readonly stepSlug: string;
+  /** The signal key it waits for; null for a sleep. */
+  readonly waitKey: string | null;
+  /** When the wait times out (a signal) or ends (a sleep); null when it never does. */
+  readonly waitUntil: string | null;
+}
+
+/**
+ * Thrown by `compileFlow()` (and so by `startWorker()` and `sluice dev`) in development when the
+ * flow's shape changed but runs of the flow are still in flight: a recompile deletes every run of
+ * the flow, so it refuses rather than drop them silently. Nothing was changed; the old workers
+ * keep serving the runs. Let them finish, cancel them, or delete them explicitly with
+ * `sluice flows reset <flow> --force`, then start again.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, Flow, RecompileInFlightError } from "@sluice/sluice";
+ * import { compileFlow } from "@sluice/sluice/admin";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * const flow = new Flow({ slug: "orders" }).step({ slug: "fetch" }, () => 1);
+ * try {
+ *   await compileFlow(sql, flow, { environment: "development" });
+ * } catch (error) {
+ *   if (error instanceof RecompileInFlightError) console.error(error.inFlightRuns, error.waiting);
+ * }
+ * ```
+ */
+export class RecompileInFlightError extends Error {
+  /** Always `"RecompileInFlightError"`. */
+  override name = "RecompileInFlightError";
+  /** The concrete flow slug. */
+  readonly flowSlug: string;
+  /** How many runs of the flow are started (not finished). */
+  readonly inFlightRuns: number;
+  /** How many steps of those runs wait on a signal or a sleep. */
+  readonly waitingSteps: number;
+  /** The waiting steps, oldest wait first (at most 20). */
+  readonly waiting: readonly WaitingStep[];
+  /** What changed in the flow's shape. */
+  readonly differences: readonly string[];
+
+  /**
+   * Creates the error; the message counts the runs and names the waiting ones.
+   *
+   * @param flowSlug The concrete flow slug.
+   * @param inFlightRuns How many runs are started.
+   * @param waitingSteps How many of their steps wait.
+   * @param waiting The waiting steps named (at most 20).
+   * @param differences What changed in the shape.
+   */
+  constructor(
+    flowSlug: string,
+    inFlightRuns: number,
+    waitingSteps: number,
+    waiting: readonly WaitingStep[],
+    differences: readonly string[],
+  ) {
+    const named = waiting.map((w) =>
+      `  - run ${w.runId} step ${JSON.stringify(w.stepSlug)} ${
+        w.waitKey === null
+          ? `sleeping until ${w.waitUntil}`
+          : `waiting for signal ${JSON.stringify(w.waitKey)}`
+      }\n`
+    ).join("");
+    const more = waitingSteps > waiting.length
+      ? `  - and ${waitingSteps - waiting.length} more waiting step(s)\n`
+      : "";
+    super(
+      `Cannot recompile flow ${JSON.stringify(flowSlug)} in development: ${inFlightRuns} run(s) ` +
+        `of it are in flight (${waitingSteps} step(s) waiting on a signal or a sleep), and a ` +
+        `recompile deletes every run of the flow. Nothing was changed.\n${named}${more}` +
+        `Let them finish, cancel them (\`sluice runs cancel --flow ${flowSlug} --reason TEXT\`), ` +
+        `or delete them with \`sluice flows reset ${flowSlug} --force\`, then start again.`,
+    );
+    this.flowSlug = flowSlug;
+    this.inFlightRuns = inFlightRuns;
+    this.waitingSteps = waitingSteps;
+    this.waiting = Object.freeze([...waiting]);
+    this.differences = Object.freeze([...differences]);
+  }
+}
+
+/**
+ * Thrown by `startFlow()`, `compileFlow()`, `startWorker()` and `sluice dev` when the database has
+ * no sluice schema: its migrations were never applied. The message names the fix in one line.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, SluiceNotInstalledError, startFlow } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await startFlow(sql, "refund_order", { orderId: 7 });
+ * } catch (error) {
+ *   if (error instanceof SluiceNotInstalledError) console.error(error.message);
+ * }
+ * ```
+ */
+export class SluiceNotInstalledError extends Error {
+  /** Always `"SluiceNotInstalledError"`. */
+  override name = "SluiceNotInstalledError";
+  /** What was refused, e.g. `Cannot start flow "orders"`. */
+  readonly action: string;
+
+  /**
+   * Creates the error; the message says how to install sluice.
+   *
+   * @param action What was refused, e.g. `Cannot start flow "orders"`.
+   * @param options The database error, as `cause`.
+   */
+  constructor(action: string, options?: ErrorOptions) {
+    super(
+      `${action}: sluice is not installed in this database (schema "sluice" does not exist); ` +
+        "apply its migrations with `deno task sluice migrate` (or `supabase migration up` after " +
+        "`deno task sluice install`)",
+      options,
+    );
+    this.action = action;
+  }
+}

@@ -9,9 +9,9 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { connect } from "../db/connect.ts";
-import { boundDriverBackoff } from "../db/reconnect.ts";
+import { boundDriverBackoff } from "../db/driver/reconnect.ts";
 import { readFunctionState } from "../db/edge_queries.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { describeError } from "../worker/describe_error.ts";

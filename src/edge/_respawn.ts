@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { claimRespawn } from "../db/edge_queries.ts";
 import { describeError } from "../worker/describe_error.ts";
 import type { Logger } from "../worker/logger.ts";

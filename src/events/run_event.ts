@@ -373,10 +373,24 @@ export type RunEvent<F extends DeployableFlow = never> =
   | StepCancelledEvent<EventStepSlug<F>>;
 
 /**
- * An event as a transport carries it: NOTIFY always leaves out its `output` and `errorMessage`
- * (any role may LISTEN), a Realtime broadcast only when the event is too large (8,000 bytes),
- * and either names them in `omitted`; `watchRun()` and the browser client read those back
- * before they hand the event on.
+ * A field a transport may leave out of an event: what the run computed (`output`,
+ * `errorMessage`) and what a person typed or is (a wait's `key`, a cancel's `reason`,
+ * `cancelledBy`, `retriedBy`).
+ */
+export type OmittedEventField =
+  | "output"
+  | "errorMessage"
+  | "key"
+  | "reason"
+  | "cancelledBy"
+  | "retriedBy";
+
+/**
+ * An event as a transport carries it: NOTIFY always leaves out its output, error text, wait key,
+ * cancel reason and the roles that cancelled or retried it (any role may LISTEN), a Realtime
+ * broadcast only its output and error text when the event is too large (8,000 bytes), and either
+ * names them in `omitted`; `watchRun()` and the browser client read those back before they hand
+ * the event on.
  *
  * @example Usage
  * ```ts
@@ -393,7 +407,7 @@ export type RunEvent<F extends DeployableFlow = never> =
  */
 export type RunEventPayload =
   & { readonly type: RunEvent["type"]; readonly runId: string; readonly at: string }
-  & { readonly omitted?: readonly ("output" | "errorMessage")[] }
+  & { readonly omitted?: readonly OmittedEventField[] }
   & Readonly<Record<string, Json | undefined>>;
 
 /**

@@ -14,7 +14,7 @@
  * @module
  */
 
-// A full specifier, as in src/db/postgres.ts: a user project loading the package resolves it
+// A full specifier, as in src/db/driver/postgres.ts: a user project loading the package resolves it
 // without an import map entry of its own.
 // deno-lint-ignore no-import-prefix
 import { PGlite } from "npm:@electric-sql/pglite@0.5.17";

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { advanceClock } from "../db/testing_queries.ts";
 
 /**

@@ -4,9 +4,9 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { connect } from "../db/connect.ts";
-import { migrate } from "../ops/migrate.ts";
+import { migrate } from "../migrations/migrate.ts";
 import { startEmbeddedPostgres } from "./embedded_postgres.ts";
 import { TestClock } from "./test_clock.ts";
 

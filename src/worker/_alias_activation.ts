@@ -15,7 +15,7 @@
 import { activateAlias, getAlias } from "../deploy/aliases.ts";
 import { AliasConflictError, AliasWorkersMissingError } from "../deploy/errors.ts";
 import { readReplacedGeneration } from "../db/alias_queries.ts";
-import type { Queryable } from "../db/postgres.ts";
+import type { Queryable } from "../db/driver/postgres.ts";
 import { describeError } from "./describe_error.ts";
 import type { Logger } from "./logger.ts";
 import type { AliasActivationResult } from "./worker_options.ts";

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { describeError } from "./describe_error.ts";
 import { heartbeatWorker, releaseDueWaits, requeueStalledTasks } from "../db/worker_queries.ts";

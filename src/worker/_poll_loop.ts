@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import type { StepDefinition, StepHandler } from "../dsl/step_definition.ts";
 import { describeError } from "./describe_error.ts";
 import type { QueueListener } from "./_queue_listener.ts";
@@ -25,7 +25,7 @@ import type { ResultReporter } from "./_result_reporter.ts";
 import { backoffDelay, type OutageTracker, retryTransient, sleep } from "./_retry.ts";
 import { executeTask, type ExecutionEnvironment } from "./_task_executor.ts";
 import type { Logger } from "./logger.ts";
-import { WorkerTelemetry } from "./_telemetry.ts";
+import type { WorkerTelemetry } from "./_telemetry.ts";
 import { context } from "../telemetry/otel_api.ts";
 
 /** Settings of a {@linkcode PollLoop}. */
@@ -101,6 +101,7 @@ export class PollLoop {
     logger: Logger,
     outage: OutageTracker,
     reporter: ResultReporter,
+    telemetry: WorkerTelemetry,
     settings: PollLoopSettings,
     execution: ExecutionEnvironment,
   ) {
@@ -111,7 +112,7 @@ export class PollLoop {
     this.#settings = settings;
     this.#execution = execution;
     this.#readVisibility = settings.visibilityTimeout;
-    this.#telemetry = new WorkerTelemetry(settings.queue);
+    this.#telemetry = telemetry;
     this.#mode = settings.listener === null
       ? {
         kind: "long_poll",

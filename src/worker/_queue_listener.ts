@@ -17,7 +17,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { type ListenerConnection, openListenerConnection } from "../db/listener.ts";
 import { describeError } from "./describe_error.ts";
 import { backoffDelay, sleep } from "./_retry.ts";

@@ -20,8 +20,8 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
-import { openSessionClient } from "../db/session_client.ts";
+import type { Sql } from "../db/driver/postgres.ts";
+import { openSessionClient } from "../db/driver/session_client.ts";
 import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { waitForMessages } from "../db/worker_queries.ts";
 import { describeError } from "./describe_error.ts";

@@ -24,11 +24,12 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { MAX_TASK_ERROR_LENGTH } from "./_errors.ts";
 import { describeError, truncate } from "./describe_error.ts";
 import {
   type AttemptToken,
+  type CompletedRun,
   completeTasks,
   type FailOutcome,
   failTask,
@@ -75,16 +76,25 @@ export class ResultReporter {
   #idleWaiters: (() => void)[] = [];
   #giveUp = new AbortController();
   #onProgress: () => void;
+  #onRunsCompleted: (runs: readonly CompletedRun[]) => void;
 
   /**
    * @param onProgress Called whenever outcomes left the queue or were reported (the poll loop
    * limits reading by what waits).
+   * @param onRunsCompleted Called with the runs a reported batch completed (the run metric).
    */
-  constructor(sql: Sql, logger: Logger, outage: OutageTracker, onProgress: () => void) {
+  constructor(
+    sql: Sql,
+    logger: Logger,
+    outage: OutageTracker,
+    onProgress: () => void,
+    onRunsCompleted: (runs: readonly CompletedRun[]) => void,
+  ) {
     this.#sql = sql;
     this.#logger = logger;
     this.#outage = outage;
     this.#onProgress = onProgress;
+    this.#onRunsCompleted = onRunsCompleted;
   }
 
   /**
@@ -171,8 +181,9 @@ export class ResultReporter {
 
   async #reportCompletions(batch: TaskResult[], cancels = 0): Promise<void> {
     let stale: readonly Omit<AttemptToken, "workerId">[];
+    let runsCompleted: readonly CompletedRun[];
     try {
-      ({ stale } = await retryTransient(() => completeTasks(this.#sql, batch), {
+      ({ stale, runsCompleted } = await retryTransient(() => completeTasks(this.#sql, batch), {
         operation: "complete_tasks",
         outage: this.#outage,
         signal: this.#giveUp.signal,
@@ -216,6 +227,7 @@ export class ResultReporter {
       }
     }
     for (const result of stale) this.#stale("complete_tasks", result);
+    if (runsCompleted.length > 0) this.#onRunsCompleted(runsCompleted);
   }
 
   /** The database answered `stale`: the attempt is no longer the task's live one. */

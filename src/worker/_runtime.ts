@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import type { StepDefinition, StepHandler } from "../dsl/step_definition.ts";
 import { describeError } from "./describe_error.ts";
 import { Heartbeat, type SweepDuty } from "./_heartbeat.ts";
@@ -15,6 +15,7 @@ import { PollLoop, type PollLoopEnd } from "./_poll_loop.ts";
 import { stopWorker, type SupportedRoute } from "../db/worker_queries.ts";
 import type { QueueListener } from "./_queue_listener.ts";
 import { ResultReporter } from "./_result_reporter.ts";
+import { WorkerTelemetry } from "./_telemetry.ts";
 import { RunningAttempts } from "./_running_attempts.ts";
 import { OutageTracker, retryTransient } from "./_retry.ts";
 import { shutdownReason } from "./_task_executor.ts";
@@ -86,13 +87,15 @@ export class WorkerRuntime {
     this.#settings = settings;
     this.#outage = new OutageTracker(logger);
     const running = new RunningAttempts();
+    const telemetry = new WorkerTelemetry(settings.queue);
     this.#reporter = new ResultReporter(
       sql,
       logger,
       this.#outage,
       () => this.#loop.capacityChanged(),
+      (runs) => telemetry.runsCompleted(runs),
     );
-    this.#loop = new PollLoop(sql, logger, this.#outage, this.#reporter, {
+    this.#loop = new PollLoop(sql, logger, this.#outage, this.#reporter, telemetry, {
       queue: settings.queue,
       workerId: settings.workerId,
       supported: settings.supported,

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import type { StepContext } from "../dsl/context.ts";
 import { JsonSizeError, JsonValueError } from "../dsl/errors.ts";
 import { toJsonText } from "../dsl/json_text.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ClaimedTask } from "../db/worker_queries.ts";
+import type { ClaimedTask, CompletedRun } from "../db/worker_queries.ts";
 import {
   type Context,
   context,
@@ -18,11 +18,9 @@ import {
   SpanStatusCode,
   trace,
 } from "../telemetry/otel_api.ts";
+import { INSTRUMENTATION_SCOPE } from "../telemetry/scope.ts";
 import { contextOf } from "../telemetry/trace_context.ts";
 import type { TaskOutcome } from "./_task_executor.ts";
-
-/** The instrumentation scope of every span and instrument of sluice. */
-export const INSTRUMENTATION_SCOPE = "sluice";
 
 /** One attempt's span and the context its handler runs in. */
 export interface AttemptTrace {
@@ -40,6 +38,7 @@ export class WorkerTelemetry {
   readonly #failed: Counter;
   readonly #duration: Histogram;
   readonly #queueWait: Histogram;
+  readonly #runDuration: Histogram;
 
   /**
    * Takes the tracer and meter now, when the worker starts: a meter taken before the
@@ -68,6 +67,17 @@ export class WorkerTelemetry {
       description: "How long a task waited in its queue before this attempt claimed it.",
       unit: "s",
     });
+    this.#runDuration = meter.createHistogram("sluice.run.duration", {
+      description: "How long a run took from its start to its completion (the database's clock).",
+      unit: "s",
+    });
+  }
+
+  /** Records the duration of each run a reported batch of this worker completed. */
+  runsCompleted(runs: readonly CompletedRun[]): void {
+    for (const run of runs) {
+      this.#runDuration.record(Math.max(0, run.seconds), { "sluice.flow.slug": run.flowSlug });
+    }
   }
 
   /** Starts the span of `task`'s attempt, a child of the run's trace context. */
@@ -99,6 +109,13 @@ export class WorkerTelemetry {
       },
       contextOf(task.traceparent),
     );
+    // The attempt before this one ended in an error or was taken back by stall recovery.
+    if (task.previousError !== null) {
+      const stalled = task.previousError.startsWith("stalled:");
+      span.addEvent(stalled ? "sluice.stall.recovered" : "sluice.retry.started", {
+        "sluice.task.previous_error": task.previousError.split("\n", 1)[0],
+      });
+    }
     return { span, context: trace.setSpan(context.active(), span), startedAt: performance.now() };
   }
 

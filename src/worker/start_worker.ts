@@ -8,9 +8,9 @@
 
 import { compileFlowGeneration } from "../deploy/compile.ts";
 import { connect } from "../db/connect.ts";
-import { boundDriverBackoff } from "../db/reconnect.ts";
-import type { Sql } from "../db/postgres.ts";
-import { stopRefetchingTypes } from "../db/fetch_types.ts";
+import { boundDriverBackoff } from "../db/driver/reconnect.ts";
+import type { Sql } from "../db/driver/postgres.ts";
+import { stopRefetchingTypes } from "../db/driver/fetch_types.ts";
 import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
@@ -231,6 +231,7 @@ export async function launchWorker(
       flow_slug: target.flowSlug,
       step_slug: target.stepSlug,
       compile_outcome: compiled.outcome,
+      ...(compiled.outcome === "recompiled" ? { deleted_runs: compiled.deletedRuns } : {}),
       max_concurrent: settings.maxConcurrent,
       batch_size: settings.batchSize,
       wake_up: listener === null ? "long_poll" : listener.wakeUp,

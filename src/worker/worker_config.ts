@@ -10,7 +10,7 @@
  */
 
 import type { CompileEnvironment } from "../deploy/compile_types.ts";
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import { isDeployedFlow } from "../dsl/deployed_flow.ts";
 import { DEFAULT_MAX_JSON_BYTES } from "../dsl/json_text.ts";
 import { routingOf } from "../dsl/routing.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Sql } from "../db/postgres.ts";
+import type { Sql } from "../db/driver/postgres.ts";
 import type { CompileEnvironment } from "../deploy/compile_types.ts";
 import type { DeployedFlow } from "../dsl/deployed_flow.ts";
 import type { Flow } from "../dsl/flow.ts";

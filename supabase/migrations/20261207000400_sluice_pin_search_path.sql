@@ -13,7 +13,7 @@
 -- function inherit its path: pgmq's own functions too, while a sluice function runs them.
 --
 -- Covered: every function in schema sluice, and the functions in schema pgmq when pgmq there is
--- sluice's compat layer (src/ops/pgmq_compat.sql: installed once, before the first
+-- sluice's compat layer (src/migrations/pgmq_compat.sql: installed once, before the first
 -- migration, and never re-run, so this is the compat layer's step too). The real pgmq extension
 -- (pg_extension lists pgmq; also the compat layer packaged as an extension in tests) belongs to
 -- its own maintainers and is left untouched, as is anything that is a member of an extension.

@@ -76,3 +76,37 @@ Deno.test("a malformed DATABASE_URL is one line with the password masked, for ev
     assert.doesNotMatch(result.stderr + result.stdout, /s3cret/);
   }
 });
+
+const ONE_FLOW = `import { Flow } from ${JSON.stringify(MOD)};
+
+export const orders = new Flow<{ id: number }>({ slug: "orders" }).step({ slug: "load" }, () => 1);
+`;
+
+Deno.test("a DATABASE_URL without a scheme is one line naming it and the fix, never the default database", async () => {
+  await using project = await projectWithFlows(ONE_FLOW);
+  for (
+    const [url, shown, fix] of [
+      [
+        "localhost:5651",
+        "localhost:5651",
+        " (here postgres://postgres:postgres@localhost:5651/postgres)",
+      ],
+      ["postgres:s3cret@localhost:5651/postgres", "postgres:***@localhost:5651/postgres", ""],
+    ]
+  ) {
+    for (const args of [["coverage"], ["migrate"], ["ops", "runs"], ["dev"]]) {
+      const result = await sluice(project.dir, args, { DATABASE_URL: url });
+      assert.equal(result.code, 1, `${args.join(" ")}: ${result.stdout}${result.stderr}`);
+      assert.equal(result.stderr.trimEnd().split("\n").length, 1, result.stderr);
+      assert.ok(
+        result.stderr.includes(
+          `Cannot connect: the connection string ${JSON.stringify(shown)} has no postgres:// ` +
+            "scheme, so it names no database; write it as " +
+            `postgres://user:password@host:port/database${fix}\n`,
+        ),
+        `${args.join(" ")}: ${result.stderr}`,
+      );
+      assert.doesNotMatch(result.stderr + result.stdout, /s3cret/);
+    }
+  }
+});

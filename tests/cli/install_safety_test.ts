@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { parse } from "smol-toml";
 import { install, InstallRefusedError } from "../../src/cli/install.ts";
 import { UnsafePathError } from "../../src/codegen/project_files.ts";
-import { MIGRATION_FILES } from "../../src/ops/migration_files.ts";
+import { MIGRATION_FILES } from "../../src/migrations/migration_files.ts";
 
 async function tempDir(prefix: string): Promise<{ dir: string } & AsyncDisposable> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix }));

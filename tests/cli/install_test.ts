@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { install, NotASupabaseProjectError } from "../../src/cli/install.ts";
-import { MIGRATION_FILES } from "../../src/ops/migration_files.ts";
+import { MIGRATION_FILES } from "../../src/migrations/migration_files.ts";
 
 async function tempProject(): Promise<{ dir: string } & AsyncDisposable> {
   const dir = await Deno.makeTempDir({ prefix: "sluice-install-" });

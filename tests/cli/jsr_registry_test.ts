@@ -56,7 +56,10 @@ Deno.test("jsr:@sluice/sluice@0.1.0 from a JSR-shaped registry: install, generat
       new RegExp(`from "${config.imports["@supabase/supabase-js"].replace(/[.^]/g, "\\$&")}"`),
     );
     assert.doesNotMatch(startRun, /from "@supabase\/supabase-js"/);
-    assert.match(await served("src/ops/install_pgmq.ts"), /\* import postgres from "postgres";/);
+    assert.match(
+      await served("src/migrations/install_pgmq.ts"),
+      /\* import postgres from "postgres";/,
+    );
     const project = JSON.parse(await Deno.readTextFile(join(dir, "deno.json")));
     assert.deepEqual(project.imports, { "@sluice/sluice": spec });
 

@@ -10,8 +10,8 @@
 // hosted platform or Docker have a stand-in, listed in STAND_INS.
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
-import { installPgmq } from "../../src/ops/install_pgmq.ts";
-import { MIGRATION_FILES } from "../../src/ops/migration_files.ts";
+import { installPgmq } from "../../src/migrations/install_pgmq.ts";
+import { MIGRATION_FILES } from "../../src/migrations/migration_files.ts";
 import { freshDatabase, installedPgmq, type TestDatabase } from "../_db.ts";
 import { lineReader, waitUntil } from "../_support.ts";
 import type { JsrServer } from "../../dev/jsr_server.ts";

@@ -3,10 +3,12 @@ import assert from "node:assert/strict";
 import { Flow } from "../../src/dsl/flow.ts";
 import type { Json } from "../../src/dsl/json.ts";
 import {
+  cancelRun,
   connect,
   FlowShapeMismatchError,
   getRun,
   getRunTasks,
+  RecompileInFlightError,
   RunFailedError,
   RunTimeoutError,
   startFlow,
@@ -91,8 +93,18 @@ Deno.test("compileFlow() in development recompiles a changed flow that has no li
   const changed = new Flow<{ orderId: number }>({ slug: "orders" })
     .step({ slug: "load" }, (input) => ({ id: input.orderId }));
 
+  // Its run is in flight and no worker will finish it: refused at once, nothing deleted.
+  const refused = await compileFlow(db.sql, changed, { environment: "development" })
+    .then(() => null, (error: unknown) => error);
+  assert.ok(refused instanceof RecompileInFlightError, String(refused));
+  assert.equal(refused.inFlightRuns, 1);
+  assert.equal(refused.waitingSteps, 0);
+  assert.equal((await getRun(db.sql, runId))?.status, "started");
+
+  await cancelRun(db.sql, runId);
   const result = await compileFlow(db.sql, changed, { environment: "development" });
   assert.equal(result.outcome, "recompiled");
+  assert.deepEqual(result.deletedRuns, { cancelled: 1 });
   assert.deepEqual(result.differences, ['step 1: "ship" is missing from the definition']);
   assert.equal(await getRun(db.sql, runId), null);
   await assert.rejects(

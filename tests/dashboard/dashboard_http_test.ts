@@ -329,3 +329,34 @@ Deno.test("dashboard pages allow only the run page's own script", async () => {
   assert.match(policy, new RegExp(`script-src 'sha256-${hash.replace(/[+/]/g, "\\$&")}';`));
   assert.doesNotMatch(policy, /script-src[^;]*unsafe-inline/);
 });
+
+Deno.test("dashboard takes its secret from --secret-file, warns of --secret in argv, refuses both", async () => {
+  await using db = await freshDatabase();
+  const dir = await Deno.makeTempDir();
+  try {
+    const run = async (...args: string[]) => {
+      const err: string[] = [];
+      const code = await main(["dashboard", ...args], {
+        databaseUrl: db.url,
+        io: { out: () => {}, err: (line) => err.push(line) },
+      });
+      return { code, err: err.join("\n") };
+    };
+    // A short secret in the file is refused: the file's first line was read as the secret.
+    await Deno.writeTextFile(`${dir}/short`, "short\n");
+    const short = await run("--secret-file", `${dir}/short`, "--host", "0.0.0.0", "--port", "0");
+    assert.equal(short.code, 2);
+    assert.match(short.err, /the secret must have at least 16 characters, got 5/);
+    const missing = await run("--secret-file", `${dir}/none`);
+    assert.equal(missing.code, 2);
+    assert.match(missing.err, new RegExp(`cannot read --secret-file "${dir}/none"`));
+    const both = await run("--secret-file", `${dir}/short`, "--secret", "a-configured-secret");
+    assert.equal(both.code, 2);
+    assert.match(both.err, /give --secret-file or --secret, not both/);
+    const inline = await run("--secret", "a-configured-secret", "--port", "x");
+    assert.equal(inline.code, 2);
+    assert.match(inline.err, /warning: --secret shows in `ps`/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

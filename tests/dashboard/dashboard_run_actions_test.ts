@@ -86,3 +86,90 @@ Deno.test("dashboard cancels a run with its reason and retries it, each after a 
   assert.equal(missing.status, 404);
   assert.match(missing.text, /no such run/);
 });
+
+Deno.test("dashboard answers 400 to a bad form or an over-long reason and 413 over the body limit, changing nothing", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, { slug: "dash_bad", steps: [{ slug: "only" }] });
+  await registerWorker(db.sql, "dash_bad", "dash_bad");
+  const runId = await startFlow(db.sql, "dash_bad", {});
+  await using server = dashboard(db);
+  const post = (path: string, body: BodyInit, type?: string) =>
+    get(`${server.root}${path}`, server.token, {
+      method: "POST",
+      headers: { origin: server.origin, ...(type === undefined ? {} : { "content-type": type }) },
+      body,
+    });
+  const cancel = `/runs/${runId}/cancel`;
+
+  const long = await post(cancel, new URLSearchParams({ reason: "x".repeat(1001) }));
+  assert.equal(long.status, 400, long.text);
+  assert.match(long.text, /the reason is 1001 characters, more than the limit of 1000/);
+  const bad = await post(cancel, `{"reason":"x"}`, "application/json");
+  assert.equal(bad.status, 400, bad.text);
+  assert.match(bad.text, /the body is not a form/);
+  const action = await post(
+    "/actions/clear-pause",
+    `{"function":"x"}`,
+    "application/json",
+  );
+  assert.equal(action.status, 400, action.text);
+  assert.match(action.text, /the body is not a form/);
+  // 30 MB, declared and sent chunked without a length: answered 413 once the limit is passed,
+  // and the client could send only a part of it (the server stopped reading).
+  for (const framing of ["length", "chunked"] as const) {
+    const { status, sent } = await postRaw(server.root, server.token, cancel, framing);
+    assert.equal(status, 413, framing);
+    assert.ok(sent < 30 * 1024 * 1024, `${framing}: the server read all ${sent} bytes`);
+  }
+  assert.equal(
+    (await db.sql`select status from sluice.runs where run_id = ${runId}`)[0].status,
+    "started",
+  );
+});
+
+/**
+ * POSTs 30 MB to `path` over a raw connection (declared by a content length, or chunked), writing
+ * until the server answers or stops reading; returns the answer's status and the bytes written.
+ */
+async function postRaw(
+  root: string,
+  token: string,
+  path: string,
+  framing: "length" | "chunked",
+): Promise<{ status: number; sent: number }> {
+  const url = new URL(`${root}${path}`);
+  const total = 30 * 1024 * 1024;
+  const conn = await Deno.connect({ hostname: url.hostname, port: Number(url.port) });
+  const head = `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\n` +
+    `authorization: Bearer ${token}\r\ncontent-type: application/x-www-form-urlencoded\r\n` +
+    (framing === "length" ? `content-length: ${total}\r\n` : "transfer-encoding: chunked\r\n") +
+    "connection: close\r\n\r\n";
+  const encoder = new TextEncoder();
+  await conn.write(encoder.encode(head));
+  let sent = 0;
+  let answered = false;
+  const writing = (async () => {
+    const chunk = new Uint8Array(64 * 1024).fill(120);
+    const framed = framing === "length" ? chunk : new Uint8Array([
+      ...encoder.encode(`${chunk.byteLength.toString(16)}\r\n`),
+      ...chunk,
+      ...encoder.encode("\r\n"),
+    ]);
+    try {
+      while (!answered && sent < total) {
+        await conn.write(framed);
+        sent += chunk.byteLength;
+      }
+      if (!answered && framing === "chunked") await conn.write(encoder.encode("0\r\n\r\n"));
+    } catch {
+      // The server closed the connection after answering: the rest was never read.
+    }
+  })();
+  const buffer = new Uint8Array(4096);
+  const read = await conn.read(buffer);
+  answered = true;
+  const statusLine = new TextDecoder().decode(buffer.subarray(0, read ?? 0)).split("\r\n")[0];
+  await writing;
+  conn.close();
+  return { status: Number(statusLine.split(" ")[1]), sent };
+}

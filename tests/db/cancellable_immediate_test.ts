@@ -1,12 +1,12 @@
 // With sluice loaded, `clearImmediate` cancels also in the one case where Deno 2.5's does not: from
 // an I/O callback of the event-loop turn in which the immediate is already due
-// (src/db/cancellable_immediate.ts). The I/O is PostgreSQL's one-byte answer to an SSLRequest. The
+// (src/db/driver/cancellable_immediate.ts). The I/O is PostgreSQL's one-byte answer to an SSLRequest. The
 // wrapper also runs selected pending immediates early, for the driver's flush before a close.
 import assert from "node:assert/strict";
 import net from "node:net";
 import { once } from "node:events";
-import "../../src/db/postgres.ts";
-import { runPendingImmediates } from "../../src/db/cancellable_immediate.ts";
+import "../../src/db/driver/postgres.ts";
+import { runPendingImmediates } from "../../src/db/driver/cancellable_immediate.ts";
 import { freshDatabase } from "../_db.ts";
 import { blockEventLoop } from "../_support.ts";
 

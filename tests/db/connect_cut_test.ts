@@ -1,6 +1,6 @@
 // A connection of a connect() pool cut right after an answer, while the code awaiting that answer
 // has its next statement buffered in the driver, reconnects at the next statement instead of
-// timing out in every later handshake (src/db/driver_socket.ts). The socket sluice hands the driver
+// timing out in every later handshake (src/db/driver/driver_socket.ts). The socket sluice hands the driver
 // still reaches every host a URL names.
 import assert from "node:assert/strict";
 import { connect } from "../../src/db/connect.ts";

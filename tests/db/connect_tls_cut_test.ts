@@ -2,7 +2,7 @@
 // shutdown: the client reads the answer and an unexpected end of the stream) reconnects at the next
 // statement, and the statement that went down with it fails as a retryable error. sluice upgrades
 // the connection to TLS itself, so the flush of the driver's buffered write before it handles the
-// close (src/db/driver_socket.ts) covers the TLS socket too.
+// close (src/db/driver/driver_socket.ts) covers the TLS socket too.
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { findPostgresBinaries, startTempPostgres } from "../../dev/temp_postgres.ts";

@@ -1,7 +1,7 @@
 // The sockets of connect() pools: an error of a socket nobody listens to any more (the driver
 // stops listening when it handles the close) is not thrown where no caller can catch it.
 import assert from "node:assert/strict";
-import { driverSocketFactory } from "../../src/db/driver_socket.ts";
+import { driverSocketFactory } from "../../src/db/driver/driver_socket.ts";
 import { isTransientDatabaseError } from "../../src/db/transient_error.ts";
 
 Deno.test("a connect() pool's socket drops an error that arrives after the driver stopped listening", async () => {

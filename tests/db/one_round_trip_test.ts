@@ -15,7 +15,7 @@ import {
   registerWorker,
   trackWorkerFunction,
 } from "../../src/db/worker_queries.ts";
-import type { Sql } from "../../src/db/postgres.ts";
+import type { Sql } from "../../src/db/driver/postgres.ts";
 import { freshDatabase } from "../_db.ts";
 import { compileFlow, supportedPairs } from "../sql/_fixtures.ts";
 

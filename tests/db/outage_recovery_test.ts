@@ -7,7 +7,7 @@ import postgres from "postgres";
 import { Flow } from "../../src/dsl/flow.ts";
 import { startWorker } from "../../src/worker/start_worker.ts";
 import { connect } from "../../src/db/connect.ts";
-import { RECONNECT_MAX_MS, type ReconnectGate } from "../../src/db/reconnect.ts";
+import { RECONNECT_MAX_MS, type ReconnectGate } from "../../src/db/driver/reconnect.ts";
 import { subscribeChannel } from "../../src/db/run_listener.ts";
 import { isTransientDatabaseError } from "../../src/db/transient_error.ts";
 import { waitUntil } from "../_support.ts";

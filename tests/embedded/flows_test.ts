@@ -15,7 +15,7 @@ import {
   withStepQueues,
   type WorkerHandle,
 } from "../../mod.ts";
-import { migrate } from "../../src/ops/migrate.ts";
+import { migrate } from "../../src/migrations/migrate.ts";
 import { startEmbeddedPostgres } from "../../dev/embedded_postgres.ts";
 
 /** An embedded database with sluice installed, and workers that are stopped with it. */

@@ -1,11 +1,13 @@
 // The events of durable waits (docs/waits.md, docs/events.md) as watchRun() delivers them, live
-// and replayed: step:waiting with the wait's key and due time, then the wait's release.
+// and replayed: step:waiting with the wait's key and due time, then the wait's release; over
+// NOTIFY, which any role may LISTEN to, without the key or a cancel's reason and role.
 import assert from "node:assert/strict";
 import { Flow, type RunEvent, sendSignal, signalPayload } from "../../mod.ts";
+import { cancelRun } from "../../src/client/cancel_run.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { watchRun } from "../../src/client/watch_run.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
-import { type Event, withoutAt } from "../_run_events.ts";
+import { type Event, listenAs, withoutAt } from "../_run_events.ts";
 import { within } from "../_support.ts";
 import { testWorker, uniqueSlug, waitUntil } from "../worker/_helpers.ts";
 
@@ -131,4 +133,48 @@ Deno.test("watchRun() delivers a sleep's step:waiting with its due time and no k
     type: "run:completed",
     output: { settle: "timed out" },
   });
+});
+
+Deno.test("NOTIFY leaves out a wait's key, a cancel's reason and who cancelled or retried, for any role to LISTEN; watchRun() reads them back", async () => {
+  await using db = await freshDatabase();
+  const flow = approvalFlow();
+  await using _worker = await testWorker(flow, db);
+  const runId = crypto.randomUUID();
+  // A role with no privilege on sluice: LISTEN needs none.
+  await using listener = await listenAs(db.sql, db.url, "sluice_test_listener", runId);
+  const { payloads } = listener;
+  await db.sql`
+      select sluice.start_flow(${flow.slug}, '{"id": "secret-id"}'::jsonb, ${runId})`;
+  const live = watch(db, runId);
+  await waitUntil(
+    () => live.events.some((event) => event.type === "step:waiting"),
+    "step:waiting while the step waits",
+  );
+  await cancelRun(db.sql, runId, { reason: "secret-reason" });
+  await within(live.done, "the run's terminal event", 5_000);
+  await waitUntil(
+    () => payloads.some((p) => JSON.parse(p).type === "run:cancelled"),
+    "run:cancelled over NOTIFY",
+  );
+
+  for (const payload of payloads) {
+    assert.ok(!payload.includes("secret"), `NOTIFY payload ${payload} carries a secret`);
+  }
+  const notified = payloads.map((p) => JSON.parse(p));
+  assert.deepEqual(
+    notified.find((e) => e.type === "step:waiting").omitted,
+    ["key"],
+  );
+  assert.deepEqual(
+    notified.find((e) => e.type === "run:cancelled").omitted,
+    ["reason", "cancelledBy"],
+  );
+  const waiting = live.events.find((event) => event.type === "step:waiting");
+  assert.ok(waiting?.type === "step:waiting");
+  assert.equal(waiting.key, "approval:secret-id");
+  assert.equal("omitted" in waiting, false);
+  const cancelled = live.events.at(-1)!;
+  assert.ok(cancelled.type === "run:cancelled");
+  assert.equal(cancelled.reason, "secret-reason");
+  assert.equal(typeof cancelled.cancelledBy, "string");
 });

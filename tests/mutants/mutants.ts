@@ -30,13 +30,15 @@ export interface Mutant {
 }
 
 const RUN_CONTROL = "supabase/migrations/20261202000100_sluice_run_control.sql";
-const WAITS = "supabase/migrations/20261202000300_sluice_waits.sql";
 const WORKERS = "supabase/migrations/20261130000300_sluice_workers.sql";
 const QUEUE_NAMES = "supabase/migrations/20261130001000_sluice_queue_names.sql";
-const START_FLOW = "supabase/migrations/20261130000500_sluice_start_flow.sql";
 const RETRY_POLICY = "supabase/migrations/20261130000350_sluice_retry_policy.sql";
 const SERVER_COST = "supabase/migrations/20261202000400_sluice_server_cost.sql";
 const SIGNALS_SCHEDULES = "supabase/migrations/20261207000500_sluice_signals_schedules.sql";
+const CANCEL_SEES_NEW_TASKS = "supabase/migrations/20261207000200_sluice_cancel_sees_new_tasks.sql";
+const BATCH_SIZES = "supabase/migrations/20261207001000_sluice_batch_sizes.sql";
+const TRACE_CONTEXT = "supabase/migrations/20261207001500_sluice_trace_context.sql";
+const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
 const IDEMPOTENT_START = "supabase/migrations/20261207001300_sluice_idempotent_start.sql";
 
 /** Every mutant of the audit. */
@@ -69,7 +71,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "complete_tasks_stale_fencing",
-    file: WAITS,
+    file: ATTEMPT_TELEMETRY,
     search: "        and t.status = 'started' and t.attempts_count = x.attempt\n",
     replace: "        and t.status = 'started'\n",
     guards: ["tests/sql/fencing_test.ts"],
@@ -78,7 +80,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "complete_tasks_remaining_tasks",
-    file: WAITS,
+    file: ATTEMPT_TELEMETRY,
     search: "    if v_state.remaining_tasks > v_n then",
     replace: "    if v_state.remaining_tasks >= v_n then",
     guards: ["tests/sql/complete_tasks_test.ts"],
@@ -86,7 +88,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "output_limit_inclusive",
-    file: WAITS,
+    file: ATTEMPT_TELEMETRY,
     search: "  where x.flow_slug is null or x.bytes > f.opt_max_output_bytes",
     replace: "  where x.flow_slug is null or x.bytes >= f.opt_max_output_bytes",
     guards: ["tests/sql/limits_test.ts"],
@@ -94,7 +96,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "input_limit_inclusive",
-    file: START_FLOW,
+    file: TRACE_CONTEXT,
     search: "  if v_bytes > v_max_bytes then",
     replace: "  if v_bytes >= v_max_bytes then",
     guards: ["tests/sql/limits_test.ts"],
@@ -102,7 +104,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "claim_visibility_check",
-    file: RUN_CONTROL,
+    file: ATTEMPT_TELEMETRY,
     search: "    if v_updated <> cardinality(v_vis_ids) then",
     replace: "    if v_updated < 0 then",
     guards: ["tests/sql/start_tasks_test.ts"],
@@ -111,7 +113,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "claim_visibility_timeout",
-    file: RUN_CONTROL,
+    file: ATTEMPT_TELEMETRY,
     search: "        when t.status = 'queued' then coalesce(s.opt_timeout, f.opt_timeout) + 2",
     replace: "        when t.status = 'queued' then coalesce(s.opt_timeout, f.opt_timeout)",
     guards: ["tests/sql/start_tasks_test.ts"],
@@ -119,7 +121,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "start_tasks_wrong_queue_class",
-    file: RUN_CONTROL,
+    file: ATTEMPT_TELEMETRY,
     search: "          ) then 'wrong_queue' else 'missing' end",
     replace: "          ) then 'missing' else 'missing' end",
     guards: ["tests/sql/start_tasks_test.ts"],
@@ -127,7 +129,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "start_tasks_unsupported_class",
-    file: RUN_CONTROL,
+    file: ATTEMPT_TELEMETRY,
     search: "        ) then 'unsupported'",
     replace: "        ) and false then 'unsupported'",
     guards: ["tests/sql/start_tasks_test.ts"],
@@ -135,7 +137,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "start_tasks_fenced_worker",
-    file: RUN_CONTROL,
+    file: ATTEMPT_TELEMETRY,
     search: "  if sluice.worker_fenced(start_tasks.worker_id) then",
     replace: "  if false then",
     guards: ["tests/sql/fencing_test.ts"],
@@ -195,15 +197,15 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "cancel_archives_messages",
-    file: WAITS,
-    search: "    cross join lateral pgmq.archive(q.queue_name, q.ids) as a(id)",
-    replace: "    cross join lateral unnest(q.ids) as a(id)",
+    file: CANCEL_SEES_NEW_TASKS,
+    search: "    perform sluice.archive_messages(v_queues, v_ids);\n  end if;\n\n  return query",
+    replace: "    perform null;\n  end if;\n\n  return query",
     guards: ["tests/sql/run_control_test.ts"],
     why: "a cancelled run's messages would stay on the queue and come back after a retry delay",
   },
   {
     id: "schedule_tick_unique",
-    file: SIGNALS_SCHEDULES,
+    file: BATCH_SIZES,
     search: "      if v_inserted then",
     replace: "      if v_inserted is not false then",
     guards: ["tests/sql/schedules_test.ts"],
@@ -261,7 +263,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "release_due_waits_boundary",
-    file: WAITS,
+    file: BATCH_SIZES,
     search: "    where ss.status = 'waiting' and ss.wait_until <= now()\n",
     replace: "    where ss.status = 'waiting' and ss.wait_until < now()\n",
     guards: ["tests/worker/waits_test.ts"],

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { Flow } from "../../mod.ts";
 import { freshDatabase } from "../_db.ts";
-import { diffManifests } from "../../src/ops/manifest.ts";
+import { diffManifests } from "../../src/cli/commands/manifest.ts";
 import { opsDone } from "./_ops.ts";
 import { testWorker } from "../worker/_helpers.ts";
 

@@ -4,7 +4,7 @@ import {
   detectPgmq,
   installPgmq,
   PGMQ_COMPAT_SQL_URL,
-} from "../../src/ops/install_pgmq.ts";
+} from "../../src/migrations/install_pgmq.ts";
 import { freshDatabase, installedPgmq } from "../_db.ts";
 
 // Which branch of installPgmq() runs depends on the server: `deno task test` covers the compat

@@ -4,8 +4,8 @@ import {
   MigrationChangedError,
   MigrationError,
   MIGRATIONS_DIRECTORY,
-} from "../../src/ops/migrate.ts";
-import { MIGRATION_FILES } from "../../src/ops/migration_files.ts";
+} from "../../src/migrations/migrate.ts";
+import { MIGRATION_FILES } from "../../src/migrations/migration_files.ts";
 import { freshDatabase, installedPgmq } from "../_db.ts";
 
 // On an empty database migrate() installs PGMQ the way the server allows: the extension where it is

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { MIGRATIONS_DIRECTORY } from "../../src/ops/migrate.ts";
+import { MIGRATIONS_DIRECTORY } from "../../src/migrations/migrate.ts";
 import { freshDatabase, installedPgmq } from "../_db.ts";
 
 // Supabase's own runner applies this file without sluice's installer running first. Whether the

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { pgmqExtensionScript } from "../../scripts/_pgmq_extension.ts";
-import { PGMQ_COMPAT_SQL_URL } from "../../src/ops/install_pgmq.ts";
+import { PGMQ_COMPAT_SQL_URL } from "../../src/migrations/install_pgmq.ts";
 
 Deno.test("the packaged extension script is the compat layer without its guard and create schema", async () => {
   const compat = await Deno.readTextFile(PGMQ_COMPAT_SQL_URL);

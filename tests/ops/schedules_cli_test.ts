@@ -47,7 +47,10 @@ Deno.test("schedules create, list, pause, resume and delete; bad input exits 2 a
     "0 3 * * *",
   );
   assert.equal(unknown.code, 1);
-  assert.match(unknown.err, /no such flow/);
+  assert.equal(
+    unknown.err,
+    'Cannot create schedule "nightly": no flow "no_such_flow"; the flows are "report"',
+  );
 
   const created = await opsDone(
     db,

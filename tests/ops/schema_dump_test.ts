@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { MIGRATIONS_DIRECTORY } from "../../src/ops/migrate.ts";
+import { MIGRATIONS_DIRECTORY } from "../../src/migrations/migrate.ts";
 
 const SCRIPT = new URL("../../scripts/schema_dump.ts", import.meta.url).pathname;
 

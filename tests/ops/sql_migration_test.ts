@@ -84,7 +84,7 @@ Deno.test("editing a routine's source and running sql:migration writes a migrati
     assert.match(migration, /select 31/);
     assert.doesNotMatch(migration, /FUNCTION sluice\.fail_task/, "only the changed routine");
     assert.match(
-      await Deno.readTextFile(`${dir}/src/ops/migration_files.ts`),
+      await Deno.readTextFile(`${dir}/src/migrations/migration_files.ts`),
       new RegExp(`"${match[1]}",\\n\\];`),
     );
     const after = await run("scripts/schema_dump.ts", "--check");

@@ -1,7 +1,7 @@
 // Issue 43 finding 7: text stored in sluice's tables reaches the operator's terminal through the
 // CLI; a role that can write a cancel reason or a handler error must not drive that terminal.
 import assert from "node:assert/strict";
-import { escapeControlCharacters } from "../../src/ops/commands/command_types.ts";
+import { escapeControlCharacters } from "../../src/cli/commands/command_types.ts";
 import { freshDatabase } from "../_db.ts";
 import { compileFlow, startFlow } from "../sql/_fixtures.ts";
 import { opsDone } from "./_ops.ts";

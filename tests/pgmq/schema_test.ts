@@ -1,5 +1,5 @@
 // Layout conformance: the objects sluice and its users see must match PGMQ 1.5.1 exactly, whether
-// they come from the extension or from src/ops/pgmq_compat.sql.
+// they come from the extension or from src/migrations/pgmq_compat.sql.
 import assert from "node:assert/strict";
 import { freshDatabase } from "../_db.ts";
 import type { Sql } from "./_pgmq.ts";

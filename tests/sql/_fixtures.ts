@@ -103,7 +103,14 @@ export async function compile(
   sql: Sql,
   def: Definition,
   environment = "production",
-): Promise<{ outcome: string; differences: string[]; live_workers?: number }> {
+): Promise<
+  {
+    outcome: string;
+    differences: string[];
+    live_workers?: number;
+    deleted_runs?: Record<string, number>;
+  }
+> {
   const [row] = await sql`
     select sluice.ensure_flow_compiled(${json(sql, def)}::jsonb, ${environment}) as result
   `;

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { startTempPostgres, type TempPostgres } from "../../dev/temp_postgres.ts";
-import { migrate } from "../../src/ops/migrate.ts";
+import { migrate } from "../../src/migrations/migrate.ts";
 
 const PG_CRON = "/usr/lib/postgresql/15/lib/pg_cron.so";
 

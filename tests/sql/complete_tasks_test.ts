@@ -77,7 +77,13 @@ Deno.test("complete_tasks() aggregates map outputs by task index, whatever the c
     json(db.sql, second.map((t) => ({ ...t, output: (t.input as number) + 1 })))
   }::jsonb) as outcome
   `;
-  assert.deepEqual(applied.outcome, { completed: 3, stale: [] });
+  assert.deepEqual(applied.outcome.completed, 3);
+  assert.deepEqual(applied.outcome.stale, []);
+  assert.deepEqual(
+    applied.outcome.runs_completed.map((r: { run_id: string }) => r.run_id),
+    [runId],
+    "the batch that completed the last step names the run it finished",
+  );
   assert.deepEqual((await run(db.sql, runId)).output, { twice: [11, 21, 31] });
 });
 

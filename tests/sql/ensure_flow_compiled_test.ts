@@ -351,9 +351,26 @@ Deno.test("SQL queue-name derivation: readable up to 47 characters, then the ind
 Deno.test("development recompiles a changed flow only after its live workers drain", async () => {
   await using db = await freshDatabase();
   await compile(db.sql, definition(BASE));
-  await startFlow(db.sql, "shop", {});
+  const runId = await startFlow(db.sql, "shop", {});
   const worker = await registerWorker(db.sql, "shop", "shop");
   const changed: FlowSpec = { ...BASE, steps: [{ slug: "load" }] };
+
+  // A run in flight: refused, the worker left serving it.
+  const refused = await compile(db.sql, definition(changed), "development");
+  assert.deepEqual(
+    { ...refused, differences: undefined },
+    {
+      outcome: "in_flight",
+      in_flight_runs: 1,
+      live_workers: 1,
+      waiting_steps: 0,
+      waiting: [],
+      differences: undefined,
+    },
+  );
+  const [kept] = await db.sql`select deprecated_at from sluice.workers where worker_id = ${worker}`;
+  assert.equal(kept.deprecated_at, null, "not deprecated while a run is in flight");
+  await db.sql`select sluice.cancel_run(${runId}, 'reshaping')`;
 
   const first = await compile(db.sql, definition(changed), "development");
   assert.equal(first.outcome, "draining");
@@ -365,6 +382,7 @@ Deno.test("development recompiles a changed flow only after its live workers dra
   await db.sql`select sluice.stop_worker(${worker})`;
   const second = await compile(db.sql, definition(changed), "development");
   assert.equal(second.outcome, "recompiled");
+  assert.deepEqual(second.deleted_runs, { cancelled: 1 });
   assert.deepEqual(await counts(db.sql), {
     flows: 1,
     steps: 1,

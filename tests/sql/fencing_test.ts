@@ -120,6 +120,7 @@ Deno.test("complete_tasks() applies the live results of a batch and returns the 
       task_index: old.task_index,
       attempt: old.attempt + 1,
     }],
+    runs_completed: [],
   });
   const rows = await db.sql`
     select task_index, status from sluice.step_tasks where run_id = ${runId} order by task_index`;
@@ -137,8 +138,10 @@ Deno.test("a worker registered for an older compile is fenced: its reports are s
   const [held] = await readAndClaim(db.sql, "refenced", worker, "refenced");
   const supported = await supportedPairs(db.sql, "refenced");
 
-  // Its heartbeat expired (a breakpoint), so the development recompile does not wait for it.
+  // Its heartbeat expired (a breakpoint), so the development recompile does not wait for it; the
+  // run is cancelled, as a recompile never deletes a run in flight.
   await db.sql`update sluice.workers set last_heartbeat_at = now() - interval '1 minute'`;
+  await db.sql`select sluice.cancel_run(${oldRun}, 'reshaping')`;
   const recompiled = await compile(
     db.sql,
     definition({ slug: "refenced", steps: [{ slug: "a" }, { slug: "b", deps: ["a"] }] }),

@@ -7,7 +7,7 @@ import { compileFlow } from "../../src/client/compile_flow.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow, signalPayload } from "../../src/dsl/flow.ts";
-import { migrate } from "../../src/ops/migrate.ts";
+import { migrate } from "../../src/migrations/migrate.ts";
 import { startWorker } from "../../src/worker/start_worker.ts";
 import { adminUrl, freshDatabase, installedPgmq, pgmqFlavour } from "../_db.ts";
 import { definition } from "./_fixtures.ts";

@@ -3,7 +3,7 @@
 // compilation take it back, and a queue table a role made in advance is refused, not adopted.
 import assert from "node:assert/strict";
 import postgres, { type Sql } from "postgres";
-import { migrate, MIGRATIONS_DIRECTORY } from "../../src/ops/migrate.ts";
+import { migrate, MIGRATIONS_DIRECTORY } from "../../src/migrations/migrate.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { compileFlow, startFlow } from "./_fixtures.ts";
 

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import postgres from "postgres";
 import { watchRun } from "../../src/client/watch_run.ts";
 import { isTerminalRunEvent, runChannel } from "../../src/events/run_event.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
@@ -7,6 +6,7 @@ import {
   ensureRole,
   type Event,
   installRealtimeSend,
+  listenAs,
   mixedEvents,
   mixedFlow,
   MixedRunDriver,
@@ -37,13 +37,15 @@ async function listenToRun(db: TestDatabase, runId: string): Promise<Event[]> {
 }
 
 /**
- * What NOTIFY carries of an event: ids, states and counts, its output and error message left out
- * and named under "omitted" (a LISTEN needs no privilege).
+ * What NOTIFY carries of an event: ids, states, times and counts; its output, error message, wait
+ * key, cancel reason and roles left out and named under "omitted" (a LISTEN needs no privilege).
  */
 function notifiedForm(event: Event): Event {
-  const { output: _output, errorMessage: _errorMessage, ...rest } = event;
-  const omitted = ["output", "errorMessage"].filter((field) => field in event);
-  return omitted.length === 0 ? rest as Event : { ...rest, omitted } as Event;
+  const left = ["output", "errorMessage", "key", "reason", "cancelledBy", "retriedBy"]
+    .filter((field) => field in event && (field !== "reason" || event.type === "run:cancelled"));
+  const rest: Record<string, unknown> = { ...event };
+  for (const field of left) delete rest[field];
+  return (left.length === 0 ? rest : { ...rest, omitted: left }) as Event;
 }
 
 /** Claims the visible tasks of a queue and completes each with `output`, one per transaction. */
@@ -338,59 +340,45 @@ Deno.test("a role with no privilege on sluice LISTENs on a run's channel and rea
     maxAttempts: 1,
     steps: [{ slug: "good" }, { slug: "bad", deps: [] }],
   });
-  await ensureRole(db.sql, "sluice_test_nobody");
   const runId = crypto.randomUUID();
-  const payloads: string[] = [];
-  // One session (postgres.js's onnotify, as the listener uses it): set role, then LISTEN.
-  const nobody = postgres(
-    db.url,
-    {
-      max: 1,
-      onnotice: () => {},
-      onnotify: (_channel: string, payload: string) => payloads.push(payload),
-    } as unknown as postgres.Options<Record<string, never>>,
-  );
-  try {
-    await nobody.unsafe(`set role sluice_test_nobody; listen ${runChannel(runId)}`);
-    await db.sql`select sluice.start_flow('boom2', '{}'::jsonb, ${runId})`;
-    const watcher = (async () => {
-      const events: Record<string, unknown>[] = [];
-      for await (const event of watchRun(db.sql, runId)) events.push({ ...event });
-      return events;
-    })();
-    await waitUntil(async () => {
-      const [{ n }] = await db.sql<{ n: number }[]>`
+  await using nobody = await listenAs(db.sql, db.url, "sluice_test_nobody", runId);
+  const { payloads } = nobody;
+  await db.sql`select sluice.start_flow('boom2', '{}'::jsonb, ${runId})`;
+  const watcher = (async () => {
+    const events: Record<string, unknown>[] = [];
+    for await (const event of watchRun(db.sql, runId)) events.push({ ...event });
+    return events;
+  })();
+  await waitUntil(async () => {
+    const [{ n }] = await db.sql<{ n: number }[]>`
         select count(*)::int as n from pg_stat_activity
         where query like ${`%listen ${runChannel(runId)}%`}`;
-      return n === 2;
-    }, "both sessions listening");
-    await secretRun(db, runId, "secret-error");
-    const events = await within(watcher, "the watch's terminal event", 5_000);
-    await waitUntil(
-      () => payloads.some((p) => isTerminalRunEvent(JSON.parse(p))),
-      "the terminal event over NOTIFY",
-    );
+    return n === 2;
+  }, "both sessions listening");
+  await secretRun(db, runId, "secret-error");
+  const events = await within(watcher, "the watch's terminal event", 5_000);
+  await waitUntil(
+    () => payloads.some((p) => isTerminalRunEvent(JSON.parse(p))),
+    "the terminal event over NOTIFY",
+  );
 
-    assert.ok(payloads.length >= 5, `NOTIFY delivered ${payloads.length} events`);
-    for (const payload of payloads) {
-      assert.ok(!payload.includes("secret"), `NOTIFY payload ${payload} carries a secret`);
-    }
-    const [{ denied }] = await db.sql`
-      select not has_table_privilege('sluice_test_nobody', 'sluice.runs', 'select') as denied`;
-    assert.equal(denied, true);
-    const error = 'step "bad" task 0 failed: secret-error';
-    assert.deepEqual(
-      events.filter((e) => e.type === "step:completed" || e.type === "run:failed")
-        .map(({ at: _at, ...rest }) => rest),
-      [
-        { type: "step:completed", runId, stepSlug: "good", output: "secret-output" },
-        { type: "run:failed", runId, flowSlug: "boom2", stepSlug: "bad", errorMessage: error },
-      ],
-    );
-    assert.ok(events.some((e) => e.type === "step:failed" && e.errorMessage === error));
-  } finally {
-    await nobody.end();
+  assert.ok(payloads.length >= 5, `NOTIFY delivered ${payloads.length} events`);
+  for (const payload of payloads) {
+    assert.ok(!payload.includes("secret"), `NOTIFY payload ${payload} carries a secret`);
   }
+  const [{ denied }] = await db.sql`
+      select not has_table_privilege('sluice_test_nobody', 'sluice.runs', 'select') as denied`;
+  assert.equal(denied, true);
+  const error = 'step "bad" task 0 failed: secret-error';
+  assert.deepEqual(
+    events.filter((e) => e.type === "step:completed" || e.type === "run:failed")
+      .map(({ at: _at, ...rest }) => rest),
+    [
+      { type: "step:completed", runId, stepSlug: "good", output: "secret-output" },
+      { type: "run:failed", runId, flowSlug: "boom2", stepSlug: "bad", errorMessage: error },
+    ],
+  );
+  assert.ok(events.some((e) => e.type === "step:failed" && e.errorMessage === error));
 });
 
 Deno.test("error texts sent to browsers (realtime.send, read_run_events) have no stack frames or file paths", async () => {

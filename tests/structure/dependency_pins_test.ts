@@ -31,7 +31,7 @@ Deno.test("every npm: pin of src/ is the pin deno.json's imports hold for the sa
       pins.set(name, (pins.get(name) ?? new Set()).add(specifier));
     }
   }
-  assert.ok(pins.has("postgres"), "the driver's pin in src/db/postgres.ts was not found");
+  assert.ok(pins.has("postgres"), "the driver's pin in src/db/driver/postgres.ts was not found");
   const problems: string[] = [];
   for (const [name, specifiers] of pins) {
     if (specifiers.size > 1) problems.push(`${name} is pinned twice in src/: ${[...specifiers]}`);

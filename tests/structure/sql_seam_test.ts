@@ -17,9 +17,9 @@ const ALLOWED: Readonly<Record<string, string>> = {
   // is the schema itself (many statements per file: `.unsafe`, the simple protocol), and keeps
   // its ledger, which must exist before the first migration creates schema `sluice`; the
   // re-check of a file under the lock, its application and its ledger row are one transaction.
-  "src/ops/migrate.ts": "the migration runner",
-  "src/ops/install_pgmq.ts": "the migration runner (the PGMQ layer it installs first)",
-  "src/ops/_lock.ts": "the migration runner (its advisory lock)",
+  "src/migrations/migrate.ts": "the migration runner",
+  "src/migrations/install_pgmq.ts": "the migration runner (the PGMQ layer it installs first)",
+  "src/migrations/_lock.ts": "the migration runner (its advisory lock)",
 };
 
 /** Tags of tagged templates that are not SQL (`markup`: the dashboard's escaping HTML template). */

@@ -158,6 +158,15 @@ Deno.test("one run is one trace under the producer's span, with its attempts, fa
     { "sluice.task.next_attempt": 2 },
   );
   assert.equal(retried.status.code, 1, "STATUS_CODE_OK");
+  assert.match(
+    String(
+      retried.events.find((e) => e.name === "sluice.retry.started")?.attributes[
+        "sluice.task.previous_error"
+      ],
+    ),
+    /flaky on the first attempt/,
+    "the retry names the error that ended the attempt before it",
+  );
   const handlerSpan = receiver.spans.find((s) => s.name === "handler work")!;
   assert.equal(
     handlerSpan.parentSpanId,
@@ -186,11 +195,15 @@ Deno.test("one run is one trace under the producer's span, with its attempts, fa
       value("sluice.task.queue_wait", step),
     ]);
   const expected = [[1, 1, 0, 1, 1], [2, 1, 1, 2, 2], [1, 1, 0, 1, 1]];
+  const runs = () =>
+    receiver.points().find((p) =>
+      p.metric === "sluice.run.duration" && p.attributes["sluice.flow.slug"] === "otel_chain"
+    )?.value ?? 0;
   await waitUntil(
-    () => JSON.stringify(counts()) === JSON.stringify(expected),
-    "the metrics count the attempts",
+    () => JSON.stringify(counts()) === JSON.stringify(expected) && runs() === 1,
+    "the metrics count the attempts and the one run",
     undefined,
-    () => ({ counts: counts(), points: receiver.points() }),
+    () => ({ counts: counts(), runs: runs(), points: receiver.points() }),
   );
 });
 

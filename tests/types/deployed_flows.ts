@@ -32,7 +32,7 @@ import {
   type WorkerOptions,
 } from "../../mod.ts";
 import { resolveWorkerTarget } from "../../src/admin/mod.ts";
-import type { Sql, TransactionSql } from "../../src/db/postgres.ts";
+import type { Sql, TransactionSql } from "../../src/db/driver/postgres.ts";
 import type { Equals } from "./_equals.ts";
 
 declare const url: string;

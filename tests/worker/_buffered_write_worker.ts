@@ -1,7 +1,7 @@
 // Subprocess of the buffered-write test: a worker whose handler queries PostgreSQL through sluice's
 // client so that, on each of 4 connections, postgres.js sends a statement of 1 KiB or more from a
 // query's continuation in the very turn of the event loop in which its immediate for a buffered
-// short statement is due. Under Deno 2.5 without src/db/cancellable_immediate.ts that immediate
+// short statement is due. Under Deno 2.5 without src/db/driver/cancellable_immediate.ts that immediate
 // still runs and kills the process with `TypeError: May not write null values to stream`.
 import { connect } from "../../src/db/connect.ts";
 import { startWorker } from "../../src/worker/mod.ts";

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { startTempPostgres, type TempPostgres } from "../../dev/temp_postgres.ts";
-import { migrate } from "../../src/ops/migrate.ts";
+import { migrate } from "../../src/migrations/migrate.ts";
 import { adminUrl, installedPgmq, type TestDatabase } from "../_db.ts";
 
 /** A private server, migrated, and how to restart it. */

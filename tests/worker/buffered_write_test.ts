@@ -1,5 +1,5 @@
 // A worker process survives postgres.js flushing a buffered write early (Deno 2.5's clearImmediate
-// gap, src/db/cancellable_immediate.ts): before the fix the process died from an uncaught
+// gap, src/db/driver/cancellable_immediate.ts): before the fix the process died from an uncaught
 // `TypeError: May not write null values to stream` thrown in a timer.
 import assert from "node:assert/strict";
 import { startFlow } from "../../src/client/start_flow.ts";

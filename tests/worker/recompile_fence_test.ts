@@ -3,6 +3,7 @@
 // naming the flow, and no restart pause is set; the new shape's tasks run on a new worker.
 import assert from "node:assert/strict";
 import { compileFlow } from "../../src/client/compile_flow.ts";
+import { cancelRun } from "../../src/client/cancel_run.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
@@ -33,6 +34,8 @@ Deno.test("a development recompile fences a frozen worker of the old shape: repo
     // Frozen past the heartbeat TTL (a debugger breakpoint): not live, so not waited for.
     child.kill("SIGSTOP");
     await db.sql`update sluice.workers set last_heartbeat_at = now() - interval '1 minute'`;
+    // A recompile never deletes a run in flight: cancel it first.
+    await cancelRun(db.sql, oldRun);
     assert.equal(
       (await compileFlow(db.sql, shapeB(), { environment: "development" })).outcome,
       "recompiled",

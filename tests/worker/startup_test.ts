@@ -2,13 +2,14 @@
 // development recompilation.
 import assert from "node:assert/strict";
 import { Flow } from "../../src/dsl/flow.ts";
-import { FlowShapeMismatchError } from "../../src/deploy/errors.ts";
+import { FlowShapeMismatchError, RecompileInFlightError } from "../../src/deploy/errors.ts";
+import { compileFlow } from "../../src/client/compile_flow.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
-import postgres from "../../src/db/postgres.ts";
+import postgres from "../../src/db/driver/postgres.ts";
 import { startWorker } from "../../src/worker/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
-import { latch, silentDatabase, testWorker, waitUntil } from "./_helpers.ts";
+import { latch, silentDatabase, testWorker } from "./_helpers.ts";
 import { scaled } from "../_support.ts";
 
 async function counts(db: TestDatabase) {
@@ -100,7 +101,7 @@ Deno.test("in production a changed shape fails startup with FlowShapeMismatchErr
   assert.equal(steps, 1);
 });
 
-Deno.test("in development a changed shape drains the old worker, then recompiles", async () => {
+Deno.test("in development a changed shape waits for the run in flight on the old worker, drains it, then recompiles", async () => {
   await using db = await freshDatabase();
   const started = latch();
   const release = latch();
@@ -116,8 +117,17 @@ Deno.test("in development a changed shape drains the old worker, then recompiles
   const v2 = new Flow({ slug: "dev_flow" })
     .step({ slug: "a" }, () => "new")
     .step({ slug: "b", dependsOn: ["a"] }, (deps) => `${deps.a}!`);
+  // The run is in flight: asked once (no time to wait), the recompile refuses and the old worker
+  // keeps serving it, undeprecated.
+  await assert.rejects(
+    compileFlow(db.sql, v2, { environment: "development", drainTimeoutMs: 0 }),
+    RecompileInFlightError,
+  );
+  const [w] = await db.sql`
+    select deprecated_at from sluice.workers where worker_id = ${old.workerId}`;
+  assert.equal(w.deprecated_at, null, "not deprecated while its run is in flight");
+  // A worker of the new shape waits for the run to finish, then for the old worker to drain.
   const starting = testWorker(v2, db, { environment: "development" });
-  await waitUntil(() => old.status === "stopping", "the old worker to be deprecated");
   release.resolve();
   await old.done;
   await using current = await starting;
@@ -129,7 +139,11 @@ Deno.test("in development a changed shape drains the old worker, then recompiles
   );
   const [{ runs }] = await db.sql`
     select count(*)::int as runs from sluice.runs where run_id = ${oldRun}`;
-  assert.equal(runs, 0, "recompilation replaces the flow and its data");
+  assert.equal(runs, 0, "recompilation replaces the flow and its finished runs");
+  assert.deepEqual(
+    current.logs.find("info", "worker started")[0]?.fields.deleted_runs,
+    { completed: 1 },
+  );
   const runId = await startFlow(db.sql, v2, {});
   assert.deepEqual(await waitForRun(db.sql, runId, { timeoutMs: scaled(10_000), flow: v2 }), {
     b: "new!",

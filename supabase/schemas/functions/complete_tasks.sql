@@ -1,4 +1,4 @@
--- sluice.complete_tasks, as the migrations create it (last defined in supabase/migrations/20261202000300_sluice_waits.sql).
+-- sluice.complete_tasks, as the migrations create it (last defined in supabase/migrations/20261207133532_sluice_attempt_telemetry.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 CREATE OR REPLACE FUNCTION sluice.complete_tasks(results jsonb) RETURNS jsonb
@@ -23,6 +23,7 @@ declare
   v_done_keys text[] := '{}';
   v_keys text[];
   v_stale jsonb;
+  v_finished jsonb;
   v_fenced uuid[];
   v_results jsonb := complete_tasks.results;
 begin
@@ -202,6 +203,17 @@ begin
   where not (concat_ws('/', x.run_id, x.step_slug, x.task_index, x.attempt, x.worker_id)
     = any (v_done_keys));
 
-  return jsonb_build_object('completed', v_applied, 'stale', coalesce(v_stale, '[]'::jsonb));
+  -- The runs these results finished, with their durations: the worker records them as the
+  -- sluice.run.duration metric. One probe per batch that completed a step; none otherwise.
+  if cardinality(v_released) > 0 then
+    select jsonb_agg(jsonb_build_object('run_id', r.run_id, 'flow_slug', r.flow_slug,
+        'seconds', extract(epoch from r.completed_at - r.started_at)))
+    into v_finished
+    from sluice.runs r
+    where r.run_id = any (v_released) and r.status = 'completed';
+  end if;
+
+  return jsonb_build_object('completed', v_applied, 'stale', coalesce(v_stale, '[]'::jsonb),
+    'runs_completed', coalesce(v_finished, '[]'::jsonb));
 end;
 $_$;

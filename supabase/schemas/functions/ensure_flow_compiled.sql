@@ -1,9 +1,11 @@
--- sluice.ensure_flow_compiled, as the migrations create it (last defined in supabase/migrations/20261202000500_sluice_refuse_routed.sql).
+-- sluice.ensure_flow_compiled, as the migrations create it (last defined in supabase/migrations/20261207000700_sluice_dev_recompile_keeps_waits.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Every outcome but 'draining' and 'mismatch' answers the flow's compile_generation, which the
 -- worker registers with. A development recompile goes through sluice.recreate_flow and so keeps
--- the flow's aliases. Security definer: it creates queues (sluice.create_queue; see
+-- the flow's aliases; it deletes the flow's runs, so it refuses ('in_flight') while any run of the
+-- flow is still started, a run waiting on a signal or a sleep included, and answers how many
+-- finished runs it deleted per status ('deleted_runs'). Security definer: it creates queues (sluice.create_queue; see
 -- 20261130001500_sluice_privileges.sql).
 CREATE OR REPLACE FUNCTION sluice.ensure_flow_compiled(definition jsonb, environment text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -15,6 +17,10 @@ declare
   v_stored jsonb;
   v_differences text[];
   v_live integer;
+  v_in_flight bigint;
+  v_waiting_steps bigint;
+  v_waiting jsonb;
+  v_deleted jsonb;
 begin
   if environment is null or environment not in ('production', 'development') then
     raise exception 'Cannot compile flow: environment must be ''production'' or ''development'', got %',
@@ -57,6 +63,35 @@ begin
     return jsonb_build_object('outcome', 'mismatch', 'differences', to_jsonb(v_differences));
   end if;
 
+  -- Development: a recompile deletes every run of the flow. A run in flight is never dropped
+  -- silently: refuse before anything changes (its old workers keep serving it), counting the runs
+  -- and naming the ones waiting (up to 20) and the live workers that may still finish them, so the
+  -- caller waits for them or the developer lets them finish, cancels them or
+  -- deletes them explicitly (`sluice flows reset <flow> --force`).
+  select count(*) into v_in_flight
+  from sluice.runs r where r.flow_slug = v_flow and r.status = 'started';
+  if v_in_flight > 0 then
+    select count(*) into v_waiting_steps
+    from sluice.step_states s
+    where s.flow_slug = v_flow and s.status = 'waiting';
+    select coalesce(jsonb_agg(jsonb_build_object('run_id', w.run_id, 'step_slug', w.step_slug,
+        'wait_key', w.wait_key, 'wait_until', w.wait_until)
+        order by w.waiting_at, w.run_id, w.step_slug), '[]'::jsonb)
+    into v_waiting
+    from (
+      select s.run_id, s.step_slug, s.wait_key, s.wait_until, s.waiting_at
+      from sluice.step_states s
+      where s.flow_slug = v_flow and s.status = 'waiting'
+      order by s.waiting_at, s.run_id, s.step_slug
+      limit 20
+    ) w;
+    select count(*) into v_live from sluice.live_workers lw where lw.flow_slug = v_flow;
+    return jsonb_build_object('outcome', 'in_flight', 'in_flight_runs', v_in_flight,
+      'live_workers', v_live,
+      'waiting_steps', v_waiting_steps, 'waiting', v_waiting,
+      'differences', to_jsonb(v_differences));
+  end if;
+
   -- Development: old workers must stop before their flow disappears under them.
   with deprecated as (
     update sluice.workers w set deprecated_at = coalesce(w.deprecated_at, now())
@@ -73,9 +108,13 @@ begin
 
   -- The recreated flow takes a new compile_generation: every worker registered for the old one,
   -- live or paused past the heartbeat TTL, is fenced from here on (sluice.worker_fenced).
+  select coalesce(jsonb_object_agg(c.status, c.n), '{}'::jsonb) into v_deleted
+  from (
+    select r.status, count(*) as n from sluice.runs r where r.flow_slug = v_flow group by r.status
+  ) c;
   perform sluice.recreate_flow(v_flow, definition, v_shape);
   v_flow := definition ->> 'flow_slug';
   return jsonb_build_object('outcome', 'recompiled', 'differences', to_jsonb(v_differences),
-    'generation', sluice.compile_generation(v_flow));
+    'deleted_runs', v_deleted, 'generation', sluice.compile_generation(v_flow));
 end;
 $$;

@@ -1,9 +1,9 @@
--- sluice.fire_due_schedules, as the migrations create it (last defined in supabase/migrations/20261207000500_sluice_signals_schedules.sql).
+-- sluice.fire_due_schedules, as the migrations create it (last defined in supabase/migrations/20261207001000_sluice_batch_sizes.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
--- As in 20261202000200, except that it returns at most max_schedules of the schedules awaiting
--- their next due time (the ones it fired first, then by name), so one sweep computes a bounded
--- number of due times.
+-- As in 20261202000200, except that it returns at most max_schedules (from 1 to 10,000; any other
+-- value is refused) of the schedules awaiting their next due time (the ones it fired first, then
+-- by name), so one sweep computes a bounded number of due times.
 CREATE OR REPLACE FUNCTION sluice.fire_due_schedules(now timestamp with time zone DEFAULT clock_timestamp(), max_schedules integer DEFAULT 100) RETURNS TABLE(schedule_name text, cron text, timezone text, advanced_at timestamp with time zone, fired boolean)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -19,11 +19,19 @@ begin
   if fire_due_schedules.now is null then
     raise exception 'Cannot fire schedules: now is null' using errcode = 'null_value_not_allowed';
   end if;
+  -- A zero or negative size used to be clamped to 1 silently: refused, naming it.
+  if fire_due_schedules.max_schedules is null or fire_due_schedules.max_schedules < 1
+    or fire_due_schedules.max_schedules > 10000
+  then
+    raise exception 'Cannot fire schedules: max_schedules must be from 1 to 10000, got %',
+      coalesce(fire_due_schedules.max_schedules::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
   for v_schedule in
     select s.* from sluice.schedules s
     where s.paused_at is null and s.next_due_at <= fire_due_schedules.now
     order by s.next_due_at, s.schedule_name
-    limit greatest(fire_due_schedules.max_schedules, 1)
+    limit fire_due_schedules.max_schedules
     for update of s skip locked
   loop
     v_overtaken := v_schedule.following_due_at is not null
@@ -83,7 +91,7 @@ begin
     from sluice.schedules s
     where s.paused_at is null and s.next_due_at is null
     order by s.schedule_name = any(v_fired) desc, s.schedule_name
-    limit greatest(fire_due_schedules.max_schedules, 1)
+    limit fire_due_schedules.max_schedules
     for update of s skip locked;
 end;
 $$;

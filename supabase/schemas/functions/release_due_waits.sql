@@ -1,7 +1,7 @@
--- sluice.release_due_waits, as the migrations create it (last defined in supabase/migrations/20261202000300_sluice_waits.sql).
+-- sluice.release_due_waits, as the migrations create it (last defined in supabase/migrations/20261207001000_sluice_batch_sizes.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
--- Releases the waits that are due (at most batch_size, earliest first): a sleep completes with
+-- Releases the waits that are due (at most batch_size, from 1 to 10,000, earliest first): a sleep completes with
 -- its due time (an ISO instant) as its output; a signal wait past its timeout follows its
 -- on_timeout: 'fail' fails the run, 'skip' skips the step (reason wait_timed_out; dependents run
 -- without it), 'value' completes it with the timeout value. Dependents start in the same
@@ -22,12 +22,20 @@ declare
   v_runs uuid[] := '{}';
   v_run uuid;
 begin
+  -- A zero or negative size used to be clamped to 1 silently: refused, naming it.
+  if release_due_waits.batch_size is null or release_due_waits.batch_size < 1
+    or release_due_waits.batch_size > 10000
+  then
+    raise exception 'Cannot release due waits: batch_size must be from 1 to 10000, got %',
+      coalesce(release_due_waits.batch_size::text, 'null')
+      using errcode = 'invalid_parameter_value';
+  end if;
   select array_agg(c.run_id), array_agg(c.step_slug) into v_run_ids, v_slugs
   from (
     select ss.run_id, ss.step_slug from sluice.step_states ss
     where ss.status = 'waiting' and ss.wait_until <= now()
     order by ss.wait_until
-    limit greatest(coalesce(release_due_waits.batch_size, 100), 1)
+    limit release_due_waits.batch_size
   ) c;
   if v_run_ids is null then
     return 0;

@@ -1,4 +1,4 @@
--- sluice.send_run_event, as the migrations create it (last defined in supabase/migrations/20261202000400_sluice_server_cost.sql).
+-- sluice.send_run_event, as the migrations create it (last defined in supabase/migrations/20261207134541_sluice_notify_minimal.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 CREATE OR REPLACE FUNCTION sluice.send_run_event(run_id uuid, event jsonb) RETURNS void
@@ -10,16 +10,23 @@ declare
   v_text text;
   v_field text;
 begin
+  -- Any role may LISTEN, so NOTIFY carries ids, states, times and counts only: what a run
+  -- computed (output, error text) and what a person typed or is (a wait's key, a cancel's reason,
+  -- who cancelled or retried) are left out and named, and watchers read them back from the state.
   -- An expression, not a query: PL/pgSQL evaluates it without a statement of its own (a query
   -- here was one nested statement per event, 2.7 per linear3 task).
-  v_omitted := case
-    when event ? 'output' and event ? 'errorMessage' then '["output", "errorMessage"]'::jsonb
-    when event ? 'output' then '["output"]'::jsonb
-    when event ? 'errorMessage' then '["errorMessage"]'::jsonb
-  end;
+  v_omitted := to_jsonb(array_remove(array[
+    case when event ? 'output' then 'output' end,
+    case when event ? 'errorMessage' then 'errorMessage' end,
+    case when event ? 'key' then 'key' end,
+    case when event ->> 'type' = 'run:cancelled' then 'reason' end,
+    case when event ? 'cancelledBy' then 'cancelledBy' end,
+    case when event ? 'retriedBy' then 'retriedBy' end
+  ], null));
   perform pg_notify(sluice.run_channel(run_id),
-    (event - 'output' - 'errorMessage'
-      || case when v_omitted is null then '{}' else jsonb_build_object('omitted', v_omitted) end
+    (event - array['output', 'errorMessage', 'key', 'cancelledBy', 'retriedBy']
+      - case when event ->> 'type' = 'run:cancelled' then 'reason' else '' end
+      || case when v_omitted = '[]' then '{}' else jsonb_build_object('omitted', v_omitted) end
     )::text);
   -- Supabase Realtime's broadcast from the database, where it is installed: private topic, so
   -- only subscribers that the project's Realtime authorization policies admit receive it.

@@ -1,4 +1,4 @@
--- sluice.start_tasks, as the migrations create it (last defined in supabase/migrations/20261207001500_sluice_trace_context.sql).
+-- sluice.start_tasks, as the migrations create it (last defined in supabase/migrations/20261207133532_sluice_attempt_telemetry.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- As in migration 20261130000600, except that a claimed task's max_attempts is the number of the
@@ -203,6 +203,8 @@ begin
       end,
       'flow_input', r.input,
       'traceparent', r.traceparent,
+      -- The error that ended the previous attempt (a failure or a stall), for the attempt's trace.
+      'previous_error', case when c.attempts_count - c.attempts_base > 1 then c.error_message end,
       'queued_at', sluice.iso_instant(c.queued_at),
       'claimed_at', sluice.iso_instant(c.started_at)
     ) order by array_position(start_tasks.message_ids, c.message_id)), '[]'::jsonb)

@@ -6,8 +6,8 @@
  */
 
 import { readEnabledSwitches } from "../../db/fence_queries.ts";
-import { DEFAULT_STATE_FILE, type FencedFunction, writeFenceState } from "../fence_state.ts";
-import { diffManifests, type ManifestEntry, readManifest } from "../manifest.ts";
+import { DEFAULT_STATE_FILE, type FencedFunction, writeFenceState } from "./fence_state.ts";
+import { diffManifests, type ManifestEntry, readManifest } from "./manifest.ts";
 import { type OpsCommand, optionString, printListing } from "./command_types.ts";
 import {
   DEFAULT_MANIFEST,

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { describeRoute, diffManifests, readManifest } from "../manifest.ts";
+import { describeRoute, diffManifests, readManifest } from "./manifest.ts";
 import { type OpsCommand, optionString, printListing } from "./command_types.ts";
 import { DEFAULT_MANIFEST, MANIFEST_OPTION } from "./_fence.ts";
 

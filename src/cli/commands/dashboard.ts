@@ -1,5 +1,5 @@
 /**
- * `deno task dashboard [--port P] [--host H --secret S] [--database-url URL]`: serves the web
+ * `deno task dashboard [--port P] [--host H --secret-file F] [--database-url URL]`: serves the web
  * dashboard until interrupted.
  *
  * @module
@@ -29,6 +29,39 @@ function interrupted(): { signalled: Promise<void>; stopListening: () => void } 
 }
 
 /**
+ * The configured secret: `--secret-file`'s first line, `--secret` (with a warning: other local
+ * users see a command line in `ps`), or the environment variable; `false` after an error.
+ */
+async function configuredSecret(
+  args: Parameters<OpsCommand["run"]>[1],
+  io: Parameters<OpsCommand["run"]>[2],
+): Promise<string | undefined | false> {
+  const file = optionString(args, "secret-file");
+  const inline = optionString(args, "secret");
+  if (file !== undefined && inline !== undefined) {
+    io.err("Cannot start the dashboard: give --secret-file or --secret, not both");
+    return false;
+  }
+  if (inline !== undefined) {
+    io.err(
+      `sluice dashboard: warning: --secret shows in \`ps\` to every local user; use ` +
+        `--secret-file or ${SECRET_VARIABLE}`,
+    );
+    return inline;
+  }
+  if (file === undefined) return Deno.env.get(SECRET_VARIABLE);
+  try {
+    return (await Deno.readTextFile(file)).split(/\r?\n/)[0];
+  } catch (error) {
+    io.err(
+      `Cannot start the dashboard: cannot read --secret-file ${JSON.stringify(file)}: ` +
+        (error as Error).message,
+    );
+    return false;
+  }
+}
+
+/**
  * The `dashboard` command. Exits 2 for a bad option (a port out of range, a short secret, a
  * non-loopback `--host` without a secret), 0 after Ctrl-C.
  *
@@ -50,9 +83,14 @@ export const dashboardCommand: OpsCommand = {
       summary: "address to listen on (default 127.0.0.1); any other needs a secret",
     },
     {
+      name: "secret-file",
+      value: "F",
+      summary: `a file holding the token to require (or ${SECRET_VARIABLE}; default: random)`,
+    },
+    {
       name: "secret",
       value: "S",
-      summary: `the token to require (default: random, printed; or ${SECRET_VARIABLE})`,
+      summary: "the token on the command line, where `ps` shows it (prefer --secret-file)",
     },
     { name: "database-url", value: "URL", summary: "the database (default DATABASE_URL)" },
   ],
@@ -62,10 +100,12 @@ export const dashboardCommand: OpsCommand = {
   description:
     "Serves a web dashboard on 127.0.0.1 until Ctrl-C. Every request must carry a token:\n" +
     "open the printed address once (it sets a cookie). The token is random per start unless\n" +
-    `--secret or ${SECRET_VARIABLE} configures one (at least 16 characters); a --host\n` +
+    `--secret-file or ${SECRET_VARIABLE} configures one (at least 16 characters); a --host\n` +
     "other than loopback requires one. Operator actions (clear a restart pause, enable or\n" +
     "disable a worker function) ask for confirmation and are logged here.",
   async run(sql, args, io) {
+    const secret = await configuredSecret(args, io);
+    if (secret === false) return 2;
     const portText = optionString(args, "port", "4300");
     if (!/^\d{1,5}$/.test(portText)) {
       io.err(
@@ -78,7 +118,7 @@ export const dashboardCommand: OpsCommand = {
       dashboard = startDashboard(sql, {
         port: Number(portText),
         hostname: optionString(args, "host"),
-        secret: optionString(args, "secret") ?? Deno.env.get(SECRET_VARIABLE),
+        secret,
         log: io.out,
       });
     } catch (error) {

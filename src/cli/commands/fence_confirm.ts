@@ -6,7 +6,7 @@
  */
 
 import { readManifestCoverage } from "../../db/fence_queries.ts";
-import { readManifest } from "../manifest.ts";
+import { readManifest } from "./manifest.ts";
 import { type OpsCommand, optionString, printListing } from "./command_types.ts";
 import { DEFAULT_MANIFEST, FUNCTIONS_OPTION, functionsOption, MANIFEST_OPTION } from "./_fence.ts";
 

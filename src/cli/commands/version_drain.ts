@@ -7,7 +7,7 @@
 
 import { getVersionDrain, type VersionDrain } from "../../deploy/aliases.ts";
 import { liveWorkerFunctionsOf } from "../../db/ops_queries.ts";
-import type { Sql } from "../../db/postgres.ts";
+import type { Sql } from "../../db/driver/postgres.ts";
 import { type OpsCommand, type OpsIo, optionString, parseDuration } from "./command_types.ts";
 import { timeoutMs, timeoutOption, waitWithProgress } from "./_wait.ts";
 

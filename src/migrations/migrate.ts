@@ -7,7 +7,7 @@
  */
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Sql, TransactionSql } from "../db/postgres.ts";
+import type { Sql, TransactionSql } from "../db/driver/postgres.ts";
 import { lockSchemaChanges } from "./_lock.ts";
 import { installPgmq, type PgmqInstall } from "./install_pgmq.ts";
 import { MIGRATION_FILES } from "./migration_files.ts";

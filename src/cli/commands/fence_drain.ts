@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Sql } from "../../db/postgres.ts";
+import type { Sql } from "../../db/driver/postgres.ts";
 import type { OpsCommand, OpsIo } from "./command_types.ts";
 import { formatIsoTime } from "../../dashboard/format.ts";
 import {

@@ -25,7 +25,7 @@
  * can run the driver's buffered writes before the driver handles a close (driver_socket.ts).
  *
  * To remove it when Deno fixes the gap: drop the `installCancellableImmediate()` call in
- * src/db/postgres.ts and run tests/db/cancellable_immediate_test.ts and
+ * src/db/driver/postgres.ts and run tests/db/cancellable_immediate_test.ts and
  * tests/worker/buffered_write_test.ts on the new Deno; if both pass, delete this module.
  *
  * @module
@@ -82,7 +82,7 @@ export function installCancellableImmediate(): void {
 
 /**
  * Runs now, in scheduling order, the pending immediates whose callback `select` picks; each then
- * counts as run and does not run again. For src/db/driver_socket.ts, which flushes postgres.js's
+ * counts as run and does not run again. For src/db/driver/driver_socket.ts, which flushes postgres.js's
  * buffered writes before the driver handles a close.
  *
  * @param select Picks the callbacks to run.

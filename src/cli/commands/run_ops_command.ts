@@ -10,14 +10,9 @@
  * @module
  */
 
-import { connect } from "../db/connect.ts";
-import { isSluiceInstalled } from "../db/ops_queries.ts";
-import {
-  type CliIo,
-  type CommandArgs,
-  type OpsCommand,
-  optionString,
-} from "./commands/command_types.ts";
+import { connect } from "../../db/connect.ts";
+import { isSluiceInstalled } from "../../db/ops_queries.ts";
+import { type CliIo, type CommandArgs, type OpsCommand, optionString } from "./command_types.ts";
 
 /** Options of {@linkcode runOpsCommand}. */
 export interface OpsRunOptions {
@@ -37,8 +32,8 @@ export interface OpsRunOptions {
  *
  * @example Usage
  * ```ts ignore
- * import { runOpsCommand } from "./cli.ts";
- * import { coverageCommand } from "./commands/coverage.ts";
+ * import { runOpsCommand } from "./run_ops_command.ts";
+ * import { coverageCommand } from "./coverage.ts";
  *
  * const args = { positional: [], json: true, options: {} };
  * Deno.exit(await runOpsCommand(coverageCommand, args, { databaseUrl: url, io }));

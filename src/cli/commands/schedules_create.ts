@@ -5,7 +5,9 @@
  * @module
  */
 
+import { FlowNotFoundError } from "../../client/errors.ts";
 import { schedule, scheduleFlowVersion } from "../../client/schedules.ts";
+import { unknownFlowHint } from "./flow_names.ts";
 import { InvalidCronError, InvalidTimezoneError } from "../../dsl/schedule_times.ts";
 import type { Json } from "../../dsl/json.ts";
 import { type OpsCommand, optionString } from "./command_types.ts";
@@ -89,6 +91,11 @@ export const schedulesCreateCommand: OpsCommand = {
     } catch (error) {
       if (error instanceof InvalidCronError || error instanceof InvalidTimezoneError) {
         return fail(error.message);
+      }
+      if (error instanceof FlowNotFoundError) {
+        const hint = await unknownFlowHint(sql, error.flowRef, { aliases: alias !== undefined });
+        io.err(`Cannot create schedule ${JSON.stringify(name)}: ${hint ?? error.message}`);
+        return 1;
       }
       throw error;
     }

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { Sql } from "../../db/postgres.ts";
+import type { Sql } from "../../db/driver/postgres.ts";
 import { readFlowDependencies } from "../../db/ops_queries.ts";
 import { getRun, type RunState, type StepState } from "../../client/get_run.ts";
 import { getRunTasks, type TaskState } from "../../client/get_run_tasks.ts";

@@ -1,6 +1,6 @@
 // What the `fence` commands share: their options, the affected set, the drain view.
 
-import { DEFAULT_STATE_FILE, readFenceState } from "../fence_state.ts";
+import { DEFAULT_STATE_FILE, readFenceState } from "./fence_state.ts";
 import { type CommandArgs, type OptionSpec, optionString } from "./command_types.ts";
 
 /** Where `deno task gen:functions` writes the manifest in this layout. */

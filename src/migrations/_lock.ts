@@ -1,4 +1,4 @@
-import type { TransactionSql } from "../db/postgres.ts";
+import type { TransactionSql } from "../db/driver/postgres.ts";
 
 /**
  * Takes the transaction-level advisory lock that serializes sluice's schema changes (PGMQ layer

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { DEFAULT_STATE_FILE, readFenceState } from "../fence_state.ts";
+import { DEFAULT_STATE_FILE, readFenceState } from "./fence_state.ts";
 import { type OpsCommand, optionString } from "./command_types.ts";
 import { setWorkerFunctionsEnabled } from "../../db/ops_queries.ts";
 import { printEnabledChanges } from "./_enabled.ts";

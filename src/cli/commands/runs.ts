@@ -6,13 +6,15 @@
  */
 
 import { listRuns } from "../../db/ops_queries.ts";
+import { unknownFlowHint } from "./flow_names.ts";
 import { firstLine, type OpsCommand, optionString, printListing } from "./command_types.ts";
 import { formatDuration, formatIsoTime } from "../../dashboard/format.ts";
 
 const STATUSES = ["started", "completed", "failed", "cancelled"];
 
 /**
- * The `runs` command. Exits 2 for a bad `--status`, `--since` or `--limit` (nothing is read).
+ * The `runs` command. Exits 2 for a bad `--status`, `--since` or `--limit` (nothing is read), 1
+ * for a `--flow` that names no compiled flow (with the closest slug, when one is a typo away).
  *
  * @example Usage
  * ```ts ignore
@@ -62,6 +64,12 @@ export const runsCommand: OpsCommand = {
         `Cannot list runs: --limit must be a whole number from 1, got ${JSON.stringify(limit)}`,
       );
       return 2;
+    }
+    // A mistyped slug would otherwise answer "No runs match." and exit 0, as if all were well.
+    const unknown = flow === null ? null : await unknownFlowHint(sql, flow);
+    if (unknown !== null) {
+      io.err(`Cannot list runs: ${unknown}`);
+      return 1;
     }
     const rows = await listRuns(sql, { flow, status, since, limit: Number(limit), offset: 0 });
     printListing(io, args, rows, {

@@ -1,6 +1,6 @@
 // What every command of the `sluice` command line declares, and the helpers the ops commands share.
 
-import type { Sql } from "../../db/postgres.ts";
+import type { Sql } from "../../db/driver/postgres.ts";
 
 /**
  * Where a command of the `sluice` command line prints, one line per call: replaceable in tests.

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Sql, TransactionSql } from "../db/postgres.ts";
+import type { Sql, TransactionSql } from "../db/driver/postgres.ts";
 import { lockSchemaChanges } from "./_lock.ts";
 import { readText } from "./read_text.ts";
 
