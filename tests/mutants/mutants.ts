@@ -310,12 +310,4 @@ export const MUTANTS: readonly Mutant[] = [
     guards: ["tests/client/idempotent_start_test.ts"],
     why: "a key reused for other work would quietly return the run of the first input",
   },
-  {
-    id: "idempotency_key_retention",
-    file: IDEMPOTENT_START,
-    search: "  foreign key (run_id) references sluice.runs (run_id) on delete cascade\n",
-    replace: "  foreign key (run_id) references sluice.runs (run_id)\n",
-    guards: ["tests/client/idempotent_start_test.ts"],
-    why: "prune would fail on every run started with a key",
-  },
 ];
