@@ -17,6 +17,12 @@
  */
 
 export * from "./start_run.ts";
+export {
+  type FlowControlStartOptions,
+  IdempotencyConflictError,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  StartOptionError,
+} from "../dsl/start_options.ts";
 export * from "./subscribe_to_run.ts";
 export type { RpcName } from "./_rpc.ts";
 export * from "../events/run_event.ts";

@@ -7,6 +7,11 @@
 import type { SupabaseClient } from "@supabase/supabase-js";
 import type { Json } from "../dsl/json.ts";
 import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
+import {
+  type FlowControlStartOptions,
+  idempotencyConflictOf,
+  startOptionsJson,
+} from "../dsl/start_options.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { flowRefOf, type RpcName, rpcOf } from "./_rpc.ts";
 
@@ -20,10 +25,12 @@ import { flowRefOf, type RpcName, rpcOf } from "./_rpc.ts";
  * const options: StartRunOptions = { rpc: { schema: "public", name: "start_report" } };
  * ```
  */
-export interface StartRunOptions {
+export interface StartRunOptions extends FlowControlStartOptions {
   /**
    * The function to call, taking `(flow_ref text, input jsonb)` and returning the run id:
-   * sluice's `sluice.start_run`, or an application's wrapper around it (docs/events.md).
+   * sluice's `sluice.start_run`, or an application's wrapper around it (docs/events.md). With
+   * flow-control options (an `idempotencyKey`), it is called with a third argument,
+   * `options jsonb` (`sluice.start_run(flow_ref, input, options)`).
    *
    * @default {{ schema: "sluice", name: "start_run" }}
    */
@@ -50,6 +57,10 @@ export interface StartRunOptions {
  * @param options Which RPC to call, and the input size limit.
  * @returns The run id.
  * @throws {JsonValueError} When the input is not JSON; nothing is sent.
+ * @throws {StartOptionError} When `idempotencyKey` is not a string of 1 to 255 characters;
+ * nothing is sent.
+ * @throws {IdempotencyConflictError} When `idempotencyKey` already started a run of the same name
+ * with another input.
  * @throws {Error} The RPC's error (e.g. permission denied), with supabase-js's as `cause`.
  *
  * @example Usage
@@ -107,10 +118,17 @@ export async function startRun(
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   // Checked here so that a value JSON cannot carry is refused before anything is sent.
   const inputJson = toJsonText(input, { action, root: "input", maxBytes });
+  const startOptions = startOptionsJson(options, action);
   const { data, error } = await rpcOf(supabase, options.rpc, "start_run")({
     flow_ref: flowRef,
     input: JSON.parse(inputJson),
+    ...(startOptions === undefined ? {} : { options: startOptions }),
   });
-  if (error !== null) throw new Error(`${action}: ${error.message}`, { cause: error });
+  if (error !== null) {
+    // The Data API reports the database error's detail as `details`.
+    const { code, details } = error as { code?: unknown; details?: unknown };
+    throw idempotencyConflictOf({ code, detail: details }, flowRef, error) ??
+      new Error(`${action}: ${error.message}`, { cause: error });
+  }
   return data as string;
 }

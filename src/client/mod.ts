@@ -37,6 +37,12 @@ export * from "./get_run_tasks.ts";
 export * from "./retry_run.ts";
 export * from "./send_signal.ts";
 export { startFlow, type StartFlowOptions } from "./start_flow.ts";
+export {
+  type FlowControlStartOptions,
+  IdempotencyConflictError,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  StartOptionError,
+} from "../dsl/start_options.ts";
 export * from "./wait_for_run.ts";
 export * from "./watch_run.ts";
 export {

@@ -11,6 +11,11 @@ import { startFlowRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import { routingOf, startRefOf } from "../dsl/routing.ts";
+import {
+  type FlowControlStartOptions,
+  idempotencyConflictOf,
+  startOptionsJson,
+} from "../dsl/start_options.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { FlowNotFoundError, LimitExceededError } from "./errors.ts";
@@ -28,10 +33,10 @@ import { notInstalledError } from "../deploy/not_installed.ts";
  * const options: StartFlowOptions = { runId: crypto.randomUUID() };
  * ```
  */
-export interface StartFlowOptions {
+export interface StartFlowOptions extends FlowControlStartOptions {
   /**
-   * The run id to use (a UUID), e.g. to make starting idempotent on the caller's side: starting
-   * a run id that exists fails.
+   * The run id to use (a UUID): starting a run id that exists fails. With an `idempotencyKey`,
+   * the id of a new run only (a start the key already made returns that run's id).
    *
    * @default {a random UUID chosen by the database}
    */
@@ -60,9 +65,14 @@ export interface StartFlowOptions {
  * @param sql The database client, or a transaction.
  * @param flow The flow: concrete, or deployed (started through its alias).
  * @param input The run input.
- * @param options The run id to use and the input size limit.
- * @returns The run id.
+ * @param options The run id to use, the input size limit and the flow-control options
+ * (docs/flow_control.md).
+ * @returns The run id: with an `idempotencyKey` an earlier start of the same name used, that
+ * start's run.
  * @throws {TypeError} When `runId` is not a UUID.
+ * @throws {StartOptionError} When `idempotencyKey` is not a string of 1 to 255 characters.
+ * @throws {IdempotencyConflictError} When `idempotencyKey` already started a run of the same name
+ * with another input. Nothing is written.
  * @throws {JsonValueError} When the input is not JSON (`NaN`, a function, a `Date`, `undefined`,
  * ...) or holds a string Postgres cannot store (`\u0000`); the error names the path, e.g.
  * `input.total: NaN is not JSON`. Nothing is written.
@@ -136,6 +146,7 @@ export async function startFlow(
   const maxBytes = options.maxInputBytes === undefined
     ? flowLimit ?? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
+  const startOptions = startOptionsJson(options, action);
   const inputJson = toJsonText(input, { action, root: "input", maxBytes });
   try {
     return await startFlowRun(sql, {
@@ -145,12 +156,14 @@ export async function startFlow(
       runId: options.runId,
       // The run joins the caller's trace: each attempt's span is a child of the active span.
       traceparent: traceparentOf(context.active()),
+      options: startOptions,
     });
   } catch (error) {
     // no_data_found is what start_flow and start_flow_version raise for an unknown name.
     const code = (error as { code?: unknown }).code;
     if (code === "P0002") throw new FlowNotFoundError(flowRef, !concrete, { cause: error });
-    throw limitError(notInstalledError(error, action));
+    throw idempotencyConflictOf(error as { code?: unknown }, flowRef, error) ??
+      limitError(notInstalledError(error, action));
   }
 }
 

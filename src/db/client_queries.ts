@@ -23,13 +23,20 @@ export async function startFlowRun(
     runId: string | undefined;
     /** The producer's W3C trace context, recorded on the run; `null` or absent for none. */
     traceparent?: string | null;
+    /** Start options (`sluice.check_start_options`); none calls the three-argument start. */
+    options?: { readonly [key: string]: string | number };
   },
 ): Promise<string> {
   const input = run.inputJson === undefined ? null : jsonb(new SerializedJson(run.inputJson));
   const runId = uuid(run.runId ?? null);
-  const start = run.concrete
-    ? inline`sluice.start_flow_version(${run.flowRef}, ${input}, ${runId})`
-    : inline`sluice.start_flow(${run.flowRef}, ${input}, ${runId})`;
+  const options = run.options === undefined ? undefined : jsonb(run.options);
+  const start = options === undefined
+    ? run.concrete
+      ? inline`sluice.start_flow_version(${run.flowRef}, ${input}, ${runId})`
+      : inline`sluice.start_flow(${run.flowRef}, ${input}, ${runId})`
+    : run.concrete
+    ? inline`sluice.start_flow_version(${run.flowRef}, ${input}, ${runId}, ${options})`
+    : inline`sluice.start_flow(${run.flowRef}, ${input}, ${runId}, ${options})`;
   // The setting is local to the statement's transaction (the caller's, on a transaction), and
   // the function in FROM runs before the select list: sluice.create_run records it on the run.
   const [{ run_id }] = await simpleQuery<{ run_id: string }[]>(

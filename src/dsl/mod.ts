@@ -29,6 +29,12 @@ export * from "./json.ts";
 export * from "./limits.ts";
 export type { QueueMode } from "./routing.ts";
 export * from "./signature.ts";
+export {
+  type FlowControlStartOptions,
+  IdempotencyConflictError,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  StartOptionError,
+} from "./start_options.ts";
 export * from "./step_definition.ts";
 export {
   type StepQueuedFlow,

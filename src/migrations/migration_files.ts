@@ -42,6 +42,7 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207000600_sluice_prune_pinned.sql",
   "20261207000700_sluice_dev_recompile_keeps_waits.sql",
   "20261207001000_sluice_batch_sizes.sql",
+  "20261207001300_sluice_idempotent_start.sql",
   "20261207001500_sluice_trace_context.sql",
   "20261207002000_sluice_subflows.sql",
   "20261207133532_sluice_attempt_telemetry.sql",

@@ -91,16 +91,20 @@ export function startSupabaseStandIn(sql: Sql, role: string): SupabaseStandIn {
         const named = Object.keys(args).map((name, i) => `${name} => $${i + 1}`).join(", ");
         const [row] = await tx.unsafe(
           `select ${schema}.${rpc[1]}(${named}) as result`,
-          Object.values(args).map((value) =>
-            typeof value === "string" ? value : JSON.stringify(value)
-          ),
+          // As given: postgres.js serializes each by the parameter type the server describes,
+          // so a jsonb argument is encoded once (JSON text of a string would be a JSON string).
+          Object.values(args) as never[],
         );
         return row.result;
       });
       return Response.json(result);
     } catch (error) {
-      const { code, message } = error as { code?: string; message: string };
-      return Response.json({ code, message, details: null, hint: null }, {
+      const { code, message, detail } = error as {
+        code?: string;
+        message: string;
+        detail?: string;
+      };
+      return Response.json({ code, message, details: detail ?? null, hint: null }, {
         status: code === "42501" ? 403 : 400,
       });
     }

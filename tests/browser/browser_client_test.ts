@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import { startRun, subscribeToRun } from "../../src/browser/mod.ts";
+import { IdempotencyConflictError, StartOptionError } from "../../src/dsl/start_options.ts";
 import { activateAlias } from "../../src/deploy/aliases.ts";
 import { defineDeployedFlow } from "../../src/dsl/deployed_flow.ts";
 import { Flow } from "../../src/dsl/flow.ts";
@@ -38,8 +39,8 @@ async function browserDatabase() {
   await ensureRole(db.sql, ROLE);
   await db.sql.unsafe(`
     grant usage on schema sluice to ${ROLE};
-    grant execute on function sluice.start_run(text, jsonb), sluice.read_run_events(uuid)
-      to ${ROLE}`);
+    grant execute on function sluice.start_run(text, jsonb), sluice.start_run(text, jsonb, jsonb),
+      sluice.read_run_events(uuid) to ${ROLE}`);
   return db;
 }
 
@@ -126,6 +127,34 @@ Deno.test(
       const [run] = await db.sql`
         select flow_slug, started_via from sluice.runs where run_id = ${runId}::uuid`;
       assert.deepEqual({ ...run }, { flow_slug: "web", started_via: "web_live" });
+    });
+  },
+);
+
+Deno.test(
+  "startRun() with an idempotency key returns the run the key started, and refuses another input",
+  SUPABASE_JS,
+  async () => {
+    await using db = await browserDatabase();
+    await withSupabase(db, ROLE, async (supabase) => {
+      const first = await startRun(supabase, "web", { tier: "gold" }, { idempotencyKey: "tab-1" });
+      const again = await startRun(supabase, "web", { tier: "gold" }, { idempotencyKey: "tab-1" });
+      assert.equal(again, first);
+      await assert.rejects(
+        startRun(supabase, "web", { tier: "silver" }, { idempotencyKey: "tab-1" }),
+        (error: unknown) =>
+          error instanceof IdempotencyConflictError && error.runId === first &&
+          error.idempotencyKey === "tab-1",
+      );
+      await assert.rejects(
+        startRun(supabase, "web", { tier: "gold" }, { idempotencyKey: "" }),
+        StartOptionError,
+      );
+      const runs = await db.sql`select run_id::text, input from sluice.runs`;
+      assert.deepEqual(runs.map((run) => ({ ...run })), [{
+        run_id: first,
+        input: { tier: "gold" },
+      }]);
     });
   },
 );

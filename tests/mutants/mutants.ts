@@ -39,6 +39,7 @@ const CANCEL_SEES_NEW_TASKS = "supabase/migrations/20261207000200_sluice_cancel_
 const BATCH_SIZES = "supabase/migrations/20261207001000_sluice_batch_sizes.sql";
 const TRACE_CONTEXT = "supabase/migrations/20261207001500_sluice_trace_context.sql";
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
+const IDEMPOTENT_START = "supabase/migrations/20261207001300_sluice_idempotent_start.sql";
 
 /** Every mutant of the audit. */
 export const MUTANTS: readonly Mutant[] = [
@@ -291,5 +292,22 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "    and octet_length(queue_name) <= sluice.max_queue_name_length() + 1\n",
     guards: ["tests/dsl/queue_name_agreement_test.ts"],
     why: "a 48-byte queue name would be admitted, whose PGMQ table names can truncate",
+  },
+  {
+    id: "idempotency_key_claim",
+    file: IDEMPOTENT_START,
+    search: "  on conflict do nothing;\n  if found then\n",
+    replace: "  on conflict (flow_ref, idempotency_key) do update set run_id = excluded.run_id;\n" +
+      "  if found then\n",
+    guards: ["tests/client/idempotent_start_test.ts"],
+    why: "every start racing a key would create a run of its own instead of returning the first",
+  },
+  {
+    id: "idempotency_input_conflict",
+    file: IDEMPOTENT_START,
+    search: "  if v_existing_input is distinct from start_with_options.input then\n",
+    replace: "  if false then\n",
+    guards: ["tests/client/idempotent_start_test.ts"],
+    why: "a key reused for other work would quietly return the run of the first input",
   },
 ];

@@ -3,6 +3,7 @@
 // runs workers.
 import assert from "node:assert/strict";
 import postgres, { type Sql } from "postgres";
+import { compileFlow } from "../../src/client/compile_flow.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow, signalPayload } from "../../src/dsl/flow.ts";
@@ -569,6 +570,49 @@ Deno.test("docs/events.md's start_report and report_events: a user starts the re
     const [{ n }] = await db
       .sql`select count(*)::int as n from sluice.runs where flow_slug = 'payroll'`;
     assert.equal(n, 0, "no refused call started a run");
+  } finally {
+    await browser.end();
+  }
+});
+
+Deno.test("docs/flow_control.md's start_report with options: a user's repeated start returns their run, another user's same key starts another", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  await installAuthUid(db.sql);
+  await runDocBlock(db.sql, "events.md", "public.start_report");
+  await runDocBlock(db.sql, "flow_control.md", "public.start_report");
+  const flow = new Flow<{ month: string }>({ slug: "report" })
+    .step({ slug: "render" }, (input) => `report for ${input.month}`);
+  await compileFlow(db.sql, flow);
+
+  const browser = connectAs(db.url, "authenticated");
+  try {
+    const alice = crypto.randomUUID();
+    const bob = crypto.randomUUID();
+    const start = (user: string | null, month: string, key: string | null) =>
+      asUser(browser, user, async (tx) => {
+        const [{ run }] = await tx<{ run: string }[]>`
+          select public.start_report('report', ${tx.json({ month })},
+            ${tx.json({ idempotency_key: key })}) as run`;
+        return run;
+      });
+
+    await assert.rejects(start(null, "2026-11", "tab-1"), { code: "42501" });
+    const first = await start(alice, "2026-11", "tab-1");
+    assert.equal(await start(alice, "2026-11", "tab-1"), first);
+    const bobs = await start(bob, "2026-11", "tab-1");
+    assert.notEqual(bobs, first, "bob's tab-1 is not alice's");
+    await assert.rejects(start(alice, "2026-12", "tab-1"), {
+      code: "SLI01",
+      message: new RegExp(`already started run ${first} with another input`),
+    });
+    // Without a key every start is a new run.
+    assert.notEqual(await start(alice, "2026-11", null), await start(alice, "2026-11", null));
+    const [counts] = await db.sql`
+      select (select count(*)::int from sluice.runs) as runs,
+        (select count(*)::int from public.report_runs where user_id = ${alice}) as alices,
+        (select count(*)::int from public.report_runs where user_id = ${bob}) as bobs`;
+    assert.deepEqual({ ...counts }, { runs: 4, alices: 3, bobs: 1 }, "each run recorded once");
   } finally {
     await browser.end();
   }

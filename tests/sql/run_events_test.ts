@@ -255,7 +255,13 @@ Deno.test("sluice.start_run() and read_run_events() serve only a role granted EX
     });
   const denied = (error: { code?: string }) => error.code === "42501";
 
-  for (const signature of ["sluice.start_run(text, jsonb)", "sluice.read_run_events(uuid)"]) {
+  for (
+    const signature of [
+      "sluice.start_run(text, jsonb)",
+      "sluice.start_run(text, jsonb, jsonb)",
+      "sluice.read_run_events(uuid)",
+    ]
+  ) {
     for (const role of ["sluice_test_browser", "public"]) {
       const [{ allowed }] = await db.sql`
         select has_function_privilege(${role}, ${signature}, 'execute') as allowed`;
@@ -263,9 +269,14 @@ Deno.test("sluice.start_run() and read_run_events() serve only a role granted EX
     }
   }
   await assert.rejects(asBrowser(`select sluice.start_run('evts', '{}')`), denied);
+  await assert.rejects(
+    asBrowser(`select sluice.start_run('evts', '{}', '{"idempotency_key": "k"}')`),
+    denied,
+  );
 
   await db.sql.unsafe(`
-    grant execute on function sluice.start_run(text, jsonb), sluice.read_run_events(uuid)
+    grant execute on function sluice.start_run(text, jsonb), sluice.start_run(text, jsonb, jsonb),
+      sluice.read_run_events(uuid)
     to sluice_test_browser`);
   const [{ run_id }] = await asBrowser<{ run_id: string }[]>(
     `select sluice.start_run('evts', '{"tier": "silver"}') as run_id`,
@@ -284,6 +295,7 @@ Deno.test("sluice.start_run() and read_run_events() serve only a role granted EX
       `select sluice.start_flow('evts', '{}')`,
       `select sluice.run_events('${run_id}')`,
       "select * from pgmq.meta",
+      "select * from sluice.idempotency_keys",
     ]
   ) {
     await assert.rejects(asBrowser(statement), denied, statement);

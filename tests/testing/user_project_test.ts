@@ -2,7 +2,8 @@
 // as the published package (jsr: specifiers, from the JSR-shaped loopback registry of the files
 // `deno publish` would upload, selected with JSR_URL), with no DATABASE_URL: the testing kit's
 // embedded database and test clock, as a user gets them. docs/waits.md's flows and their test file
-// run the same way (its sendSignal snippet is type-checked there), and docs/subflows.md's.
+// run the same way (its sendSignal snippet is type-checked there), and docs/subflows.md's and
+// docs/flow_control.md's.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { serveRegistry } from "../cli/_registry.ts";
@@ -132,4 +133,28 @@ Deno.test("docs/subflows.md's flows and test file pass in a user project on the 
   assertSummary(out, 1, [
     "onboarding provisions the account and invites every seat, each in a child run",
   ]);
+});
+
+Deno.test("docs/flow_control.md's idempotent start and its test pass in a user project on the embedded database", async () => {
+  const blocks = [
+    ...(await Deno.readTextFile(new URL("docs/flow_control.md", ROOT))).matchAll(
+      /^```ts\n([\s\S]*?)^```$/gm,
+    ),
+  ].map((match) => match[1]);
+  const pick = (what: string, found: string | undefined) => {
+    assert.ok(found, `docs/flow_control.md has no ts block ${what}`);
+    return found;
+  };
+  const files = {
+    "orders.ts": pick("exporting onOrderPaid", blocks.find((b) => b.includes("export function"))),
+    "orders_test.ts": pick("with Deno.test", blocks.find((b) => b.includes("Deno.test"))),
+  };
+  assert.equal(
+    blocks.length,
+    Object.keys(files).length,
+    "every ts block of docs/flow_control.md runs",
+  );
+  await using project = await userProject(files);
+  const out = await project.deno(["test", "-A", ...CONFIG, "orders_test.ts"]);
+  assertSummary(out, 1, ["a redelivered event starts no second run"]);
 });

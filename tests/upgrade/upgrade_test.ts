@@ -628,6 +628,17 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
           },
         );
 
+        // Idempotent starts on the upgraded database (20261207001300): the repeated start returns
+        // the first one's run, which the current workers finish.
+        const keyed = await startFlow(db.sql, flow, { n: 6 }, { idempotencyKey: "upgrade-6" });
+        assert.equal(
+          await startFlow(db.sql, flow, { n: 6 }, { idempotencyKey: "upgrade-6" }),
+          keyed,
+        );
+        assert.deepEqual(await waitForRun(db.sql, keyed, { timeoutMs: scaled(30_000), flow }), {
+          double: 12,
+        });
+
         // Durable waits on the upgraded database: a flow compiled after the upgrade sleeps, waits
         // in the database for a signal (no task, no message), and finishes once it is sent.
         const waits = new Flow<{ n: number }>({ slug: "upgrade_waits" })

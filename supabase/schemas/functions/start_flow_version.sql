@@ -1,4 +1,4 @@
--- sluice.start_flow_version, as the migrations create it (last defined in supabase/migrations/20261130001800_sluice_aliases.sql).
+-- sluice.start_flow_version, as the migrations create it (last defined in supabase/migrations/20261130001800_sluice_aliases.sql, 20261207001300_sluice_idempotent_start.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Starts the concrete flow `flow_slug`, never through an alias: what a typed client does with a
@@ -18,5 +18,23 @@ begin
   end if;
   return sluice.create_run(start_flow_version.flow_slug, start_flow_version.flow_slug,
     start_flow_version.input, start_flow_version.run_id);
+end;
+$$;
+
+-- start_flow_version with start options: the concrete flow `flow_slug`, never through an alias.
+CREATE OR REPLACE FUNCTION sluice.start_flow_version(flow_slug text, input jsonb, run_id uuid, options jsonb) RETURNS uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if not exists (
+    select 1 from sluice.flows f where f.flow_slug = start_flow_version.flow_slug
+  ) then
+    raise exception 'Cannot start flow "%": no such flow', start_flow_version.flow_slug
+      using errcode = 'no_data_found',
+        hint = 'A flow exists once a worker for it has started and compiled it';
+  end if;
+  return sluice.start_with_options(start_flow_version.flow_slug, start_flow_version.flow_slug,
+    start_flow_version.input, start_flow_version.run_id, start_flow_version.options);
 end;
 $$;

@@ -1,0 +1,53 @@
+-- sluice.start_with_options, as the migrations create it (last defined in supabase/migrations/20261207001300_sluice_idempotent_start.sql).
+-- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
+
+-- Creates a run of the concrete flow `flow_slug`, started as `started_via`, honouring the start
+-- options: with an idempotency key it claims the key first and, when an earlier start of the same
+-- name holds it, returns that start's run instead (or raises SLI01 when that run's input differs:
+-- the same key for other work is a caller's bug, not a retry).
+CREATE OR REPLACE FUNCTION sluice.start_with_options(flow_slug text, started_via text, input jsonb, run_id uuid, options jsonb) RETURNS uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key text := start_with_options.options ->> 'idempotency_key';
+  v_run uuid;
+  v_existing uuid;
+  v_existing_input jsonb;
+begin
+  perform sluice.check_start_options(start_with_options.started_via, start_with_options.options);
+  if v_key is null then
+    return sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
+      start_with_options.input, start_with_options.run_id);
+  end if;
+
+  v_run := coalesce(start_with_options.run_id, gen_random_uuid());
+  insert into sluice.idempotency_keys (flow_ref, idempotency_key, run_id)
+  values (start_with_options.started_via, v_key, v_run)
+  on conflict do nothing;
+  if found then
+    return sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
+      start_with_options.input, v_run);
+  end if;
+
+  -- The conflict waited for the key's claimer to commit: this statement's snapshot sees its row
+  -- (under read committed; repeatable read raised a serialization failure in the insert).
+  select k.run_id, r.input into v_existing, v_existing_input
+  from sluice.idempotency_keys k
+  join sluice.runs r on r.run_id = k.run_id
+  where k.flow_ref = start_with_options.started_via and k.idempotency_key = v_key;
+  if not found then
+    raise exception 'Cannot start flow "%": idempotency key "%" is held by a transaction this one cannot see; retry',
+      start_with_options.started_via, v_key
+      using errcode = 'serialization_failure';
+  end if;
+  if v_existing_input is distinct from start_with_options.input then
+    raise exception 'Cannot start flow "%": idempotency key "%" already started run % with another input',
+      start_with_options.started_via, v_key, v_existing
+      using errcode = 'SLI01',
+        detail = json_build_object('idempotency_key', v_key, 'run_id', v_existing)::text,
+        hint = 'Use a new key for new work; a retry of the same start passes the same input';
+  end if;
+  return v_existing;
+end;
+$$;
