@@ -57,7 +57,7 @@ Deno.test("every command's --help is its usage line, description and options", a
     }
   }
   const dev = await sluice("dev", "-h");
-  assert.match(dev.out, /^Usage: sluice dev \[--config FILE\]$/m);
+  assert.match(dev.out, /^Usage: sluice dev \[--config FILE\] \[--port PORT\]$/m);
   const generate = await sluice("functions", "generate", "--help");
   assert.match(generate.out, /^Usage: sluice functions generate \[--check\] \[--config FILE\]$/m);
 });

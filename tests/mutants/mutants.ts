@@ -33,13 +33,12 @@ const RUN_CONTROL = "supabase/migrations/20261202000100_sluice_run_control.sql";
 const WORKERS = "supabase/migrations/20261130000300_sluice_workers.sql";
 const QUEUE_NAMES = "supabase/migrations/20261130001000_sluice_queue_names.sql";
 const RETRY_POLICY = "supabase/migrations/20261130000350_sluice_retry_policy.sql";
-const SERVER_COST = "supabase/migrations/20261202000400_sluice_server_cost.sql";
 const SIGNALS_SCHEDULES = "supabase/migrations/20261207000500_sluice_signals_schedules.sql";
-const CANCEL_SEES_NEW_TASKS = "supabase/migrations/20261207000200_sluice_cancel_sees_new_tasks.sql";
 const BATCH_SIZES = "supabase/migrations/20261207001000_sluice_batch_sizes.sql";
 const TRACE_CONTEXT = "supabase/migrations/20261207001500_sluice_trace_context.sql";
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
 const IDEMPOTENT_START = "supabase/migrations/20261207001300_sluice_idempotent_start.sql";
+const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
 
 /** Every mutant of the audit. */
 export const MUTANTS: readonly Mutant[] = [
@@ -170,7 +169,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "lock_order",
-    file: SERVER_COST,
+    file: SUBFLOWS,
     search: "    order by ss.run_id, ss.step_slug\n",
     replace: "    order by ss.run_id desc, ss.step_slug\n",
     guards: ["tests/sql/lock_run_steps_test.ts"],
@@ -197,9 +196,9 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "cancel_archives_messages",
-    file: CANCEL_SEES_NEW_TASKS,
-    search: "    perform sluice.archive_messages(v_queues, v_ids);\n  end if;\n\n  return query",
-    replace: "    perform null;\n  end if;\n\n  return query",
+    file: SUBFLOWS,
+    search: "    perform sluice.archive_messages(v_queues, v_ids);\n  end if;\n",
+    replace: "    perform null;\n  end if;\n",
     guards: ["tests/sql/run_control_test.ts"],
     why: "a cancelled run's messages would stay on the queue and come back after a retry delay",
   },
@@ -229,7 +228,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "earliest_signal",
-    file: SIGNALS_SCHEDULES,
+    file: SUBFLOWS,
     search: "  order by s.sent_at, s.signal_id\n",
     replace: "  order by s.sent_at desc, s.signal_id\n",
     guards: ["tests/worker/waits_test.ts"],
@@ -237,7 +236,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "sleep_due_early",
-    file: SIGNALS_SCHEDULES,
+    file: SUBFLOWS,
     search: "    v_until := coalesce(now() + make_interval(secs => v_state.wait_seconds), " +
       "v_state.wait_until);",
     replace: "    v_until := coalesce(now() + make_interval(secs => v_state.wait_seconds - 30), " +
@@ -247,7 +246,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "signal_consumed_once",
-    file: SIGNALS_SCHEDULES,
+    file: SUBFLOWS,
     search: "    and s.consumed_at is null\n",
     replace: "    and (s.consumed_at is null or true)\n",
     guards: ["tests/worker/signal_lifetime_test.ts"],
@@ -255,7 +254,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "signal_after_run_start",
-    file: SIGNALS_SCHEDULES,
+    file: SUBFLOWS,
     search: "    and (s.sent_at >= v_run_started\n",
     replace: "    and (true\n",
     guards: ["tests/worker/signal_lifetime_test.ts", "tests/testing/kit_test.ts"],
