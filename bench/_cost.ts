@@ -44,26 +44,35 @@ export interface Cost {
   topNested: { calls: number; query: string }[];
 }
 
+/** The schemas whose tables' updates are counted unless a caller names others. */
+const SLUICE_SCHEMAS = ["sluice", "pgmq"];
+
 /** The statements the measurement itself sends, left out of the counts. */
 const OWN_STATEMENTS =
   /pg_stat|pg_current_wal_lsn|stop_worker|register_worker|track_worker_function|pg_backend_pid/;
 
-async function tables(sql: Sql): Promise<{ updated: number; hotUpdated: number; fpi: number }> {
+async function tables(
+  sql: Sql,
+  schemas: string[],
+): Promise<{ updated: number; hotUpdated: number; fpi: number }> {
   const [row] = await sql<{ updated: string; hot: string; fpi: string }[]>`
     select coalesce(sum(n_tup_upd), 0)::text as updated,
       coalesce(sum(n_tup_hot_upd), 0)::text as hot,
       (select wal_fpi::text from pg_stat_wal) as fpi
     from pg_stat_user_tables
-    where schemaname in ('sluice', 'pgmq')
+    where schemaname = any (${schemas}::text[])
   `;
   return { updated: Number(row.updated), hotUpdated: Number(row.hot), fpi: Number(row.fpi) };
 }
 
-/** Resets the statement statistics and records the WAL position and table counters. */
-export async function costMark(sql: Sql): Promise<CostMark> {
+/**
+ * Resets the statement statistics and records the WAL position and the counters of the tables in
+ * `schemas` (sluice's and PGMQ's unless given: another engine's for a side-by-side benchmark).
+ */
+export async function costMark(sql: Sql, schemas = SLUICE_SCHEMAS): Promise<CostMark> {
   await sql`create extension if not exists pg_stat_statements`;
   await sql`select pg_stat_statements_reset()`;
-  const counters = await tables(sql);
+  const counters = await tables(sql, schemas);
   const [{ lsn }] = await sql<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
   return { lsn, ...counters };
 }
@@ -72,13 +81,17 @@ export async function costMark(sql: Sql): Promise<CostMark> {
  * Work since `mark`. Call it once the measured sessions have ended: table statistics reach the
  * shared view when a backend flushes them, which it does at exit.
  */
-export async function costSince(sql: Sql, mark: CostMark): Promise<Cost> {
+export async function costSince(
+  sql: Sql,
+  mark: CostMark,
+  schemas = SLUICE_SCHEMAS,
+): Promise<Cost> {
   const [{ wal }] = await sql<{ wal: string }[]>`
     select pg_wal_lsn_diff(pg_current_wal_lsn(), ${mark.lsn}::pg_lsn)::text as wal
   `;
   // A moment for the ended sessions' statistics to arrive.
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const counters = await tables(sql);
+  const counters = await tables(sql, schemas);
   const statements = await sql<
     { toplevel: boolean; calls: string; plans: string; buffers: string; query: string }[]
   >`
