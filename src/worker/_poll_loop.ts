@@ -4,8 +4,9 @@
  * at once. There is no per-batch barrier: every task finishes on its own and frees its slot, and
  * the loop reads again as soon as a slot is free, so one slow task never holds up the others.
  *
- * When a read finds nothing the loop waits for a NOTIFY about its queue (or the poll interval,
- * whichever comes first); without LISTEN the read itself long-polls (`pgmq.read_with_poll`).
+ * When a read finds nothing the loop waits for a NOTIFY about its queue, or for the LISTEN
+ * session's look at the queues every poll interval (without that, the poll interval, whichever
+ * comes first); without LISTEN the read itself long-polls (`pgmq.read_with_poll`).
  *
  * @module
  */
@@ -186,7 +187,13 @@ export class PollLoop {
       // A short read means the queue had no more visible messages when it ran; unless a
       // notification arrived since (the sequence moved), wait for one instead of reading again.
       if (claim.messageIds.length < quantity && listener !== null) {
-        await listener.wait(sequence, this.#settings.pollIntervalMs, stop);
+        // A session that looks at the queues every interval wakes the loop itself when there
+        // is something to read: no read of its own on a timer.
+        await listener.wait(
+          sequence,
+          listener.looksPeriodically ? null : this.#settings.pollIntervalMs,
+          stop,
+        );
       }
     }
     return { kind: "stopped" };

@@ -14,11 +14,21 @@
  * one per step): each worker watches its own queue through a {@linkcode QueueListener} view, and
  * the session closes with the last view.
  *
+ * A notification cannot announce everything: a message sent with a delay (a retry's backoff, a
+ * start delay) or one whose visibility timeout ran out becomes visible with no commit to notify.
+ * So every `fallbackIntervalMs` the session looks once, in one statement on the pool
+ * (`sluice.wait_for_messages` with no wait), at the queues of all the views whose worker waits, and
+ * wakes those that have a visible message. An idle process thus reads once per interval whatever
+ * the number of workers it hosts, instead of each worker reading its queue on its own timer. When
+ * that look fails (the database is down), it wakes every waiting view: the workers then read on
+ * their own, as their outage handling expects.
+ *
  * @module
  */
 
 import type { Sql } from "../db/driver/postgres.ts";
 import { type ListenerConnection, openListenerConnection } from "../db/listener.ts";
+import { waitForMessages } from "../db/worker_queries.ts";
 import { describeError } from "./describe_error.ts";
 import { backoffDelay, sleep } from "./_retry.ts";
 import type { Logger } from "./logger.ts";
@@ -33,6 +43,11 @@ export const QUEUE_READY_CHANNEL = "sluice_queue_ready";
 export interface WakeSession {
   /** How the views are woken, as the "worker started" record reports it. */
   readonly wakeUp: "listen" | "shared_poll";
+  /**
+   * The session itself looks at the waiting views' queues every poll interval, so a worker waits
+   * without a fallback read of its own.
+   */
+  readonly looksPeriodically: boolean;
   /** A view that wakes when `queue` gets messages; closing the last view closes the session. */
   watch(queue: string): QueueListener;
   /** Called by a view's close. */
@@ -46,9 +61,13 @@ export interface WakeSession {
 /** One LISTEN session: wakes the views of the queues named by each notification. */
 export class ListenerSession implements WakeSession {
   readonly wakeUp = "listen";
+  readonly looksPeriodically = true;
+  #pool: Sql;
   #logger: Logger;
   #connection: ListenerConnection;
   #views = new Map<string, Set<QueueListener>>();
+  /** Views whose worker waits for messages: their queues are the ones looked at. */
+  #waiting = new Set<QueueListener>();
   /** Set once closing starts: the connection's close. */
   #closing: Promise<void> | null = null;
   #reconnecting = false;
@@ -57,6 +76,7 @@ export class ListenerSession implements WakeSession {
   #pid: number | null = null;
 
   private constructor(pool: Sql, logger: Logger) {
+    this.#pool = pool;
     this.#logger = logger;
     this.#connection = openListenerConnection(pool, {
       onNotify: (channel, payload) => {
@@ -70,18 +90,21 @@ export class ListenerSession implements WakeSession {
   }
 
   /**
-   * Opens the connection and LISTENs. Resolves `null` when LISTEN fails (e.g. behind a
-   * transaction pooler): the workers then poll instead.
+   * Opens the connection and LISTENs; checks the connection every `checkIntervalMs` and looks at
+   * the waiting views' queues every `fallbackIntervalMs`. Resolves `null` when LISTEN fails (e.g.
+   * behind a transaction pooler): the workers then poll instead.
    */
   static async open(
     pool: Sql,
     logger: Logger,
     checkIntervalMs: number,
+    fallbackIntervalMs: number,
   ): Promise<ListenerSession | null> {
     const session = new ListenerSession(pool, logger);
     try {
       await session.#listen();
       session.#checkPeriodically(checkIntervalMs);
+      session.#lookPeriodically(fallbackIntervalMs);
       return session;
     } catch (error) {
       logger.info("LISTEN unavailable: polling the queue instead", {
@@ -101,11 +124,15 @@ export class ListenerSession implements WakeSession {
     return view;
   }
 
-  /** A notification wakes a view whether it waits or not. */
-  waiting(): void {}
+  /** A notification wakes a view whether it waits or not; the periodic look only waiting ones. */
+  waiting(view: QueueListener, waiting: boolean): void {
+    if (waiting) this.#waiting.add(view);
+    else this.#waiting.delete(view);
+  }
 
   /** Called by a view's close. */
   async release(view: QueueListener): Promise<void> {
+    this.#waiting.delete(view);
     const views = this.#views.get(view.queue);
     views?.delete(view);
     if (views?.size === 0) this.#views.delete(view.queue);
@@ -140,6 +167,28 @@ export class ListenerSession implements WakeSession {
           }
         } catch {
           if (this.#closing === null) this.#reconnect();
+        }
+      }
+    })();
+  }
+
+  #lookPeriodically(intervalMs: number): void {
+    (async () => {
+      while (this.#closing === null) {
+        await sleep(intervalMs, this.#closed.signal);
+        if (this.#closing !== null || this.#waiting.size === 0) continue;
+        const waiting = [...this.#waiting];
+        try {
+          const ready = new Set(
+            await waitForMessages(this.#pool, [...new Set(waiting.map((v) => v.queue))], 0, 1),
+          );
+          for (const view of waiting) if (ready.has(view.queue)) view.wake();
+        } catch (error) {
+          if (this.#closing !== null) break;
+          this.#logger.debug("cannot look at the queues: the waiting workers read instead", {
+            error: describeError(error),
+          });
+          for (const view of waiting) view.wake();
         }
       }
     })();
@@ -195,13 +244,20 @@ export class QueueListener {
     queue: string,
     logger: Logger,
     checkIntervalMs: number,
+    fallbackIntervalMs: number,
   ): Promise<QueueListener | null> {
-    return (await ListenerSession.open(pool, logger, checkIntervalMs))?.watch(queue) ?? null;
+    return (await ListenerSession.open(pool, logger, checkIntervalMs, fallbackIntervalMs))
+      ?.watch(queue) ?? null;
   }
 
   /** How the view is woken. */
   get wakeUp(): WakeSession["wakeUp"] {
     return this.#session.wakeUp;
+  }
+
+  /** Its session looks at the queue every poll interval while the worker waits. */
+  get looksPeriodically(): boolean {
+    return this.#session.looksPeriodically;
   }
 
   /** Increases with every notification for the queue (and when listening resumes). */
@@ -211,9 +267,9 @@ export class QueueListener {
 
   /**
    * Resolves when the sequence differs from `since` (at once if it already does), after
-   * `timeoutMs`, or when `signal` aborts.
+   * `timeoutMs` (`null`: no timeout), or when `signal` aborts.
    */
-  wait(since: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  wait(since: number, timeoutMs: number | null, signal?: AbortSignal): Promise<void> {
     if (this.#sequence !== since || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
@@ -223,7 +279,7 @@ export class QueueListener {
         if (this.#waiters.size === 0) this.#session.waiting(this, false);
         resolve();
       };
-      const timer = setTimeout(done, timeoutMs);
+      const timer = timeoutMs === null ? undefined : setTimeout(done, timeoutMs);
       this.#waiters.add(done);
       signal?.addEventListener("abort", done, { once: true });
       this.#session.waiting(this, true);

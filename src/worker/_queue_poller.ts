@@ -35,6 +35,7 @@ const CHECK_INTERVAL_MS = 100;
 /** One poll connection waking the views of the queues that get messages. */
 export class PollSession implements WakeSession {
   readonly wakeUp = "shared_poll";
+  readonly looksPeriodically = false;
   #client: Sql;
   #logger: Logger;
   #maxPollSeconds: number;

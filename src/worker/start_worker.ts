@@ -206,6 +206,7 @@ export async function launchWorker(
         target.queueName,
         logger,
         settings.heartbeatIntervalMs,
+        settings.pollIntervalMs,
       );
     }
     const runtimeSettings: RuntimeSettings = {
@@ -322,7 +323,12 @@ export async function launchWorkerGroup(
   });
   // The members share their options (serveWorkers gives them one set), so one session wakes all.
   const listeners = settings.listen
-    ? await ListenerSession.open(connection.sql, logger, settings.heartbeatIntervalMs)
+    ? await ListenerSession.open(
+      connection.sql,
+      logger,
+      settings.heartbeatIntervalMs,
+      settings.pollIntervalMs,
+    )
     : null;
   const wake: WakeSession = listeners ??
     new PollSession(connection.sql, logger, settings.maxPollSeconds);

@@ -90,8 +90,10 @@ export interface BaseWorkerOptions {
    */
   readonly visibilityTimeout?: number;
   /**
-   * With LISTEN: the longest wait for a notification after an empty read before reading again
-   * (a safety net; notifications normally wake the worker within milliseconds).
+   * With LISTEN: how often the LISTEN session looks at the queues of its waiting workers, in one
+   * statement for all of them, and wakes those whose queue has a visible message (a safety net, and
+   * how soon delayed messages are seen; notifications normally wake the worker within
+   * milliseconds).
    *
    * @default {1000}
    */
