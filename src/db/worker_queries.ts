@@ -213,6 +213,20 @@ export async function waitForMessages(
   return onlyRow("wait_for_messages", results.at(-1) ?? []).ready;
 }
 
+/**
+ * Which of `queues` have a visible message now (`sluice.wait_for_messages` with no wait), in one
+ * statement: the LISTEN session's periodic look for all its waiting workers.
+ */
+export async function visibleQueues(sql: Sql, queues: readonly string[]): Promise<string[]> {
+  // As JSON: a pool that stopped refetching types would return a text[] unparsed.
+  const rows = await simpleQuery<{ ready: string[] }[]>(
+    sql,
+    inline`select to_jsonb(sluice.wait_for_messages(
+      array(select jsonb_array_elements_text(${jsonb([...queues])})), 0, 1)) as ready`,
+  );
+  return onlyRow("wait_for_messages", rows).ready;
+}
+
 /** The worker function row, as far as the worker cares. */
 export interface WorkerFunctionRow {
   readonly functionName: string;

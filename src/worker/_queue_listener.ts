@@ -28,7 +28,7 @@
 
 import type { Sql } from "../db/driver/postgres.ts";
 import { type ListenerConnection, openListenerConnection } from "../db/listener.ts";
-import { waitForMessages } from "../db/worker_queries.ts";
+import { visibleQueues } from "../db/worker_queries.ts";
 import { describeError } from "./describe_error.ts";
 import { backoffDelay, sleep } from "./_retry.ts";
 import type { Logger } from "./logger.ts";
@@ -180,7 +180,7 @@ export class ListenerSession implements WakeSession {
         const waiting = [...this.#waiting];
         try {
           const ready = new Set(
-            await waitForMessages(this.#pool, [...new Set(waiting.map((v) => v.queue))], 0, 1),
+            await visibleQueues(this.#pool, [...new Set(waiting.map((v) => v.queue))]),
           );
           for (const view of waiting) if (ready.has(view.queue)) view.wake();
         } catch (error) {
