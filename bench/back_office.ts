@@ -307,7 +307,7 @@ function idleTable(results: IdleResult[]): string {
     ],
     results.map((r) => [
       r.layout,
-      r.listen ? "LISTEN, 1 s fallback read" : "long poll (pooler), 5 s",
+      r.listen ? "LISTEN, 1 s look" : "long poll (pooler), 5 s",
       r.hosts === r.workers ? String(r.workers) : `${r.hosts} (${r.workers})`,
       perMinute(r.reads, r),
       perMinute(r.heartbeats, r),
