@@ -6,7 +6,12 @@
 
 import type { SupabaseClient } from "@supabase/supabase-js";
 import type { Json } from "../dsl/json.ts";
-import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
+import {
+  assertMaxBytes,
+  DEFAULT_MAX_JSON_BYTES,
+  inputByName,
+  toJsonText,
+} from "../dsl/json_text.ts";
 import {
   type FlowControlStartOptions,
   idempotencyConflictOf,
@@ -86,7 +91,8 @@ export function startRun<F extends DeployableFlow>(
  *
  * @param supabase A supabase-js client.
  * @param flowRef An alias or a concrete flow slug.
- * @param input The run input.
+ * @param input The run input. A string holding the JSON text of an object or an array is
+ * parsed: the run starts with that object or array.
  * @param options Which RPC to call, and the input size limit.
  * @returns The run id.
  *
@@ -117,7 +123,8 @@ export async function startRun(
     ? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   // Checked here so that a value JSON cannot carry is refused before anything is sent.
-  const inputJson = toJsonText(input, { action, root: "input", maxBytes });
+  const value = typeof flow === "string" ? inputByName(input) : input;
+  const inputJson = toJsonText(value, { action, root: "input", maxBytes });
   const startOptions = startOptionsJson(options, action);
   const { data, error } = await rpcOf(supabase, options.rpc, "start_run")({
     flow_ref: flowRef,

@@ -9,7 +9,12 @@
 import type { Queryable } from "../db/driver/postgres.ts";
 import { startFlowRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
-import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
+import {
+  assertMaxBytes,
+  DEFAULT_MAX_JSON_BYTES,
+  inputByName,
+  toJsonText,
+} from "../dsl/json_text.ts";
 import { routingOf, startRefOf } from "../dsl/routing.ts";
 import {
   type FlowControlStartOptions,
@@ -113,7 +118,8 @@ export function startFlow<F extends DeployableFlow>(
  *
  * @param sql The database client, or a transaction.
  * @param flowRef An alias or a concrete flow slug.
- * @param input The run input.
+ * @param input The run input. A string holding the JSON text of an object or an array (a
+ * request body passed on unparsed) is parsed: the run starts with that object or array.
  * @param options The run id to use and the input size limit.
  * @returns The run id.
  *
@@ -147,7 +153,8 @@ export async function startFlow(
     ? flowLimit ?? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   const startOptions = startOptionsJson(options, action);
-  const inputJson = toJsonText(input, { action, root: "input", maxBytes });
+  const value = typeof flow === "string" ? inputByName(input) : input;
+  const inputJson = toJsonText(value, { action, root: "input", maxBytes });
   try {
     return await startFlowRun(sql, {
       flowRef,
