@@ -18,6 +18,8 @@ import {
   startOptionsJson,
 } from "../dsl/start_options.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
+import { routingOf } from "../dsl/routing.ts";
+import { validateInput } from "../dsl/standard_schema.ts";
 import { flowRefOf, type RpcName, rpcOf } from "./_rpc.ts";
 
 /**
@@ -62,6 +64,8 @@ export interface StartRunOptions extends FlowControlStartOptions {
  * @param options Which RPC to call, and the input size limit.
  * @returns The run id.
  * @throws {JsonValueError} When the input is not JSON; nothing is sent.
+ * @throws {InputValidationError} When the flow has an input schema and the input does not match
+ * it; nothing is sent.
  * @throws {StartOptionError} When `idempotencyKey` is not a string of 1 to 255 characters;
  * nothing is sent.
  * @throws {IdempotencyConflictError} When `idempotencyKey` already started a run of the same name
@@ -123,7 +127,12 @@ export async function startRun(
     ? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   // Checked here so that a value JSON cannot carry is refused before anything is sent.
-  const value = typeof flow === "string" ? inputByName(input) : input;
+  const schema = typeof flow === "string" ? undefined : routingOf(flow).flow.inputSchema;
+  const value = typeof flow === "string"
+    ? inputByName(input)
+    : schema === undefined
+    ? input
+    : await validateInput(schema, input, routingOf(flow).flow.slug, action);
   const inputJson = toJsonText(value, { action, root: "input", maxBytes });
   const startOptions = startOptionsJson(options, action);
   const { data, error } = await rpcOf(supabase, options.rpc, "start_run")({

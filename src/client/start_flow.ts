@@ -22,6 +22,7 @@ import {
   startOptionsJson,
 } from "../dsl/start_options.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
+import { validateInput } from "../dsl/standard_schema.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { FlowNotFoundError, LimitExceededError } from "./errors.ts";
 import { context } from "../telemetry/otel_api.ts";
@@ -82,6 +83,9 @@ export interface StartFlowOptions extends FlowControlStartOptions {
  * ...) or holds a string Postgres cannot store (`\u0000`); the error names the path, e.g.
  * `input.total: NaN is not JSON`. Nothing is written.
  * @throws {JsonSizeError} When the input's JSON text is larger than `maxInputBytes`.
+ * @throws {InputValidationError} When the flow has an input schema (`new Flow({ slug, input })`)
+ * and the input does not match it; `issues` lists each problem with its path. Nothing is written.
+ * With a schema, the run starts with the schema's value (its output).
  * @throws {RangeError} When `maxInputBytes` is not a positive integer.
  * @throws {LimitExceededError} When the database refuses the input over the flow's
  * `max_input_bytes`, or a root map over its `max_map_tasks` (SQLSTATE `SLL01`).
@@ -153,7 +157,13 @@ export async function startFlow(
     ? flowLimit ?? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   const startOptions = startOptionsJson(options, action);
-  const value = typeof flow === "string" ? inputByName(input) : input;
+  // A flow object's input schema checks the input before anything is written; a name has none.
+  const schema = typeof flow === "string" ? undefined : routingOf(flow).flow.inputSchema;
+  const value = typeof flow === "string"
+    ? inputByName(input)
+    : schema === undefined
+    ? input
+    : await validateInput(schema, input, routingOf(flow).flow.slug, action);
   const inputJson = toJsonText(value, { action, root: "input", maxBytes });
   try {
     return await startFlowRun(sql, {

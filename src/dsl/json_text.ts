@@ -168,8 +168,17 @@ function stringProblem(text: string, path: string, what: string): JsonProblem | 
   return undefined;
 }
 
-/** `.name` for an identifier-like key, `["other key"]` otherwise. */
-function propertyPath(key: string): string {
+/**
+ * A key as a path segment: `.name` for an identifier-like key, `["other key"]` otherwise.
+ *
+ * @example Usage
+ * ```ts
+ * import { propertyPath } from "./json_text.ts";
+ *
+ * propertyPath("unit price"); // '["unit price"]'
+ * ```
+ */
+export function propertyPath(key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
 
