@@ -6,13 +6,20 @@
 
 import type { SupabaseClient } from "@supabase/supabase-js";
 import type { Json } from "../dsl/json.ts";
-import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
+import {
+  assertMaxBytes,
+  DEFAULT_MAX_JSON_BYTES,
+  inputByName,
+  toJsonText,
+} from "../dsl/json_text.ts";
 import {
   type FlowControlStartOptions,
   idempotencyConflictOf,
   startOptionsJson,
 } from "../dsl/start_options.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
+import { routingOf } from "../dsl/routing.ts";
+import { validateInput } from "../dsl/standard_schema.ts";
 import { flowRefOf, type RpcName, rpcOf } from "./_rpc.ts";
 
 /**
@@ -57,6 +64,8 @@ export interface StartRunOptions extends FlowControlStartOptions {
  * @param options Which RPC to call, and the input size limit.
  * @returns The run id.
  * @throws {JsonValueError} When the input is not JSON; nothing is sent.
+ * @throws {InputValidationError} When the flow has an input schema and the input does not match
+ * it; nothing is sent.
  * @throws {StartOptionError} When `idempotencyKey` is not a string of 1 to 255 characters;
  * nothing is sent.
  * @throws {IdempotencyConflictError} When `idempotencyKey` already started a run of the same name
@@ -86,7 +95,8 @@ export function startRun<F extends DeployableFlow>(
  *
  * @param supabase A supabase-js client.
  * @param flowRef An alias or a concrete flow slug.
- * @param input The run input.
+ * @param input The run input. A string holding the JSON text of an object or an array is
+ * parsed: the run starts with that object or array.
  * @param options Which RPC to call, and the input size limit.
  * @returns The run id.
  *
@@ -117,7 +127,13 @@ export async function startRun(
     ? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   // Checked here so that a value JSON cannot carry is refused before anything is sent.
-  const inputJson = toJsonText(input, { action, root: "input", maxBytes });
+  const schema = typeof flow === "string" ? undefined : routingOf(flow).flow.inputSchema;
+  const value = typeof flow === "string"
+    ? inputByName(input)
+    : schema === undefined
+    ? input
+    : await validateInput(schema, input, routingOf(flow).flow.slug, action);
+  const inputJson = toJsonText(value, { action, root: "input", maxBytes });
   const startOptions = startOptionsJson(options, action);
   const { data, error } = await rpcOf(supabase, options.rpc, "start_run")({
     flow_ref: flowRef,

@@ -38,6 +38,9 @@ import { schedulesCreateCommand } from "./commands/schedules_create.ts";
 import { schedulesDeleteCommand } from "./commands/schedules_delete.ts";
 import { schedulesListCommand } from "./commands/schedules_list.ts";
 import { schedulesPauseCommand, schedulesResumeCommand } from "./commands/schedules_pause.ts";
+import { signalsListCommand } from "./commands/signals_list.ts";
+import { startCommand } from "./commands/start.ts";
+import { signalsSendCommand } from "./commands/signals_send.ts";
 import { versionDrainCommand } from "./commands/version_drain.ts";
 import { type CliCommand, type CommandSection, isOpsCommand } from "./command.ts";
 import {
@@ -66,6 +69,7 @@ export const SECTIONS: readonly CommandSection[] = [
       functionsDeprecateCommand,
       functionsPruneCommand,
       clearPauseCommand,
+      startCommand,
       runsCommand,
       runCommand,
       runCancelCommand,
@@ -86,6 +90,8 @@ export const SECTIONS: readonly CommandSection[] = [
       schedulesPauseCommand,
       schedulesResumeCommand,
       schedulesDeleteCommand,
+      signalsListCommand,
+      signalsSendCommand,
       pruneCommand,
       dashboardCommand,
     ],

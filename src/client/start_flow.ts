@@ -9,7 +9,12 @@
 import type { Queryable } from "../db/driver/postgres.ts";
 import { startFlowRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
-import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
+import {
+  assertMaxBytes,
+  DEFAULT_MAX_JSON_BYTES,
+  inputByName,
+  toJsonText,
+} from "../dsl/json_text.ts";
 import { routingOf, startRefOf } from "../dsl/routing.ts";
 import {
   type FlowControlStartOptions,
@@ -17,6 +22,7 @@ import {
   startOptionsJson,
 } from "../dsl/start_options.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
+import { validateInput } from "../dsl/standard_schema.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { FlowNotFoundError, LimitExceededError } from "./errors.ts";
 import { context } from "../telemetry/otel_api.ts";
@@ -77,6 +83,9 @@ export interface StartFlowOptions extends FlowControlStartOptions {
  * ...) or holds a string Postgres cannot store (`\u0000`); the error names the path, e.g.
  * `input.total: NaN is not JSON`. Nothing is written.
  * @throws {JsonSizeError} When the input's JSON text is larger than `maxInputBytes`.
+ * @throws {InputValidationError} When the flow has an input schema (`new Flow({ slug, input })`)
+ * and the input does not match it; `issues` lists each problem with its path. Nothing is written.
+ * With a schema, the run starts with the schema's value (its output).
  * @throws {RangeError} When `maxInputBytes` is not a positive integer.
  * @throws {LimitExceededError} When the database refuses the input over the flow's
  * `max_input_bytes`, or a root map over its `max_map_tasks` (SQLSTATE `SLL01`).
@@ -113,7 +122,8 @@ export function startFlow<F extends DeployableFlow>(
  *
  * @param sql The database client, or a transaction.
  * @param flowRef An alias or a concrete flow slug.
- * @param input The run input.
+ * @param input The run input. A string holding the JSON text of an object or an array (a
+ * request body passed on unparsed) is parsed: the run starts with that object or array.
  * @param options The run id to use and the input size limit.
  * @returns The run id.
  *
@@ -147,7 +157,14 @@ export async function startFlow(
     ? flowLimit ?? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   const startOptions = startOptionsJson(options, action);
-  const inputJson = toJsonText(input, { action, root: "input", maxBytes });
+  // A flow object's input schema checks the input before anything is written; a name has none.
+  const schema = typeof flow === "string" ? undefined : routingOf(flow).flow.inputSchema;
+  const value = typeof flow === "string"
+    ? inputByName(input)
+    : schema === undefined
+    ? input
+    : await validateInput(schema, input, routingOf(flow).flow.slug, action);
+  const inputJson = toJsonText(value, { action, root: "input", maxBytes });
   try {
     return await startFlowRun(sql, {
       flowRef,

@@ -15,11 +15,16 @@ import {
 } from "../db/dashboard_queries.ts";
 import {
   listRuns,
+  listSignals,
   readQueueHealth,
   readRouteCoverage,
+  SIGNAL_STATES,
+  type SignalState,
   workerFunctionExists,
 } from "../db/ops_queries.ts";
 import { isUuid } from "../dsl/uuid.ts";
+import { LimitExceededError, SignalIdConflictError } from "../client/errors.ts";
+import { sendSignal } from "../client/send_signal.ts";
 import { ACTIONS, isActionName } from "./actions.ts";
 import { confirmPage, resultPage } from "./action_page.ts";
 import { flowPage } from "./flow_page.ts";
@@ -29,6 +34,7 @@ import { runChanges } from "./run_changes.ts";
 import { runPage, runParts } from "./run_page.ts";
 import { readRunView } from "./run_view.ts";
 import { runsPage } from "./runs_page.ts";
+import { signalsPage } from "./signals_page.ts";
 import { isRunActionName, runActionConfirmPage, takeRunAction } from "./run_actions.ts";
 
 /** What the handlers of one running dashboard share. */
@@ -73,6 +79,7 @@ export interface Route {
 
 const RUN_STATUSES = ["started", "completed", "failed", "cancelled"];
 const RUNS_PER_PAGE = 50;
+const SIGNALS_PER_PAGE = 100;
 
 function noSuchFunction(action: string, name: string): Response {
   return problem(
@@ -153,6 +160,86 @@ async function runs({ url, state: { sql } }: RouteRequest): Promise<Response> {
       `Cannot list runs: since must be an interval (1 hour) or a timestamp ` +
         `(2026-11-30T12:00Z), got ${JSON.stringify(filter.since)}: ${error.message}`,
     );
+  }
+}
+
+/** `/signals?key=&run=&state=`: the newest 100 kept signals. */
+async function signals({ url, state: { sql } }: RouteRequest): Promise<Response> {
+  const param = (name: string) => {
+    const value = url.searchParams.get(name)?.trim() ?? "";
+    return value === "" ? null : value;
+  };
+  const state = param("state");
+  if (state !== null && !(SIGNAL_STATES as readonly string[]).includes(state)) {
+    return problem(
+      400,
+      "Bad filter",
+      `Cannot list signals: state must be one of ${SIGNAL_STATES.join(", ")}, got ${
+        JSON.stringify(state)
+      }`,
+    );
+  }
+  const runId = param("run");
+  if (runId !== null && !isUuid(runId)) {
+    return problem(
+      400,
+      "Bad filter",
+      `Cannot list signals: run must be a run id (a UUID), got ${JSON.stringify(runId)}`,
+    );
+  }
+  // A key is the application's text: kept as typed, spaces included.
+  const key = url.searchParams.get("key") || null;
+  const filter = { key, runId, state: state as SignalState | null, limit: SIGNALS_PER_PAGE };
+  return htmlResponse(signalsPage({ filter, signals: await listSignals(sql, filter) }));
+}
+
+/** `POST /signals/send` with `key`, `signal_id` and `payload` (JSON): sends it and logs it. */
+async function sendSignalRoute(request: RouteRequest): Promise<Response> {
+  const { state } = request;
+  const origin = request.request.headers.get("origin");
+  if (origin !== null && origin !== request.url.origin) {
+    return problem(403, "Forbidden", `Cannot send a signal from origin ${origin}`);
+  }
+  const form = await readForm(request.request, "send a signal");
+  if (form instanceof Response) return form;
+  const key = String(form.get("key") ?? "");
+  const signalId = String(form.get("signal_id") ?? "");
+  const payloadText = String(form.get("payload") ?? "").trim() || "null";
+  let payload: unknown;
+  try {
+    payload = JSON.parse(payloadText);
+  } catch (error) {
+    return problem(
+      400,
+      "Cannot send the signal",
+      `Cannot send signal ${JSON.stringify(signalId)}: the payload is not JSON: ${message(error)}`,
+    );
+  }
+  try {
+    const result = await sendSignal(state.sql, { key, payload, signalId });
+    const outcome = result.outcome === "duplicate"
+      ? `Signal ${JSON.stringify(signalId)} was sent before; nothing changed.`
+      : result.released > 0
+      ? `Sent signal ${JSON.stringify(signalId)}: released ${result.released} ${
+        result.released === 1 ? "step" : "steps"
+      } waiting on ${JSON.stringify(key)}.`
+      : `Sent signal ${JSON.stringify(signalId)}: no step waits on ${
+        JSON.stringify(key)
+      } now; it is kept 7 days for a wait of a run started before it.`;
+    state.log(
+      `${new Date().toISOString()} dashboard action send-signal ${JSON.stringify(key)} ${
+        JSON.stringify(signalId)
+      } from ${request.remote}: ${outcome}`,
+    );
+    return htmlResponse(resultPage("Done", outcome));
+  } catch (error) {
+    if (
+      error instanceof SignalIdConflictError || error instanceof LimitExceededError ||
+      error instanceof TypeError
+    ) {
+      return problem(400, "Cannot send the signal", error.message);
+    }
+    throw error;
   }
 }
 
@@ -362,6 +449,8 @@ export const ROUTES: readonly Route[] = [
   { method: "GET", pattern: /^\/runs\/([^/]+)\/(cancel|retry)$/, handler: confirmRunAction },
   { method: "POST", pattern: /^\/runs\/([^/]+)\/(cancel|retry)$/, handler: takeRunActionRoute },
   { method: "GET", pattern: /^\/flows\/([^/]+)$/, handler: flow },
+  { method: "GET", pattern: /^\/signals$/, handler: signals },
+  { method: "POST", pattern: /^\/signals\/send$/, handler: sendSignalRoute },
   { method: "GET", pattern: /^\/actions\/([a-z-]+)$/, handler: confirmAction },
   { method: "POST", pattern: /^\/actions\/([a-z-]+)$/, handler: takeAction },
 ];

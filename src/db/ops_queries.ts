@@ -305,3 +305,66 @@ export async function listFlowNames(sql: Sql, aliases: boolean): Promise<string[
   `;
   return rows.map((row) => row.name);
 }
+
+/** The states of a signal `signals` lists (docs/waits.md#signals). */
+export const SIGNAL_STATES = ["pending", "released", "expired"] as const;
+
+/**
+ * A signal's state: `released` once a wait consumed it, `expired` when its lifetime ended
+ * unconsumed, `pending` while it is kept for a wait that starts later.
+ */
+export type SignalState = typeof SIGNAL_STATES[number];
+
+/** Which signals {@linkcode listSignals} reads; `null` is no filter. */
+export interface SignalFilter {
+  /** Only signals with this key. */
+  readonly key: string | null;
+  /** Only signals with a key a step of this run waits or waited on. */
+  readonly runId: string | null;
+  /** Only signals in this state. */
+  readonly state: SignalState | null;
+  /** At most this many, newest first. */
+  readonly limit: number;
+}
+
+/** One row of {@linkcode listSignals}. */
+export interface SignalRow extends Record<string, unknown> {
+  signal_id: string;
+  signal_key: string;
+  state: SignalState;
+  payload: unknown;
+  sent_at: Date;
+  sent_by: string;
+  expires_at: Date;
+  consumed_at: Date | null;
+  /** Seconds since it was sent, on the database's clock. */
+  age_seconds: number;
+  /** Steps waiting on its key now (a pending signal waits for a run started before it). */
+  waiting_steps: number;
+}
+
+/** `sluice.signals`, newest first, with each signal's state, age and the steps waiting on it. */
+export async function listSignals(sql: Sql, filter: SignalFilter): Promise<SignalRow[]> {
+  const { key, runId, state } = filter;
+  return await sql<SignalRow[]>`
+    select s.signal_id, s.signal_key, s.state, s.payload, s.sent_at, s.sent_by, s.expires_at,
+      s.consumed_at, extract(epoch from now() - s.sent_at)::float8 as age_seconds,
+      (select count(*)::integer from sluice.step_states w
+        where w.status = 'waiting' and w.wait_key = s.signal_key) as waiting_steps
+    from (
+      select s.*, case
+          when s.consumed_at is not null then 'released'
+          when s.expires_at <= now() then 'expired'
+          else 'pending'
+        end as state
+      from sluice.signals s
+      where (${key}::text is null or s.signal_key = ${key}::text)
+        and (${runId}::uuid is null or s.signal_key in (
+          select w.wait_key from sluice.step_states w
+          where w.run_id = ${runId}::uuid and w.wait_key is not null))
+    ) s
+    where ${state}::text is null or s.state = ${state}::text
+    order by s.sent_at desc, s.signal_id
+    limit ${filter.limit}
+  `;
+}

@@ -1,6 +1,7 @@
 // Runtime validation of flow and step options. Runs synchronously inside the builders, so a
 // definition that breaks a rule never reaches the database.
 
+import { isStandardSchema, type StandardSchemaV1 } from "./standard_schema.ts";
 import type { WhenPolicy } from "./condition.ts";
 import { FlowDefinitionError, type FlowDefinitionErrorReason } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
@@ -31,6 +32,7 @@ const WHEN_POLICIES: readonly WhenPolicy[] = ["fail", "skip", "skip-cascade"];
 
 const FLOW_KEYS = [
   "slug",
+  "input",
   "maxAttempts",
   "baseDelay",
   "timeout",
@@ -232,6 +234,8 @@ function requireSlug(options: Record<string, unknown>, action: string): string {
 export interface ValidFlowOptions {
   readonly slug: string;
   readonly options: FlowRuntimeOptions & FlowEventOptions & FlowLimitOptions;
+  /** The input schema; not an option of the flow's shape. */
+  readonly inputSchema: StandardSchemaV1 | undefined;
 }
 
 /** Validates the options of `new Flow()`. */
@@ -250,6 +254,18 @@ export function validateFlowOptions(input: unknown): ValidFlowOptions {
       `events must be true or false, got ${formatValue(events)}`,
     );
   }
+  const inputSchema = options.input;
+  if (inputSchema !== undefined && !isStandardSchema(inputSchema)) {
+    throw rejecter.reject(
+      "invalid_option",
+      "input",
+      inputSchema,
+      `input must be a Standard Schema validator (an object whose "~standard" property has ` +
+        `version 1 and a validate function, as zod, valibot and arktype schemas have), got ${
+          formatValue(inputSchema)
+        }`,
+    );
+  }
   const progressInterval = rejecter.integer(options, "progressInterval", 0);
   const limits: Record<string, number> = {};
   for (const key of ["maxInputBytes", "maxOutputBytes", "maxMapTasks"] as const) {
@@ -264,6 +280,7 @@ export function validateFlowOptions(input: unknown): ValidFlowOptions {
       ...(progressInterval === undefined ? {} : { progressInterval }),
       ...limits,
     }),
+    inputSchema,
   });
 }
 

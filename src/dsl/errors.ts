@@ -309,3 +309,57 @@ export class JsonSizeError extends RangeError {
     this.maxBytes = maxBytes;
   }
 }
+
+/** One issue of an {@linkcode InputValidationError}: where, and what is wrong there. */
+export interface InputIssue {
+  /** Where, from the input: `input`, `input.lines[2].price`, `input["unit price"]`. */
+  readonly path: string;
+  /** The validator's message, e.g. `Expected number`. */
+  readonly message: string;
+}
+
+/**
+ * Thrown when a run input does not match the flow's input schema (`new Flow({ slug, input })`, a
+ * Standard Schema validator such as zod, valibot or arktype): by `startFlow` before anything is
+ * written, and by a worker before a root step's handler runs (that attempt fails with its
+ * message). `issues` lists each problem with its path.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, InputValidationError, startFlow } from "@sluice/sluice";
+ * import { orders } from "./flows.ts";
+ *
+ * const sql = connect(Deno.env.get("DATABASE_URL")!);
+ * try {
+ *   await startFlow(sql, orders, JSON.parse(body));
+ * } catch (error) {
+ *   if (error instanceof InputValidationError) console.error(error.issues);
+ * }
+ * ```
+ */
+export class InputValidationError extends TypeError {
+  /** Always `"InputValidationError"`. */
+  override name = "InputValidationError";
+  /** The concrete flow slug whose schema refused the input. */
+  readonly flowSlug: string;
+  /** Each problem: its path and message. */
+  readonly issues: readonly InputIssue[];
+
+  /**
+   * Creates the error; the message reads `<action>: the input does not match the flow's input
+   * schema: <path>: <message>; ...`.
+   *
+   * @param action What could not be done, e.g. `Cannot start flow "orders"`.
+   * @param flowSlug The flow whose schema refused the input.
+   * @param issues The problems found.
+   */
+  constructor(action: string, flowSlug: string, issues: readonly InputIssue[]) {
+    super(
+      `${action}: the input does not match the flow's input schema: ${
+        issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ")
+      }`,
+    );
+    this.flowSlug = flowSlug;
+    this.issues = issues;
+  }
+}

@@ -14,6 +14,7 @@ import {
 import type { MaySkip, StepCondition, WhenPolicy } from "./condition.ts";
 import type { StepContext } from "./context.ts";
 import type { Json } from "./json.ts";
+import type { StandardSchemaV1 } from "./standard_schema.ts";
 import type { FlowLimitOptions } from "./limits.ts";
 import type {
   ArrayOutputCheck,
@@ -282,9 +283,20 @@ declare const flowTypes: unique symbol;
  * const options: FlowOptions = { slug: "orders", maxAttempts: 5 };
  * ```
  */
-export interface FlowOptions extends FlowRuntimeOptions, FlowEventOptions, FlowLimitOptions {
+export interface FlowOptions<StartInput = unknown, Input = StartInput>
+  extends FlowRuntimeOptions, FlowEventOptions, FlowLimitOptions {
   /** The concrete flow slug (see the slug rules in the module docs of `slug.ts`). */
   readonly slug: string;
+  /**
+   * A Standard Schema validator of the run input (https://standardschema.dev: a zod, valibot or
+   * arktype schema, or any object with `~standard.validate`). `startFlow` with this flow checks
+   * the input before anything is written and stores the schema's value; a worker checks a run's
+   * input again before a root step's handler runs (runs started by name, by SQL or by a schedule
+   * were not checked). Refused: `InputValidationError`, listing each issue with its path. The
+   * flow's input type is the schema's: what `startFlow` takes is its input type, what the steps
+   * receive its output type. Not part of the flow's shape: changing it needs no new version.
+   */
+  readonly input?: StandardSchemaV1<StartInput, Input> | undefined;
 }
 
 /**
@@ -413,7 +425,7 @@ export interface RootMapOptions<
  * const flows: AnyFlow[] = [new Flow<{ id: number }>({ slug: "a" }), new Flow({ slug: "b" })];
  * ```
  */
-export type AnyFlow = Flow<unknown, StepSignatures>;
+export type AnyFlow = Flow<unknown, StepSignatures, unknown>;
 
 /**
  * A typed, immutable workflow definition: a DAG of steps identified by a concrete slug.
@@ -434,26 +446,41 @@ export type AnyFlow = Flow<unknown, StepSignatures>;
  *   .map({ slug: "reserve", array: "lines" }, (line) => ({ line, reserved: true }));
  * ```
  */
-export class Flow<Input = Json, Steps extends StepSignatures = Record<never, never>> {
-  /** Type-only: carries `Input` and `Steps` for the utility types. Never set at runtime. */
-  declare readonly [flowTypes]: { readonly input: Input; readonly steps: Steps };
+export class Flow<
+  Input = Json,
+  Steps extends StepSignatures = Record<never, never>,
+  StartInput = Input,
+> {
+  /**
+   * Type-only: carries `Input`, `Steps` and `StartInput` for the utility types. Never set at
+   * runtime.
+   */
+  declare readonly [flowTypes]: {
+    readonly input: Input;
+    readonly steps: Steps;
+    readonly startInput: StartInput;
+  };
 
   /** The concrete flow slug. */
   readonly slug: string;
   /** Flow-level runtime options (task, event and limit options), as given. */
   readonly options: FlowRuntimeOptions & FlowEventOptions & FlowLimitOptions;
+  /** The run input's Standard Schema validator (`input` of the options), if any. */
+  readonly inputSchema: StandardSchemaV1<StartInput, Input> | undefined;
   #steps: readonly StepDefinition[] = Object.freeze([]);
 
   /**
-   * Creates an empty flow.
+   * Creates an empty flow. With an `input` schema the input types are the schema's.
    *
-   * @param options The slug and flow-level runtime options.
-   * @throws {FlowDefinitionError} When the slug or an option is invalid.
+   * @param options The slug, the input schema and flow-level runtime options.
+   * @throws {FlowDefinitionError} When the slug or an option is invalid (an `input` that is not a
+   * Standard Schema included).
    */
-  constructor(options: FlowOptions) {
+  constructor(options: FlowOptions<StartInput, Input>) {
     const valid = validateFlowOptions(options);
     this.slug = valid.slug;
     this.options = valid.options;
+    this.inputSchema = valid.inputSchema as StandardSchemaV1<StartInput, Input> | undefined;
     Object.freeze(this);
   }
 
@@ -541,7 +568,8 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
       output: HandlerOutput<H>;
       deps: Deps;
       skippable: MaySkip<If, IfNot, Unmet, Exhausted>;
-    }>
+    }>,
+    StartInput
   > {
     return this.#add("step", options, handler);
   }
@@ -584,7 +612,8 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
       output: HandlerOutput<H>;
       deps: Deps;
       skippable: MaySkip<If, IfNot, Unmet, Exhausted>;
-    }>
+    }>,
+    StartInput
   > {
     return this.#add("array", options, handler);
   }
@@ -628,7 +657,8 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
       output: HandlerOutput<H>[];
       deps: Source;
       skippable: MaySkip<If, IfNot, Unmet, Exhausted>;
-    }>
+    }>,
+    StartInput
   >;
   /**
    * Adds a map step over the flow input, which must be an array: one task per element.
@@ -663,12 +693,13 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
       output: HandlerOutput<H>[];
       deps: never;
       skippable: MaySkip<If, IfNot, Unmet, Exhausted>;
-    }>
+    }>,
+    StartInput
   >;
   map(
     options: MapOptions | RootMapOptions,
     handler: (item: never, context: never) => unknown,
-  ): Flow<Input, StepSignatures> {
+  ): Flow<Input, StepSignatures, StartInput> {
     return this.#add("map", options, handler);
   }
 
@@ -704,7 +735,8 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
       output: string;
       deps: Dep;
       skippable: Steps[Dep]["skippable"];
-    }>
+    }>,
+    StartInput
   > {
     return this.#addWait("sleep", options, due);
   }
@@ -758,7 +790,8 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
       output: SignalOutput<Payload, Timeout>;
       deps: Dep;
       skippable: Steps[Dep]["skippable"] | ("skip" extends Timeout ? true : false);
-    }>
+    }>,
+    StartInput
   > {
     return this.#addWait("signal", options, undefined);
   }
@@ -804,7 +837,8 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
       output: SubflowOutput<Child>;
       deps: Dep;
       skippable: Steps[Dep]["skippable"];
-    }>
+    }>,
+    StartInput
   > {
     return this.#addSubflow(false, options);
   }
@@ -853,12 +887,16 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
       output: SubflowOutput<Child>[];
       deps: Dep;
       skippable: Steps[Dep]["skippable"];
-    }>
+    }>,
+    StartInput
   > {
     return this.#addSubflow(true, options);
   }
 
-  #addSubflow<Next extends StepSignatures>(map: boolean, options: unknown): Flow<Input, Next> {
+  #addSubflow<Next extends StepSignatures>(
+    map: boolean,
+    options: unknown,
+  ): Flow<Input, Next, StartInput> {
     const flow = (options as { flow?: unknown } | null)?.flow;
     // A bare string would be taken as an alias: refused, since its type cannot be known.
     const child: StartRef | TypeError = typeof flow === "string"
@@ -867,7 +905,11 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
       ? { ref: flow.slug, concrete: true }
       : registeredStartRef(flow) ?? new TypeError("flow is not a flow");
     const step = validateSubflowStep(this.slug, this.#steps, map, options, child);
-    const next = new Flow<Input, Next>({ slug: this.slug, ...this.options });
+    const next = new Flow<Input, Next, StartInput>({
+      slug: this.slug,
+      ...this.options,
+      input: this.inputSchema,
+    });
     next.#steps = Object.freeze([...this.#steps, step]);
     return next;
   }
@@ -876,9 +918,13 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
     kind: "sleep" | "signal",
     options: unknown,
     due: unknown,
-  ): Flow<Input, Next> {
+  ): Flow<Input, Next, StartInput> {
     const step = validateWaitStep(this.slug, this.#steps, kind, options, due);
-    const next = new Flow<Input, Next>({ slug: this.slug, ...this.options });
+    const next = new Flow<Input, Next, StartInput>({
+      slug: this.slug,
+      ...this.options,
+      input: this.inputSchema,
+    });
     next.#steps = Object.freeze([...this.#steps, step]);
     return next;
   }
@@ -887,9 +933,13 @@ export class Flow<Input = Json, Steps extends StepSignatures = Record<never, nev
     kind: StepKind,
     options: unknown,
     handler: unknown,
-  ): Flow<Input, Next> {
+  ): Flow<Input, Next, StartInput> {
     const step = validateStep(this.slug, this.#steps, kind, options, handler);
-    const next = new Flow<Input, Next>({ slug: this.slug, ...this.options });
+    const next = new Flow<Input, Next, StartInput>({
+      slug: this.slug,
+      ...this.options,
+      input: this.inputSchema,
+    });
     next.#steps = Object.freeze([...this.#steps, step]);
     return next;
   }

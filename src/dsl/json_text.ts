@@ -58,6 +58,30 @@ export function toJsonText(
 }
 
 /**
+ * The input of a start by name (`startFlow(sql, "orders", input)`, `startRun(supabase, "orders",
+ * input)`): a string holding the JSON text of an object or an array is that object or array, as
+ * a request body or a command-line argument passed on unparsed means; any other value is itself.
+ * (A start with the flow object is typed and takes its input as given.)
+ *
+ * @example Usage
+ * ```ts
+ * import { inputByName } from "./json_text.ts";
+ *
+ * inputByName('{"orderId": 7}'); // { orderId: 7 }
+ * inputByName("Ada"); // "Ada"
+ * ```
+ */
+export function inputByName(input: unknown): unknown {
+  if (typeof input !== "string" || !/^\s*[[{]/.test(input)) return input;
+  try {
+    return JSON.parse(input);
+  } catch {
+    // Not JSON text: a string input that happens to start with a bracket.
+    return input;
+  }
+}
+
+/**
  * Checks a size limit option: a positive integer number of bytes.
  *
  * @param value The option's value.
@@ -144,8 +168,17 @@ function stringProblem(text: string, path: string, what: string): JsonProblem | 
   return undefined;
 }
 
-/** `.name` for an identifier-like key, `["other key"]` otherwise. */
-function propertyPath(key: string): string {
+/**
+ * A key as a path segment: `.name` for an identifier-like key, `["other key"]` otherwise.
+ *
+ * @example Usage
+ * ```ts
+ * import { propertyPath } from "./json_text.ts";
+ *
+ * propertyPath("unit price"); // '["unit price"]'
+ * ```
+ */
+export function propertyPath(key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
 

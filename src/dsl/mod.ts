@@ -29,6 +29,13 @@ export * from "./json.ts";
 export * from "./limits.ts";
 export type { QueueMode } from "./routing.ts";
 export * from "./signature.ts";
+export type {
+  StandardSchemaIssue,
+  StandardSchemaProps,
+  StandardSchemaResult,
+  StandardSchemaTypes,
+  StandardSchemaV1,
+} from "./standard_schema.ts";
 export {
   type FlowControlStartOptions,
   IdempotencyConflictError,

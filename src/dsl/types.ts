@@ -84,7 +84,8 @@ export type LeafStepSlug<F extends DeployableFlow> = Exclude<
 >;
 
 /**
- * The input type of a flow.
+ * The input type of a flow: what a start of it takes (with an input schema, the schema's input
+ * type; its steps receive the schema's output type).
  *
  * @typeParam F A flow (plain, step-queued or deployed).
  *
@@ -97,7 +98,7 @@ export type LeafStepSlug<F extends DeployableFlow> = Exclude<
  * ```
  */
 export type FlowInput<F extends DeployableFlow> = PlainFlow<F> extends
-  Flow<infer Input, StepSignatures> ? Input
+  Flow<unknown, StepSignatures, infer StartInput> ? StartInput
   : never;
 
 /**

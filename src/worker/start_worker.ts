@@ -15,6 +15,7 @@ import { registerWorker, trackWorkerFunction } from "../db/worker_queries.ts";
 import { routingOf } from "../dsl/routing.ts";
 import type { DeployableFlow } from "../dsl/types.ts";
 import { activateOnStartup } from "./_alias_activation.ts";
+import { handlerWithInputCheck } from "./_input_schema.ts";
 import { SweepDuty } from "./_heartbeat.ts";
 import { ListenerSession, QueueListener, type WakeSession } from "./_queue_listener.ts";
 import { PollSession } from "./_queue_poller.ts";
@@ -158,7 +159,7 @@ export async function launchWorker(
   const handlers = new Map(
     plain.steps
       .filter((step) => target.stepSlugs.includes(step.slug) && step.wait === null)
-      .map((step) => [step.slug, step.handler]),
+      .map((step) => [step.slug, handlerWithInputCheck(plain.slug, plain.inputSchema, step)]),
   );
   const waits = waitStepsByDependency(plain.steps);
 

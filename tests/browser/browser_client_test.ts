@@ -132,6 +132,24 @@ Deno.test(
 );
 
 Deno.test(
+  "startRun() by name parses a string holding a JSON object: the run starts with the object",
+  SUPABASE_JS,
+  async () => {
+    await using db = await browserDatabase();
+    await withSupabase(db, ROLE, async (supabase) => {
+      const parsed = await startRun(supabase, "web", '{"tier": "gold"}');
+      const plain = await startRun(supabase, "web", "gold");
+      const rows = await db.sql`
+        select run_id::text, input from sluice.runs where run_id in (${parsed}::uuid, ${plain}::uuid)`;
+      assert.deepEqual(
+        Object.fromEntries(rows.map((row) => [row.run_id, row.input])),
+        { [parsed]: { tier: "gold" }, [plain]: "gold" },
+      );
+    });
+  },
+);
+
+Deno.test(
   "startRun() with an idempotency key returns the run the key started, and refuses another input",
   SUPABASE_JS,
   async () => {

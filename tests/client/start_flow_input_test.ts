@@ -112,3 +112,32 @@ Deno.test("startFlow() refuses an input above maxInputBytes (16 MiB by default),
     );
   }
 });
+
+Deno.test("startFlow() by name parses a string holding a JSON object or array: the run starts with the value", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, flow);
+  const inputOf = async (runId: string) =>
+    (await db.sql<{ input: Json }[]>`select input from sluice.runs where run_id = ${runId}::uuid`)[
+      0
+    ]
+      .input;
+  // A request body or a command-line argument passed on as text.
+  assert.deepEqual(await inputOf(await startFlow(db.sql, "intake", '{"orderId": 7}')), {
+    orderId: 7,
+  });
+  assert.deepEqual(await inputOf(await startFlow(db.sql, "intake", ' [1, {"a": null}]\n')), [
+    1,
+    { a: null },
+  ]);
+  // Other strings are strings: not JSON text of an object or array.
+  for (const text of ["Ada", "42", "true", "{not json", '"quoted"']) {
+    assert.equal(await inputOf(await startFlow(db.sql, "intake", text)), text, text);
+  }
+  // The flow object is typed: its input is taken as given.
+  assert.equal(await inputOf(await startFlow(db.sql, flow, '{"orderId": 7}')), '{"orderId": 7}');
+  // The parsed value is checked like any input.
+  await assert.rejects(
+    startFlow(db.sql, "intake", `[${"1,".repeat(10)}1]`, { maxInputBytes: 10 }),
+    JsonSizeError,
+  );
+});

@@ -16,6 +16,8 @@ const RUN_IN_A_USER_PROJECT: Record<string, string> = {
   "docs/monitoring.md": "tests/ops/docs_commands_test.ts",
   "docs/versions.md": "tests/ops/docs_commands_test.ts",
   "docs/schedules.md": "tests/ops/docs_commands_test.ts",
+  // Against a database with pgflow's own SQL loaded beside sluice, the CLI run in-process.
+  "docs/from_pgflow.md": "tests/docs/from_pgflow_test.ts",
 };
 
 /** The commands of this repository's checkout (README.md, docs/embedded.md), and what runs each. */

@@ -95,7 +95,7 @@ Deno.test("slugs of exactly MAX_SLUG_LENGTH (128) characters with letters, digit
 Deno.test("new Flow() rejects an unknown option", () => {
   assertRejects(() => new Flow({ slug: "f", queue: "q" } as never), {
     message:
-      'Cannot create flow "f": unknown option "queue" (valid options: slug, maxAttempts, baseDelay, timeout, events, progressInterval, maxInputBytes, maxOutputBytes, maxMapTasks)',
+      'Cannot create flow "f": unknown option "queue" (valid options: slug, input, maxAttempts, baseDelay, timeout, events, progressInterval, maxInputBytes, maxOutputBytes, maxMapTasks)',
     flowSlug: "f",
     stepSlug: undefined,
     reason: "unknown_option",
