@@ -11,6 +11,7 @@ import { type Html, markup } from "./escape.ts";
 import { dagSvg } from "./dag_svg.ts";
 import { formatSeconds, formatTime } from "./format.ts";
 import { page } from "./page.ts";
+import { isWaitStep } from "./step_kinds.ts";
 
 /** What the flow page shows. */
 export interface FlowView {
@@ -37,13 +38,20 @@ function condition(s: FlowStepRow): Html | string {
   return markup`${required}${forbidden}else ${s.when_unmet}`;
 }
 
+/** A wait step's cells for the task options it does not use. */
+const NOT_A_TASK = markup`<td class="muted" colspan="4">wait: no task, no worker</td>`;
+
 function stepRow(s: FlowStepRow, flow: FlowRow): Html {
-  return markup`<tr data-step="${s.step_slug}"><td class="num">${s.step_index}</td>
-<td>${s.step_slug}</td><td>${s.step_type}${s.map_source !== null && ` over ${s.map_source}`}</td>
-<td>${s.deps.length === 0 ? "-" : s.deps.join(", ")}</td><td>${s.queue_name}</td>
+  const wait = isWaitStep(s.step_type);
+  const taskCells = wait ? NOT_A_TASK : markup`<td>${s.queue_name}</td>
 <td>${option(s.opt_max_attempts, flow.opt_max_attempts)}</td>
 <td>${option(s.opt_base_delay, flow.opt_base_delay, "s")}</td>
-<td>${option(s.opt_timeout, flow.opt_timeout, "s")}</td>
+<td>${option(s.opt_timeout, flow.opt_timeout, "s")}</td>`;
+  return markup`<tr data-step="${s.step_slug}"${
+    wait && markup` data-wait="true"`
+  }><td class="num">${s.step_index}</td>
+<td>${s.step_slug}</td><td>${s.step_type}${s.map_source !== null && ` over ${s.map_source}`}</td>
+<td>${s.deps.length === 0 ? "-" : s.deps.join(", ")}</td>${taskCells}
 <td>${s.opt_start_delay === null ? "-" : `${s.opt_start_delay}s`}</td>
 <td>${condition(s)}</td><td>${s.when_exhausted}</td></tr>`;
 }
@@ -60,7 +68,7 @@ function stepRow(s: FlowStepRow, flow: FlowRow): Html {
  */
 export function flowPage({ flow, steps, queues }: FlowView): string {
   const queueRows = queues.map((q) =>
-    markup`<tr><td>${q.queue_name}</td><td>${q.ownership}</td>
+    markup`<tr data-queue="${q.queue_name}"><td>${q.queue_name}</td><td>${q.ownership}</td>
 <td class="num">${q.queue_length}</td>
 <td class="num">${q.oldest_msg_age_sec === null ? "-" : formatSeconds(q.oldest_msg_age_sec)}</td>
 <td class="num">${q.live_workers}</td></tr>`
@@ -69,7 +77,8 @@ export function flowPage({ flow, steps, queues }: FlowView): string {
     slug: s.step_slug,
     deps: s.deps,
     status: "created",
-    label: s.step_type,
+    label: isWaitStep(s.step_type) ? `wait · ${s.step_type}` : s.step_type,
+    wait: isWaitStep(s.step_type),
   })));
   return page(
     `Flow ${flow.flow_slug}`,
@@ -82,10 +91,10 @@ export function flowPage({ flow, steps, queues }: FlowView): string {
 <tr><th>Compiled</th><td>${formatTime(flow.created_at)}</td></tr></table>
 <p><a href="runs?flow=${encodeURIComponent(flow.flow_slug)}">Runs of this flow</a></p>
 <h2>Steps</h2>${graph}
-<table id="flow-steps"><tr><th>#</th><th>Step</th><th>Type</th><th>After</th><th>Queue</th>
+<div class="scroll"><table id="flow-steps"><tr><th>#</th><th>Step</th><th>Type</th><th>After</th><th>Queue</th>
 <th>Max attempts</th><th>Base delay</th><th>Timeout</th><th>Start delay</th><th>Condition</th>
-<th>When exhausted</th></tr>${steps.map((s) => stepRow(s, flow))}</table>
-<h2>Queues</h2><table><tr><th>Queue</th><th>Ownership</th><th>Depth</th><th>Oldest message</th>
+<th>When exhausted</th></tr>${steps.map((s) => stepRow(s, flow))}</table></div>
+<h2>Queues</h2><table id="flow-queues"><tr><th>Queue</th><th>Ownership</th><th>Depth</th><th>Oldest message</th>
 <th>Live workers</th></tr>${queueRows}</table>
 <h2>Compiled definition</h2>
 <p class="muted">The stored shape (sluice.stored_shape) a worker's definition must match.</p>

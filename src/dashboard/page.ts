@@ -23,17 +23,30 @@ tr.alert td{background:#fff0f0}
 .missing{color:#b00020;font-weight:600}
 pre{margin:0;white-space:pre-wrap;word-break:break-word;max-height:400px;overflow:auto}
 .error{color:#b00020}
-svg.dag{background:#fff;border:1px solid #dde1e7;display:block;margin:6px 0}
+svg.dag{background:#fff;border:1px solid #dde1e7;display:block;margin:6px 0;max-width:100%;height:auto}
 svg.dag .node rect{fill:var(--c);stroke:#59606e}
 svg.dag .node.s-failed rect{stroke:#b00020;stroke-width:2}
 svg.dag .node.s-skipped rect{stroke-dasharray:4 3}
 svg.dag .node.s-waiting rect{stroke:#6a4bb0;stroke-dasharray:1 3;stroke-width:2}
+svg.dag .node.wait:not(.s-waiting) rect{stroke:#6a4bb0}
 .wait{font-size:12px;word-break:break-all}
 svg.dag text{font:12px system-ui,sans-serif}svg.dag .slug{font-weight:600}
 svg.dag .edge{fill:none;stroke:#8a93a3;stroke-width:1.5}
+svg.timeline{background:#fff;border:1px solid #dde1e7;display:block;width:100%;max-width:1000px;height:auto}
+svg.timeline text{font:11px system-ui,sans-serif;fill:#1d2330}svg.timeline text.tick{fill:#687080}
+svg.timeline line.tick{stroke:#eef1f5}svg.timeline .lane:nth-child(even){fill:#fafbfc}
+.bar.queued,.key.queued{fill:#e4e7ec;background:#e4e7ec}
+.bar.attempt,.key.attempt{fill:var(--c,#cfe2ff);stroke:#59606e;stroke-width:.5;background:#cfe2ff}
+.bar.retries,.key.retries{fill:#fde2c4;stroke:#c77a1a;stroke-dasharray:3 2;background:#fde2c4}
+.bar.backoff,.key.backoff{fill:#fff;stroke:#c77a1a;stroke-dasharray:2 2;background:#fff}
+.bar.wait,.key.wait{fill:#e6dcfa;stroke:#6a4bb0;background:#e6dcfa}
+line.cancel{stroke:#b00020;stroke-width:3}.key.cancel{background:#b00020}
+line.run-end{stroke:#1d2330;stroke-dasharray:4 3}
+.key{display:inline-block;width:18px;height:10px;border:1px solid #999;vertical-align:middle}
 form.inline{display:inline}button{cursor:pointer}
 .filters input,.filters select{margin-right:8px}
 .muted{color:#687080}
+.scroll{overflow-x:auto;max-width:100%}
 `;
 
 /**

@@ -12,6 +12,7 @@ import {
   readFlowSteps,
   readFlowSummaries,
   readFunctionOverview,
+  readWaitOnlyQueues,
 } from "../db/dashboard_queries.ts";
 import {
   listRuns,
@@ -29,6 +30,7 @@ import { runChanges } from "./run_changes.ts";
 import { runPage, runParts } from "./run_page.ts";
 import { readRunView } from "./run_view.ts";
 import { runsPage } from "./runs_page.ts";
+import { isWaitStep } from "./step_kinds.ts";
 import { isRunActionName, runActionConfirmPage, takeRunAction } from "./run_actions.ts";
 
 /** What the handlers of one running dashboard share. */
@@ -95,14 +97,17 @@ export function message(error: unknown): string {
 
 /** `/`: worker functions, queues, route coverage, flows and the last hour's runs. */
 async function overview({ state: { sql } }: RouteRequest): Promise<Response> {
-  const [functions, queues, coverage, flows, runsLastHour] = [
+  const [functions, queues, coverage, flows, runsLastHour, waitOnlyQueues] = [
     await readFunctionOverview(sql),
     await readQueueHealth(sql),
     await readRouteCoverage(sql),
     await readFlowSummaries(sql),
     await countRunsByStatusSince(sql, "1 hour"),
+    await readWaitOnlyQueues(sql),
   ];
-  return htmlResponse(overviewPage({ functions, queues, coverage, flows, runsLastHour }));
+  return htmlResponse(
+    overviewPage({ functions, queues, coverage, flows, runsLastHour, waitOnlyQueues }),
+  );
 }
 
 /** `/runs?flow=&status=&since=&offset=`: the latest runs, 50 a page. */
@@ -234,7 +239,10 @@ async function flow({ params: [flowSlug], state: { sql } }: RouteRequest): Promi
     );
   }
   const steps = await readFlowSteps(sql, flowSlug);
-  const names = new Set(steps.map((step) => step.queue_name));
+  // A wait step's queue carries no message and needs no worker: not listed as if it were starved.
+  const names = new Set(
+    steps.filter((step) => !isWaitStep(step.step_type)).map((step) => step.queue_name),
+  );
   const queues = (await readQueueHealth(sql)).filter((queue) => names.has(queue.queue_name));
   return htmlResponse(flowPage({ flow: row, steps, queues }));
 }

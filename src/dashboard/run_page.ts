@@ -14,6 +14,7 @@ import { formatDuration, formatTime, jsonPreview } from "./format.ts";
 import { page, statusBadge } from "./page.ts";
 import type { RunStepView, RunView } from "./run_view.ts";
 import { runActionButton } from "./run_actions.ts";
+import { isWaitStep } from "./step_kinds.ts";
 
 /** Characters of a value shown before it must be expanded. */
 const PREVIEW_CHARS = 80;
@@ -96,7 +97,11 @@ function stepRow({ state, definition, tasks }: RunStepView): Html {
   const stalled = (tasks?.stalled_requeues ?? 0) > 0 && ` (${tasks?.stalled_requeues} stalled)`;
   return markup`<tr data-step="${state.stepSlug}"><td>${state.stepSlug}</td>
 <td>${definition.step_type}${after}</td><td>${statusBadge(state.status)}${waiting}</td>
-<td class="num">${taskCounts(tasks)}</td><td class="num">${tasks?.attempts ?? 0}${stalled}</td>
+<td class="num">${taskCounts(tasks)}</td><td class="num">${
+    isWaitStep(definition.step_type) && tasks === null
+      ? "-"
+      : markup`${tasks?.attempts ?? 0}${stalled}`
+  }</td>
 <td>${formatTime(start)}</td><td class="num">${formatDuration(start, end)}</td>
 <td class="last-error">${errorText(state.errorMessage ?? tasks?.last_error ?? null)}</td>
 <td>${state.output === null ? "-" : jsonValue(state.output)}</td></tr>`;
@@ -154,6 +159,7 @@ export function runParts({ run, steps, parent, children }: RunView): RunParts {
     status: step.state.status,
     label: stepLabel(step),
     detail: waitingFor(step.state) ?? undefined,
+    wait: isWaitStep(step.definition.step_type),
   })));
   const table = markup`<table><tr><th>Step</th><th>Type</th><th>Status</th><th>Tasks</th>
 <th>Attempts</th><th>Started</th><th>Duration</th><th>Last error</th><th>Output</th></tr>

@@ -154,3 +154,17 @@ export async function readStepTaskSummaries(
     group by t.step_slug
   `;
 }
+
+/**
+ * The queues that only wait steps (sleep, signal, subflow) name: a step-queued flow's wait step
+ * gets a queue like any step, but no message ever goes through it and no worker serves it.
+ */
+export async function readWaitOnlyQueues(sql: Sql): Promise<string[]> {
+  const rows = await sql<{ queue_name: string }[]>`
+    select s.queue_name from sluice.steps s
+    group by s.queue_name
+    having bool_and(s.step_type in ('sleep', 'signal', 'subflow'))
+    order by s.queue_name collate "C"
+  `;
+  return rows.map((row) => row.queue_name);
+}
