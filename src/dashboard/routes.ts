@@ -202,6 +202,7 @@ function runEvents({ params: [runId], state }: RouteRequest): Response {
             summary: String(parts.summary),
             dag: String(parts.dag),
             steps: String(parts.steps),
+            timeline: String(parts.timeline),
           });
           if (data !== sent) send("parts", data);
           sent = data;

@@ -1,6 +1,7 @@
 /**
  * The run page: the flow's DAG with each step's state, the steps with their tasks, attempts,
- * errors, outputs and timings (a waiting step with its signal key or due time), the run's input
+ * errors, outputs and timings (a waiting step with its signal key or due time), a timeline of its
+ * attempts, retries, waits and cancels, the run's input
  * and output, and its subflow parent and children, linked (docs/subflows.md). Its parts are also sent on their own
  * as the run changes (server-sent events), and a small script swaps them in.
  *
@@ -15,6 +16,7 @@ import { page, statusBadge } from "./page.ts";
 import type { RunStepView, RunView } from "./run_view.ts";
 import { runActionButton } from "./run_actions.ts";
 import { isWaitStep } from "./step_kinds.ts";
+import { timelineSvg } from "./timeline_svg.ts";
 
 /** Characters of a value shown before it must be expanded. */
 const PREVIEW_CHARS = 80;
@@ -29,6 +31,8 @@ export interface RunParts {
   readonly dag: Html;
   /** The steps table. */
   readonly steps: Html;
+  /** The timeline. */
+  readonly timeline: Html;
 }
 
 /** A JSON value: a preview, expandable to the whole (capped) when it is longer. */
@@ -117,7 +121,8 @@ function stepRow({ state, definition, tasks }: RunStepView): Html {
  * const { dag } = runParts(view);
  * ```
  */
-export function runParts({ run, steps, parent, children }: RunView): RunParts {
+export function runParts(view: RunView): RunParts {
+  const { run, steps, parent, children } = view;
   const via = run.startedVia !== run.flowSlug && ` (started via ${run.startedVia})`;
   const error = run.errorMessage !== null &&
     markup`<tr><th>Error</th><td>${errorText(run.errorMessage)}</td></tr>`;
@@ -164,7 +169,7 @@ export function runParts({ run, steps, parent, children }: RunView): RunParts {
   const table = markup`<table><tr><th>Step</th><th>Type</th><th>Status</th><th>Tasks</th>
 <th>Attempts</th><th>Started</th><th>Duration</th><th>Last error</th><th>Output</th></tr>
 ${steps.map(stepRow)}</table>`;
-  return { summary, dag, steps: table };
+  return { summary, dag, steps: table, timeline: timelineSvg(view, view.timeline) };
 }
 
 /** Replaces each part with the markup the server sent; stops once the run is terminal. */
@@ -212,6 +217,13 @@ export function runPage(view: RunView): string {
 <div id="summary">${parts.summary}</div>
 <h2>Steps</h2><div id="dag">${parts.dag}</div>
 <div id="steps">${parts.steps}</div>
+<h2>Timeline</h2>
+<p class="muted" id="timeline-key">Time from the run's start.
+<span class="key queued"></span> queued <span class="key attempt"></span> attempt
+<span class="key retries"></span> earlier attempts and retries
+<span class="key backoff"></span> retry backoff <span class="key wait"></span> wait
+<span class="key cancel"></span> cancel; hover a bar for its times and error.</p>
+<div id="timeline">${parts.timeline}</div>
 ${going && markup`<script type="module">${new Html(LIVE_SCRIPT)}</script>`}`,
   );
 }

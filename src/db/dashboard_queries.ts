@@ -168,3 +168,85 @@ export async function readWaitOnlyQueues(sql: Sql): Promise<string[]> {
   `;
   return rows.map((row) => row.queue_name);
 }
+
+/** One task on a run's timeline, with its step's task totals and time span. */
+export interface TimelineTaskRow extends Record<string, unknown> {
+  step_slug: string;
+  task_index: number;
+  status: string;
+  /** Attempts since the run's last retry (`attempts_count - attempts_base`). */
+  attempts: number;
+  stalled_requeues: number;
+  queued_at: Date;
+  /** The latest attempt's start (every claim sets it). */
+  started_at: Date | null;
+  ended_at: Date | null;
+  cancelled_at: Date | null;
+  error_message: string | null;
+  /**
+   * The backoff before each retry so far, by the step's policy (`sluice.backoff_delay_seconds`),
+   * and for a task queued again after a failure the one it waits now. A worker's own
+   * `retryDelaySeconds` is not stored: the policy's is shown.
+   */
+  backoff_seconds: number[];
+  /** The step's tasks in all, how many completed and failed. */
+  step_tasks: number;
+  step_completed: number;
+  step_failed: number;
+  /** The step's earliest queue time, earliest start and latest end over all its tasks. */
+  step_first_queued_at: Date;
+  step_first_started_at: Date | null;
+  step_last_ended_at: Date | null;
+}
+
+/** Tasks per step the timeline reads at most (a 10,000-task map reads as its totals and these). */
+export const TIMELINE_TASKS_PER_STEP = 8;
+
+/**
+ * A run's tasks for its timeline: per step the {@linkcode TIMELINE_TASKS_PER_STEP} most telling
+ * (failed first, then by attempts, then running, then by index), each with its step's totals and
+ * span, and the database's `now()` (where a bar still going ends).
+ */
+export async function readRunTimeline(
+  sql: Sql,
+  runId: string,
+): Promise<{ now: Date; tasks: TimelineTaskRow[] }> {
+  const tasks = await sql<TimelineTaskRow[]>`
+    with ranked as (
+      select t.*, coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at) as ended_at,
+        t.attempts_count - t.attempts_base as attempts,
+        row_number() over (
+          partition by t.step_slug
+          order by (t.status = 'failed') desc, t.attempts_count - t.attempts_base desc,
+            (t.status = 'started') desc, t.task_index
+        ) as rank,
+        count(*) over w as step_tasks,
+        count(*) filter (where t.status = 'completed') over w as step_completed,
+        count(*) filter (where t.status = 'failed') over w as step_failed,
+        min(t.queued_at) over w as step_first_queued_at,
+        min(t.started_at) over w as step_first_started_at,
+        max(coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at)) over w
+          as step_last_ended_at
+      from sluice.step_tasks t
+      where t.run_id = ${runId}::uuid
+      window w as (partition by t.step_slug)
+    )
+    select r.step_slug, r.task_index, r.status, r.attempts::integer as attempts,
+      r.requeued_count as stalled_requeues, r.queued_at, r.started_at, r.ended_at,
+      r.cancelled_at, r.error_message,
+      array(
+        select sluice.backoff_delay_seconds(coalesce(s.opt_base_delay, f.opt_base_delay), g)
+        from generate_series(1, r.attempts - case when r.status = 'queued' then 0 else 1 end) g
+      ) as backoff_seconds,
+      r.step_tasks::integer as step_tasks, r.step_completed::integer as step_completed,
+      r.step_failed::integer as step_failed, r.step_first_queued_at, r.step_first_started_at,
+      r.step_last_ended_at
+    from ranked r
+    join sluice.steps s on s.flow_slug = r.flow_slug and s.step_slug = r.step_slug
+    join sluice.flows f on f.flow_slug = r.flow_slug
+    where r.rank <= ${TIMELINE_TASKS_PER_STEP}
+    order by s.step_index, r.task_index
+  `;
+  const [{ now }] = await sql<{ now: Date }[]>`select now() as now`;
+  return { now, tasks };
+}
