@@ -1,13 +1,15 @@
 /**
- * The flow page: its options, its steps as a graph and a table, the queues they use, and the
- * stored shape that workers' definitions are checked against.
+ * The flow page: its options, its last hour's throughput and p95 durations as charts, its steps
+ * as a graph and a table, the queues they use, and the stored shape that workers' definitions are
+ * checked against.
  *
  * @module
  */
 
-import type { FlowRow, FlowStepRow } from "../db/dashboard_queries.ts";
+import type { FlowMinuteRow, FlowRow, FlowStepRow } from "../db/dashboard_queries.ts";
 import type { QueueRow } from "../db/ops_queries.ts";
 import { type Html, markup } from "./escape.ts";
+import { chartSvg } from "./chart_svg.ts";
 import { dagSvg } from "./dag_svg.ts";
 import { formatSeconds, formatTime } from "./format.ts";
 import { page } from "./page.ts";
@@ -21,6 +23,57 @@ export interface FlowView {
   readonly steps: readonly FlowStepRow[];
   /** The queues its steps use. */
   readonly queues: readonly QueueRow[];
+  /** Its last 60 minutes, one row per minute, oldest first. */
+  readonly lastHour: readonly FlowMinuteRow[];
+}
+
+/** The last hour's charts: throughput and p95 durations, a value per minute. */
+function lastHourCharts(rows: readonly FlowMinuteRow[]): Html {
+  const minutes = rows.map((row) => row.minute);
+  const sum = (pick: (row: FlowMinuteRow) => number) =>
+    rows.reduce((total, row) => total + pick(row), 0);
+  const charts = [
+    chartSvg({
+      id: "runs",
+      title: "Runs finished per minute",
+      minutes,
+      kind: "bars",
+      series: [
+        { name: "completed", cls: "completed", values: rows.map((r) => r.runs_completed) },
+        { name: "failed", cls: "failed", values: rows.map((r) => r.runs_failed) },
+      ],
+    }),
+    chartSvg({
+      id: "tasks",
+      title: "Tasks completed per minute",
+      minutes,
+      kind: "bars",
+      series: [{ name: "tasks", cls: "tasks", values: rows.map((r) => r.tasks_completed) }],
+    }),
+    chartSvg({
+      id: "run-p95",
+      title: "p95 run duration (completed runs)",
+      minutes,
+      kind: "line",
+      seconds: true,
+      series: [{ name: "p95", cls: "run-p95", values: rows.map((r) => r.run_p95_seconds) }],
+    }),
+    chartSvg({
+      id: "task-p95",
+      title: "p95 task duration (last attempt)",
+      minutes,
+      kind: "line",
+      seconds: true,
+      series: [{ name: "p95", cls: "task-p95", values: rows.map((r) => r.task_p95_seconds) }],
+    }),
+  ];
+  return markup`<p id="last-hour-totals">${sum((r) => r.runs_completed)} runs completed, ${
+    sum((r) => r.runs_failed)
+  } failed, ${
+    sum((r) => r.tasks_completed)
+  } tasks completed in the last hour (by the minute they ended).</p>
+<div class="charts">${charts}</div>
+<p class="muted" id="queue-depth-history">Queue depth history: not recorded. PGMQ keeps each queue's current depth only, and sluice samples none; the current depths are under Queues below.</p>`;
 }
 
 /** A step option: its own value, or the flow's default it inherits. */
@@ -63,10 +116,10 @@ function stepRow(s: FlowStepRow, flow: FlowRow): Html {
  * ```ts ignore
  * import { flowPage } from "./flow_page.ts";
  *
- * const doc = flowPage({ flow, steps, queues });
+ * const doc = flowPage({ flow, steps, queues, lastHour });
  * ```
  */
-export function flowPage({ flow, steps, queues }: FlowView): string {
+export function flowPage({ flow, steps, queues, lastHour }: FlowView): string {
   const queueRows = queues.map((q) =>
     markup`<tr data-queue="${q.queue_name}"><td>${q.queue_name}</td><td>${q.ownership}</td>
 <td class="num">${q.queue_length}</td>
@@ -90,6 +143,7 @@ export function flowPage({ flow, steps, queues }: FlowView): string {
 <tr><th>Timeout</th><td>${flow.opt_timeout}s</td></tr>
 <tr><th>Compiled</th><td>${formatTime(flow.created_at)}</td></tr></table>
 <p><a href="runs?flow=${encodeURIComponent(flow.flow_slug)}">Runs of this flow</a></p>
+<h2>Last hour</h2>${lastHourCharts(lastHour)}
 <h2>Steps</h2>${graph}
 <div class="scroll"><table id="flow-steps"><tr><th>#</th><th>Step</th><th>Type</th><th>After</th><th>Queue</th>
 <th>Max attempts</th><th>Base delay</th><th>Timeout</th><th>Start delay</th><th>Condition</th>

@@ -43,6 +43,17 @@ svg.timeline line.tick{stroke:#eef1f5}svg.timeline .lane:nth-child(even){fill:#f
 line.cancel{stroke:#b00020;stroke-width:3}.key.cancel{background:#b00020}
 line.run-end{stroke:#1d2330;stroke-dasharray:4 3}
 .key{display:inline-block;width:18px;height:10px;border:1px solid #999;vertical-align:middle}
+.charts{display:flex;flex-wrap:wrap;gap:12px}
+figure.chart{margin:0;background:#fff;border:1px solid #dde1e7;padding:4px 6px}
+figure.chart figcaption{font-weight:600;font-size:12px}
+figure.chart svg{display:block;max-width:100%;height:auto}
+figure.chart text{font:10px system-ui,sans-serif;fill:#687080}
+figure.chart line.axis{stroke:#b8bec8}figure.chart .hit{fill:transparent}
+figure.chart polyline{fill:none;stroke-width:1.5}
+.c-completed{fill:#58b26a;stroke:#58b26a;background:#58b26a}
+.c-failed{fill:#d9534f;stroke:#d9534f;background:#d9534f}
+.c-tasks{fill:#4a7fd4;stroke:#4a7fd4;background:#4a7fd4}
+.c-run-p95,.c-task-p95{fill:#6a4bb0;stroke:#6a4bb0;background:#6a4bb0}
 form.inline{display:inline}button{cursor:pointer}
 .filters input,.filters select{margin-right:8px}
 .muted{color:#687080}

@@ -9,6 +9,7 @@ import type { Sql } from "../db/driver/postgres.ts";
 import {
   countRunsByStatusSince,
   readFlow,
+  readFlowLastHour,
   readFlowSteps,
   readFlowSummaries,
   readFunctionOverview,
@@ -245,7 +246,8 @@ async function flow({ params: [flowSlug], state: { sql } }: RouteRequest): Promi
     steps.filter((step) => !isWaitStep(step.step_type)).map((step) => step.queue_name),
   );
   const queues = (await readQueueHealth(sql)).filter((queue) => names.has(queue.queue_name));
-  return htmlResponse(flowPage({ flow: row, steps, queues }));
+  const lastHour = await readFlowLastHour(sql, flowSlug);
+  return htmlResponse(flowPage({ flow: row, steps, queues, lastHour }));
 }
 
 /**

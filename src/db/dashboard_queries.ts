@@ -250,3 +250,68 @@ export async function readRunTimeline(
   const [{ now }] = await sql<{ now: Date }[]>`select now() as now`;
   return { now, tasks };
 }
+
+/** One minute of a flow's last hour: what finished in it and how long it took. */
+export interface FlowMinuteRow extends Record<string, unknown> {
+  minute: Date;
+  runs_completed: number;
+  runs_failed: number;
+  /** The 95th percentile of the completed runs' durations (start to end), seconds. */
+  run_p95_seconds: number | null;
+  tasks_completed: number;
+  /** The 95th percentile of the completed tasks' last attempts (start to end), seconds. */
+  task_p95_seconds: number | null;
+}
+
+/**
+ * A flow's last 60 minutes, one row per minute (oldest first, the current minute last): runs
+ * finished and tasks completed in it, with their p95 durations. Runs are found through the
+ * finished-runs index; tasks through their runs (a task completed in the last hour belongs to a
+ * run still going or finished since), so no task table scan.
+ */
+export async function readFlowLastHour(sql: Sql, flowSlug: string): Promise<FlowMinuteRow[]> {
+  return await sql<FlowMinuteRow[]>`
+    with since as (
+      select date_trunc('minute', now()) - interval '59 minutes' as at
+    ), minutes as (
+      select generate_series(s.at, s.at + interval '59 minutes', interval '1 minute') as minute
+      from since s
+    ), finished as (
+      select r.run_id, r.status, coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
+        r.started_at
+      from sluice.runs r, since s
+      where r.flow_slug = ${flowSlug} and r.status <> 'started'
+        and coalesce(r.completed_at, r.failed_at, r.cancelled_at) >= s.at
+    ), runs_by_minute as (
+      select date_trunc('minute', f.ended_at) as minute,
+        count(*) filter (where f.status = 'completed')::integer as runs_completed,
+        count(*) filter (where f.status = 'failed')::integer as runs_failed,
+        (percentile_cont(0.95) within group (
+          order by extract(epoch from f.ended_at - f.started_at)
+        ) filter (where f.status = 'completed'))::float8 as run_p95_seconds
+      from finished f
+      group by 1
+    ), tasks_by_minute as (
+      select date_trunc('minute', t.completed_at) as minute, count(*)::integer as tasks_completed,
+        (percentile_cont(0.95) within group (
+          order by extract(epoch from t.completed_at - t.started_at)
+        ))::float8 as task_p95_seconds
+      from (
+        select f.run_id from finished f
+        union all
+        select r.run_id from sluice.runs r where r.flow_slug = ${flowSlug} and r.status = 'started'
+      ) x
+      join sluice.step_tasks t on t.run_id = x.run_id
+      cross join since s
+      where t.status = 'completed' and t.completed_at >= s.at
+      group by 1
+    )
+    select m.minute, coalesce(r.runs_completed, 0) as runs_completed,
+      coalesce(r.runs_failed, 0) as runs_failed, r.run_p95_seconds,
+      coalesce(t.tasks_completed, 0) as tasks_completed, t.task_p95_seconds
+    from minutes m
+    left join runs_by_minute r on r.minute = m.minute
+    left join tasks_by_minute t on t.minute = m.minute
+    order by m.minute
+  `;
+}
