@@ -80,7 +80,7 @@ export function page(title: string, body: Html): string {
 <html lang="en"><head><meta charset="utf-8"><title>${title} · sluice</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>${new Html(STYLE)}</style></head>
-<body><header><b>sluice</b><a href="./">Overview</a><a href="runs">Runs</a></header>
+<body><header><b>sluice</b><a href="./">Overview</a><a href="runs">Runs</a><a href="schedules">Schedules</a></header>
 <main>${body}</main></body></html>`);
 }
 

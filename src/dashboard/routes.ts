@@ -13,6 +13,7 @@ import {
   readFlowSteps,
   readFlowSummaries,
   readFunctionOverview,
+  readScheduleOverview,
   readWaitOnlyQueues,
 } from "../db/dashboard_queries.ts";
 import {
@@ -31,6 +32,7 @@ import { runChanges } from "./run_changes.ts";
 import { runPage, runParts } from "./run_page.ts";
 import { readRunView } from "./run_view.ts";
 import { runsPage } from "./runs_page.ts";
+import { schedulesPage } from "./schedules_page.ts";
 import { isWaitStep } from "./step_kinds.ts";
 import { isRunActionName, runActionConfirmPage, takeRunAction } from "./run_actions.ts";
 
@@ -250,6 +252,11 @@ async function flow({ params: [flowSlug], state: { sql } }: RouteRequest): Promi
   return htmlResponse(flowPage({ flow: row, steps, queues, lastHour }));
 }
 
+/** `/schedules`: every schedule, its next and last fire. */
+async function schedules({ state: { sql } }: RouteRequest): Promise<Response> {
+  return htmlResponse(schedulesPage(await readScheduleOverview(sql)));
+}
+
 /**
  * The most bytes an action's form body may have: its fields are a function name or a reason of at
  * most 1,000 characters, so anything much longer is not the dashboard's own form.
@@ -373,6 +380,7 @@ export const ROUTES: readonly Route[] = [
   { method: "GET", pattern: /^\/runs\/([^/]+)\/(cancel|retry)$/, handler: confirmRunAction },
   { method: "POST", pattern: /^\/runs\/([^/]+)\/(cancel|retry)$/, handler: takeRunActionRoute },
   { method: "GET", pattern: /^\/flows\/([^/]+)$/, handler: flow },
+  { method: "GET", pattern: /^\/schedules$/, handler: schedules },
   { method: "GET", pattern: /^\/actions\/([a-z-]+)$/, handler: confirmAction },
   { method: "POST", pattern: /^\/actions\/([a-z-]+)$/, handler: takeAction },
 ];

@@ -315,3 +315,37 @@ export async function readFlowLastHour(sql: Sql, flowSlug: string): Promise<Flow
     order by m.minute
   `;
 }
+
+/** One schedule for the schedules page, with the flow it starts and its last run's status. */
+export interface ScheduleOverviewRow extends Record<string, unknown> {
+  schedule_name: string;
+  target_kind: "flow" | "alias";
+  target: string;
+  /** The concrete flow: the target, or the flow its alias points at now (`null`: none). */
+  flow_slug: string | null;
+  cron: string;
+  timezone: string;
+  missed: string;
+  next_due_at: Date | null;
+  paused_at: Date | null;
+  last_fired_at: Date | null;
+  last_run_id: string | null;
+  last_run_status: string | null;
+  last_error: string | null;
+  /** The database's time now, for how soon or how late. */
+  now: Date;
+}
+
+/** Every schedule by name, with the flow it starts and its last run's status. */
+export async function readScheduleOverview(sql: Sql): Promise<ScheduleOverviewRow[]> {
+  return await sql<ScheduleOverviewRow[]>`
+    select s.schedule_name, s.target_kind, s.target,
+      case when s.target_kind = 'flow' then s.target else a.flow_slug end as flow_slug,
+      s.cron, s.timezone, s.missed, s.next_due_at, s.paused_at, s.last_fired_at, s.last_run_id,
+      r.status as last_run_status, s.last_error, now() as now
+    from sluice.schedules s
+    left join sluice.aliases a on s.target_kind = 'alias' and a.alias = s.target
+    left join sluice.runs r on r.run_id = s.last_run_id
+    order by s.schedule_name collate "C"
+  `;
+}
