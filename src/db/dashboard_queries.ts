@@ -211,44 +211,45 @@ export async function readRunTimeline(
   sql: Sql,
   runId: string,
 ): Promise<{ now: Date; tasks: TimelineTaskRow[] }> {
-  const tasks = await sql<TimelineTaskRow[]>`
-    with ranked as (
-      select t.*, coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at) as ended_at,
-        t.attempts_count - t.attempts_base as attempts,
-        row_number() over (
-          partition by t.step_slug
-          order by (t.status = 'failed') desc, t.attempts_count - t.attempts_base desc,
-            (t.status = 'started') desc, t.task_index
-        ) as rank,
-        count(*) over w as step_tasks,
-        count(*) filter (where t.status = 'completed') over w as step_completed,
-        count(*) filter (where t.status = 'failed') over w as step_failed,
-        min(t.queued_at) over w as step_first_queued_at,
-        min(t.started_at) over w as step_first_started_at,
-        max(coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at)) over w
+  // Totals by a hash aggregate, the telling tasks by a top-N sort per step: no full sort of a
+  // large map's tasks.
+  const rows = await sql<(TimelineTaskRow & { now: Date })[]>`
+    with totals as (
+      select t.step_slug, t.flow_slug, count(*)::integer as step_tasks,
+        count(*) filter (where t.status = 'completed')::integer as step_completed,
+        count(*) filter (where t.status = 'failed')::integer as step_failed,
+        min(t.queued_at) as step_first_queued_at, min(t.started_at) as step_first_started_at,
+        max(coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at))
           as step_last_ended_at
       from sluice.step_tasks t
       where t.run_id = ${runId}::uuid
-      window w as (partition by t.step_slug)
+      group by t.step_slug, t.flow_slug
     )
-    select r.step_slug, r.task_index, r.status, r.attempts::integer as attempts,
-      r.requeued_count as stalled_requeues, r.queued_at, r.started_at, r.ended_at,
-      r.cancelled_at, r.error_message,
+    select x.step_slug, r.task_index, r.status, r.attempts, r.requeued_count as stalled_requeues,
+      r.queued_at, r.started_at, r.ended_at, r.cancelled_at, r.error_message,
       array(
         select sluice.backoff_delay_seconds(coalesce(s.opt_base_delay, f.opt_base_delay), g)
         from generate_series(1, r.attempts - case when r.status = 'queued' then 0 else 1 end) g
       ) as backoff_seconds,
-      r.step_tasks::integer as step_tasks, r.step_completed::integer as step_completed,
-      r.step_failed::integer as step_failed, r.step_first_queued_at, r.step_first_started_at,
-      r.step_last_ended_at
-    from ranked r
-    join sluice.steps s on s.flow_slug = r.flow_slug and s.step_slug = r.step_slug
-    join sluice.flows f on f.flow_slug = r.flow_slug
-    where r.rank <= ${TIMELINE_TASKS_PER_STEP}
+      x.step_tasks, x.step_completed, x.step_failed, x.step_first_queued_at,
+      x.step_first_started_at, x.step_last_ended_at, now() as now
+    from totals x
+    join sluice.steps s on s.flow_slug = x.flow_slug and s.step_slug = x.step_slug
+    join sluice.flows f on f.flow_slug = x.flow_slug
+    cross join lateral (
+      select t.task_index, t.status, (t.attempts_count - t.attempts_base)::integer as attempts,
+        t.requeued_count, t.queued_at, t.started_at, t.cancelled_at, t.error_message,
+        coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at) as ended_at
+      from sluice.step_tasks t
+      where t.run_id = ${runId}::uuid and t.step_slug = x.step_slug
+      order by (t.status = 'failed') desc, t.attempts_count - t.attempts_base desc,
+        (t.status = 'started') desc, t.task_index
+      limit ${TIMELINE_TASKS_PER_STEP}
+    ) r
     order by s.step_index, r.task_index
   `;
-  const [{ now }] = await sql<{ now: Date }[]>`select now() as now`;
-  return { now, tasks };
+  const now = rows[0]?.now ?? (await sql<{ now: Date }[]>`select now() as now`)[0].now;
+  return { now, tasks: rows.map(({ now: _, ...task }) => task) };
 }
 
 /** One minute of a flow's last hour: what finished in it and how long it took. */
