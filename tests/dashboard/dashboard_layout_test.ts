@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { Flow, withStepQueues } from "../../mod.ts";
 import { compileFlow } from "../../src/client/compile_flow.ts";
+import { startFlow } from "../../src/client/start_flow.ts";
 import { freshDatabase } from "../_db.ts";
 import { uniqueSlug } from "../worker/_helpers.ts";
 import { browser, dashboard, IMAGES, NO_BROWSER } from "./_browser.ts";
@@ -81,7 +82,7 @@ Deno.test({
       assert.ok(at.parse.left > at.fetch.right, "parse is one column right of fetch");
       assert.equal(Math.round(at.enrich_geo.left), Math.round(at.parse.left), "one column");
       assert.ok(at.merge.left > at.lines.right);
-      // Seven columns deep in a five-column band: invoice on begin the second band.
+      // Nine layers deep, five to a band: invoice (the sixth layer) begins the second band.
       assert.ok(at.invoice.top > at.enrich_vendor.bottom, "the sixth layer wraps below");
       assert.ok(at.invoice.left < at.parse.left, "and starts at the left again");
       if (width === 1280) {
@@ -89,6 +90,21 @@ Deno.test({
         assert.equal(Math.round(at.fetch.right - at.fetch.left), 180);
         await page.screenshot(new URL("dashboard_flow.png", IMAGES).pathname);
       }
+    }
+
+    // A run's page: the same graph with states, and the timeline, fit too.
+    const runId = await startFlow(db.sql, flow, { id: "r1" });
+    for (const width of [1280, 800]) {
+      const page = await chromium.newPage(width, 900);
+      await page.goto(server.url);
+      await page.goto(`${server.root}/runs/${runId}`);
+      const geometry = await page.evaluate<Geometry>(GEOMETRY);
+      assertFits(geometry, width);
+      assert.equal(geometry.nodes.length, 14);
+      const timeline = await page.evaluate<number>(
+        `document.querySelector("svg.timeline").getBoundingClientRect().right`,
+      );
+      assert.ok(timeline <= width, `the timeline ends inside the page: ${timeline}`);
     }
 
     const page = await chromium.newPage();
