@@ -23,6 +23,8 @@ export interface Overview {
   readonly flows: readonly FlowSummaryRow[];
   /** Runs started in the last hour, per status. */
   readonly runsLastHour: Readonly<Record<string, number>>;
+  /** Queues that only wait steps name: no worker needed. */
+  readonly waitOnlyQueues: readonly string[];
 }
 
 /** A button that opens the confirmation page of an action on a worker function. */
@@ -61,14 +63,18 @@ function functionsTable(functions: readonly FunctionOverviewRow[]): Html {
 ${functions.map(functionRow)}</table>`;
 }
 
-function queuesTable(queues: readonly QueueRow[]): Html {
+function queuesTable(queues: readonly QueueRow[], waitOnly: readonly string[]): Html {
   if (queues.length === 0) return markup`<p class="muted">No queues yet.</p>`;
   const rows = queues.map((q) =>
-    markup`<tr><td>${q.queue_name}</td>
+    markup`<tr data-queue="${q.queue_name}"><td>${q.queue_name}</td>
 <td>${q.ownership === "private" ? `private to ${q.owner_flow_slug}` : q.ownership}</td>
 <td class="num">${q.queue_length}</td><td class="num">${q.queue_visible_length}</td>
 <td class="num">${q.oldest_msg_age_sec === null ? "-" : formatSeconds(q.oldest_msg_age_sec)}</td>
-<td class="num">${q.live_workers}</td></tr>`
+<td class="num">${
+      waitOnly.includes(q.queue_name)
+        ? markup`<span class="muted">wait steps only: no worker needed</span>`
+        : q.live_workers
+    }</td></tr>`
   );
   return markup`<table id="queues"><tr><th>Queue</th><th>Ownership</th><th>Depth</th>
 <th>Visible</th><th>Oldest message</th><th>Live workers</th></tr>${rows}</table>`;
@@ -124,7 +130,7 @@ function flowsTable(flows: readonly FlowSummaryRow[]): Html {
  * ```ts ignore
  * import { overviewPage } from "./overview_page.ts";
  *
- * const doc = overviewPage({ functions, queues, coverage, flows, runsLastHour: { failed: 2 } });
+ * const doc = overviewPage({ functions, queues, coverage, flows, runsLastHour: { failed: 2 }, waitOnlyQueues: [] });
  * ```
  */
 export function overviewPage(overview: Overview): string {
@@ -134,7 +140,7 @@ export function overviewPage(overview: Overview): string {
 <h2>Runs started in the last hour</h2>${runsSummary(overview.runsLastHour)}
 <h2>Worker functions</h2>${functionsTable(overview.functions)}
 <h2>Route coverage</h2>${coverageTable(overview.coverage)}
-<h2>Queues</h2>${queuesTable(overview.queues)}
+<h2>Queues</h2>${queuesTable(overview.queues, overview.waitOnlyQueues)}
 <h2>Flows</h2>${flowsTable(overview.flows)}`,
   );
 }

@@ -9,9 +9,12 @@ import type { Sql } from "../db/driver/postgres.ts";
 import {
   countRunsByStatusSince,
   readFlow,
+  readFlowLastHour,
   readFlowSteps,
   readFlowSummaries,
   readFunctionOverview,
+  readScheduleOverview,
+  readWaitOnlyQueues,
 } from "../db/dashboard_queries.ts";
 import {
   listRuns,
@@ -35,6 +38,8 @@ import { runPage, runParts } from "./run_page.ts";
 import { readRunView } from "./run_view.ts";
 import { runsPage } from "./runs_page.ts";
 import { signalsPage } from "./signals_page.ts";
+import { schedulesPage } from "./schedules_page.ts";
+import { isWaitStep } from "./step_kinds.ts";
 import { isRunActionName, runActionConfirmPage, takeRunAction } from "./run_actions.ts";
 
 /** What the handlers of one running dashboard share. */
@@ -102,14 +107,17 @@ export function message(error: unknown): string {
 
 /** `/`: worker functions, queues, route coverage, flows and the last hour's runs. */
 async function overview({ state: { sql } }: RouteRequest): Promise<Response> {
-  const [functions, queues, coverage, flows, runsLastHour] = [
+  const [functions, queues, coverage, flows, runsLastHour, waitOnlyQueues] = [
     await readFunctionOverview(sql),
     await readQueueHealth(sql),
     await readRouteCoverage(sql),
     await readFlowSummaries(sql),
     await countRunsByStatusSince(sql, "1 hour"),
+    await readWaitOnlyQueues(sql),
   ];
-  return htmlResponse(overviewPage({ functions, queues, coverage, flows, runsLastHour }));
+  return htmlResponse(
+    overviewPage({ functions, queues, coverage, flows, runsLastHour, waitOnlyQueues }),
+  );
 }
 
 /** `/runs?flow=&status=&since=&offset=`: the latest runs, 50 a page. */
@@ -284,6 +292,7 @@ function runEvents({ params: [runId], state }: RouteRequest): Response {
             summary: String(parts.summary),
             dag: String(parts.dag),
             steps: String(parts.steps),
+            timeline: String(parts.timeline),
           });
           if (data !== sent) send("parts", data);
           sent = data;
@@ -321,9 +330,18 @@ async function flow({ params: [flowSlug], state: { sql } }: RouteRequest): Promi
     );
   }
   const steps = await readFlowSteps(sql, flowSlug);
-  const names = new Set(steps.map((step) => step.queue_name));
+  // A wait step's queue carries no message and needs no worker: not listed as if it were starved.
+  const names = new Set(
+    steps.filter((step) => !isWaitStep(step.step_type)).map((step) => step.queue_name),
+  );
   const queues = (await readQueueHealth(sql)).filter((queue) => names.has(queue.queue_name));
-  return htmlResponse(flowPage({ flow: row, steps, queues }));
+  const lastHour = await readFlowLastHour(sql, flowSlug);
+  return htmlResponse(flowPage({ flow: row, steps, queues, lastHour }));
+}
+
+/** `/schedules`: every schedule, its next and last fire. */
+async function schedules({ state: { sql } }: RouteRequest): Promise<Response> {
+  return htmlResponse(schedulesPage(await readScheduleOverview(sql)));
 }
 
 /**
@@ -451,6 +469,7 @@ export const ROUTES: readonly Route[] = [
   { method: "GET", pattern: /^\/flows\/([^/]+)$/, handler: flow },
   { method: "GET", pattern: /^\/signals$/, handler: signals },
   { method: "POST", pattern: /^\/signals\/send$/, handler: sendSignalRoute },
+  { method: "GET", pattern: /^\/schedules$/, handler: schedules },
   { method: "GET", pattern: /^\/actions\/([a-z-]+)$/, handler: confirmAction },
   { method: "POST", pattern: /^\/actions\/([a-z-]+)$/, handler: takeAction },
 ];

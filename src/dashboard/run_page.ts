@@ -1,6 +1,7 @@
 /**
  * The run page: the flow's DAG with each step's state, the steps with their tasks, attempts,
- * errors, outputs and timings (a waiting step with its signal key or due time), the run's input
+ * errors, outputs and timings (a waiting step with its signal key or due time), a timeline of its
+ * attempts, retries, waits and cancels, the run's input
  * and output, and its subflow parent and children, linked (docs/subflows.md). Its parts are also sent on their own
  * as the run changes (server-sent events), and a small script swaps them in.
  *
@@ -14,6 +15,8 @@ import { formatDuration, formatTime, jsonPreview } from "./format.ts";
 import { page, statusBadge } from "./page.ts";
 import type { RunStepView, RunView } from "./run_view.ts";
 import { runActionButton } from "./run_actions.ts";
+import { isWaitStep } from "./step_kinds.ts";
+import { timelineSvg } from "./timeline_svg.ts";
 
 /** Characters of a value shown before it must be expanded. */
 const PREVIEW_CHARS = 80;
@@ -28,6 +31,8 @@ export interface RunParts {
   readonly dag: Html;
   /** The steps table. */
   readonly steps: Html;
+  /** The timeline. */
+  readonly timeline: Html;
 }
 
 /** A JSON value: a preview, expandable to the whole (capped) when it is longer. */
@@ -96,7 +101,11 @@ function stepRow({ state, definition, tasks }: RunStepView): Html {
   const stalled = (tasks?.stalled_requeues ?? 0) > 0 && ` (${tasks?.stalled_requeues} stalled)`;
   return markup`<tr data-step="${state.stepSlug}"><td>${state.stepSlug}</td>
 <td>${definition.step_type}${after}</td><td>${statusBadge(state.status)}${waiting}</td>
-<td class="num">${taskCounts(tasks)}</td><td class="num">${tasks?.attempts ?? 0}${stalled}</td>
+<td class="num">${taskCounts(tasks)}</td><td class="num">${
+    isWaitStep(definition.step_type) && tasks === null
+      ? "-"
+      : markup`${tasks?.attempts ?? 0}${stalled}`
+  }</td>
 <td>${formatTime(start)}</td><td class="num">${formatDuration(start, end)}</td>
 <td class="last-error">${errorText(state.errorMessage ?? tasks?.last_error ?? null)}</td>
 <td>${state.output === null ? "-" : jsonValue(state.output)}</td></tr>`;
@@ -112,7 +121,8 @@ function stepRow({ state, definition, tasks }: RunStepView): Html {
  * const { dag } = runParts(view);
  * ```
  */
-export function runParts({ run, steps, parent, children }: RunView): RunParts {
+export function runParts(view: RunView): RunParts {
+  const { run, steps, parent, children } = view;
   const via = run.startedVia !== run.flowSlug && ` (started via ${run.startedVia})`;
   const error = run.errorMessage !== null &&
     markup`<tr><th>Error</th><td>${errorText(run.errorMessage)}</td></tr>`;
@@ -154,11 +164,12 @@ export function runParts({ run, steps, parent, children }: RunView): RunParts {
     status: step.state.status,
     label: stepLabel(step),
     detail: waitingFor(step.state) ?? undefined,
+    wait: isWaitStep(step.definition.step_type),
   })));
   const table = markup`<table><tr><th>Step</th><th>Type</th><th>Status</th><th>Tasks</th>
 <th>Attempts</th><th>Started</th><th>Duration</th><th>Last error</th><th>Output</th></tr>
 ${steps.map(stepRow)}</table>`;
-  return { summary, dag, steps: table };
+  return { summary, dag, steps: table, timeline: timelineSvg(view, view.timeline) };
 }
 
 /** Replaces each part with the markup the server sent; stops once the run is terminal. */
@@ -206,6 +217,13 @@ export function runPage(view: RunView): string {
 <div id="summary">${parts.summary}</div>
 <h2>Steps</h2><div id="dag">${parts.dag}</div>
 <div id="steps">${parts.steps}</div>
+<h2>Timeline</h2>
+<p class="muted" id="timeline-key">Time from the run's start.
+<span class="key queued"></span> queued <span class="key attempt"></span> attempt
+<span class="key retries"></span> earlier attempts and retries
+<span class="key backoff"></span> retry backoff <span class="key wait"></span> wait
+<span class="key cancel"></span> cancel; hover a bar for its times and error.</p>
+<div id="timeline">${parts.timeline}</div>
 ${going && markup`<script type="module">${new Html(LIVE_SCRIPT)}</script>`}`,
   );
 }

@@ -1,6 +1,7 @@
 /**
  * What the run page shows: a run (getRun), its flow's steps with their dependencies, its tasks
- * summed per step, and its subflow parent and children (docs/subflows.md).
+ * summed per step, its subflow parent and children (docs/subflows.md), and its tasks' times for
+ * the timeline.
  *
  * @module
  */
@@ -10,8 +11,10 @@ import { getRun, type RunState, type StepState } from "../client/get_run.ts";
 import {
   type FlowStepRow,
   readFlowSteps,
+  readRunTimeline,
   readStepTaskSummaries,
   type StepTaskSummaryRow,
+  type TimelineTaskRow,
 } from "../db/dashboard_queries.ts";
 import { readSubflowLinks, type SubflowLinkRow } from "../db/ops_queries.ts";
 
@@ -35,6 +38,8 @@ export interface RunView {
   readonly parent: SubflowLinkRow | null;
   /** The runs its subflow steps started, by step and element index. */
   readonly children: readonly SubflowLinkRow[];
+  /** Its tasks for the timeline (at most a few per step) and the database's time now. */
+  readonly timeline: { readonly now: Date; readonly tasks: readonly TimelineTaskRow[] };
 }
 
 /**
@@ -57,8 +62,10 @@ export async function readRunView(sql: Sql, runId: string): Promise<RunView | nu
   const bySlug = new Map(definitions.map((step) => [step.step_slug, step]));
   const tasksBySlug = new Map(summaries.map((summary) => [summary.step_slug, summary]));
   const links = await readSubflowLinks(sql, runId);
+  const timeline = await readRunTimeline(sql, runId);
   return {
     run,
+    timeline,
     parent: links.find((link) => link.relation === "parent") ?? null,
     children: links.filter((link) => link.relation === "child"),
     steps: run.steps.map((state) => ({

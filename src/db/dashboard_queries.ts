@@ -154,3 +154,199 @@ export async function readStepTaskSummaries(
     group by t.step_slug
   `;
 }
+
+/**
+ * The queues that only wait steps (sleep, signal, subflow) name: a step-queued flow's wait step
+ * gets a queue like any step, but no message ever goes through it and no worker serves it.
+ */
+export async function readWaitOnlyQueues(sql: Sql): Promise<string[]> {
+  const rows = await sql<{ queue_name: string }[]>`
+    select s.queue_name from sluice.steps s
+    group by s.queue_name
+    having bool_and(s.step_type in ('sleep', 'signal', 'subflow'))
+    order by s.queue_name collate "C"
+  `;
+  return rows.map((row) => row.queue_name);
+}
+
+/** One task on a run's timeline, with its step's task totals and time span. */
+export interface TimelineTaskRow extends Record<string, unknown> {
+  step_slug: string;
+  task_index: number;
+  status: string;
+  /** Attempts since the run's last retry (`attempts_count - attempts_base`). */
+  attempts: number;
+  stalled_requeues: number;
+  queued_at: Date;
+  /** The latest attempt's start (every claim sets it). */
+  started_at: Date | null;
+  ended_at: Date | null;
+  cancelled_at: Date | null;
+  error_message: string | null;
+  /**
+   * The backoff before each retry so far, by the step's policy (`sluice.backoff_delay_seconds`),
+   * and for a task queued again after a failure the one it waits now. A worker's own
+   * `retryDelaySeconds` is not stored: the policy's is shown.
+   */
+  backoff_seconds: number[];
+  /** The step's tasks in all, how many completed and failed. */
+  step_tasks: number;
+  step_completed: number;
+  step_failed: number;
+  /** The step's earliest queue time, earliest start and latest end over all its tasks. */
+  step_first_queued_at: Date;
+  step_first_started_at: Date | null;
+  step_last_ended_at: Date | null;
+}
+
+/** Tasks per step the timeline reads at most (a 10,000-task map reads as its totals and these). */
+export const TIMELINE_TASKS_PER_STEP = 8;
+
+/**
+ * A run's tasks for its timeline: per step the {@linkcode TIMELINE_TASKS_PER_STEP} most telling
+ * (failed first, then by attempts, then running, then by index), each with its step's totals and
+ * span, and the database's `now()` (where a bar still going ends).
+ */
+export async function readRunTimeline(
+  sql: Sql,
+  runId: string,
+): Promise<{ now: Date; tasks: TimelineTaskRow[] }> {
+  // Totals by a hash aggregate, the telling tasks by a top-N sort per step: no full sort of a
+  // large map's tasks.
+  const rows = await sql<(TimelineTaskRow & { now: Date })[]>`
+    with totals as (
+      select t.step_slug, t.flow_slug, count(*)::integer as step_tasks,
+        count(*) filter (where t.status = 'completed')::integer as step_completed,
+        count(*) filter (where t.status = 'failed')::integer as step_failed,
+        min(t.queued_at) as step_first_queued_at, min(t.started_at) as step_first_started_at,
+        max(coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at))
+          as step_last_ended_at
+      from sluice.step_tasks t
+      where t.run_id = ${runId}::uuid
+      group by t.step_slug, t.flow_slug
+    )
+    select x.step_slug, r.task_index, r.status, r.attempts, r.requeued_count as stalled_requeues,
+      r.queued_at, r.started_at, r.ended_at, r.cancelled_at, r.error_message,
+      array(
+        select sluice.backoff_delay_seconds(coalesce(s.opt_base_delay, f.opt_base_delay), g)
+        from generate_series(1, r.attempts - case when r.status = 'queued' then 0 else 1 end) g
+      ) as backoff_seconds,
+      x.step_tasks, x.step_completed, x.step_failed, x.step_first_queued_at,
+      x.step_first_started_at, x.step_last_ended_at, now() as now
+    from totals x
+    join sluice.steps s on s.flow_slug = x.flow_slug and s.step_slug = x.step_slug
+    join sluice.flows f on f.flow_slug = x.flow_slug
+    cross join lateral (
+      select t.task_index, t.status, (t.attempts_count - t.attempts_base)::integer as attempts,
+        t.requeued_count, t.queued_at, t.started_at, t.cancelled_at, t.error_message,
+        coalesce(t.completed_at, t.failed_at, t.skipped_at, t.cancelled_at) as ended_at
+      from sluice.step_tasks t
+      where t.run_id = ${runId}::uuid and t.step_slug = x.step_slug
+      order by (t.status = 'failed') desc, t.attempts_count - t.attempts_base desc,
+        (t.status = 'started') desc, t.task_index
+      limit ${TIMELINE_TASKS_PER_STEP}
+    ) r
+    order by s.step_index, r.task_index
+  `;
+  const now = rows[0]?.now ?? (await sql<{ now: Date }[]>`select now() as now`)[0].now;
+  return { now, tasks: rows.map(({ now: _, ...task }) => task) };
+}
+
+/** One minute of a flow's last hour: what finished in it and how long it took. */
+export interface FlowMinuteRow extends Record<string, unknown> {
+  minute: Date;
+  runs_completed: number;
+  runs_failed: number;
+  /** The 95th percentile of the completed runs' durations (start to end), seconds. */
+  run_p95_seconds: number | null;
+  tasks_completed: number;
+  /** The 95th percentile of the completed tasks' last attempts (start to end), seconds. */
+  task_p95_seconds: number | null;
+}
+
+/**
+ * A flow's last 60 minutes, one row per minute (oldest first, the current minute last): runs
+ * finished and tasks completed in it, with their p95 durations. Runs are found through the
+ * finished-runs index; tasks through their runs (a task completed in the last hour belongs to a
+ * run still going or finished since), so no task table scan.
+ */
+export async function readFlowLastHour(sql: Sql, flowSlug: string): Promise<FlowMinuteRow[]> {
+  return await sql<FlowMinuteRow[]>`
+    with since as (
+      select date_trunc('minute', now()) - interval '59 minutes' as at
+    ), minutes as (
+      select generate_series(s.at, s.at + interval '59 minutes', interval '1 minute') as minute
+      from since s
+    ), finished as (
+      select r.run_id, r.status, coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
+        r.started_at
+      from sluice.runs r, since s
+      where r.flow_slug = ${flowSlug} and r.status <> 'started'
+        and coalesce(r.completed_at, r.failed_at, r.cancelled_at) >= s.at
+    ), runs_by_minute as (
+      select date_trunc('minute', f.ended_at) as minute,
+        count(*) filter (where f.status = 'completed')::integer as runs_completed,
+        count(*) filter (where f.status = 'failed')::integer as runs_failed,
+        (percentile_cont(0.95) within group (
+          order by extract(epoch from f.ended_at - f.started_at)
+        ) filter (where f.status = 'completed'))::float8 as run_p95_seconds
+      from finished f
+      group by 1
+    ), tasks_by_minute as (
+      select date_trunc('minute', t.completed_at) as minute, count(*)::integer as tasks_completed,
+        (percentile_cont(0.95) within group (
+          order by extract(epoch from t.completed_at - t.started_at)
+        ))::float8 as task_p95_seconds
+      from (
+        select f.run_id from finished f
+        union all
+        select r.run_id from sluice.runs r where r.flow_slug = ${flowSlug} and r.status = 'started'
+      ) x
+      join sluice.step_tasks t on t.run_id = x.run_id
+      cross join since s
+      where t.status = 'completed' and t.completed_at >= s.at
+      group by 1
+    )
+    select m.minute, coalesce(r.runs_completed, 0) as runs_completed,
+      coalesce(r.runs_failed, 0) as runs_failed, r.run_p95_seconds,
+      coalesce(t.tasks_completed, 0) as tasks_completed, t.task_p95_seconds
+    from minutes m
+    left join runs_by_minute r on r.minute = m.minute
+    left join tasks_by_minute t on t.minute = m.minute
+    order by m.minute
+  `;
+}
+
+/** One schedule for the schedules page, with the flow it starts and its last run's status. */
+export interface ScheduleOverviewRow extends Record<string, unknown> {
+  schedule_name: string;
+  target_kind: "flow" | "alias";
+  target: string;
+  /** The concrete flow: the target, or the flow its alias points at now (`null`: none). */
+  flow_slug: string | null;
+  cron: string;
+  timezone: string;
+  missed: string;
+  next_due_at: Date | null;
+  paused_at: Date | null;
+  last_fired_at: Date | null;
+  last_run_id: string | null;
+  last_run_status: string | null;
+  last_error: string | null;
+  /** The database's time now, for how soon or how late. */
+  now: Date;
+}
+
+/** Every schedule by name, with the flow it starts and its last run's status. */
+export async function readScheduleOverview(sql: Sql): Promise<ScheduleOverviewRow[]> {
+  return await sql<ScheduleOverviewRow[]>`
+    select s.schedule_name, s.target_kind, s.target,
+      case when s.target_kind = 'flow' then s.target else a.flow_slug end as flow_slug,
+      s.cron, s.timezone, s.missed, s.next_due_at, s.paused_at, s.last_fired_at, s.last_run_id,
+      r.status as last_run_status, s.last_error, now() as now
+    from sluice.schedules s
+    left join sluice.aliases a on s.target_kind = 'alias' and a.alias = s.target
+    left join sluice.runs r on r.run_id = s.last_run_id
+    order by s.schedule_name collate "C"
+  `;
+}

@@ -306,7 +306,7 @@ Deno.test("dashboard live stream sends the run's parts, and a closed page releas
   const { value } = await reader.read();
   const [, event, data] = /^event: (\w+)\ndata: (.*)\n\n/.exec(value!)!;
   assert.equal(event, "parts");
-  assert.deepEqual(Object.keys(JSON.parse(data)), ["summary", "dag", "steps"]);
+  assert.deepEqual(Object.keys(JSON.parse(data)), ["summary", "dag", "steps", "timeline"]);
   assert.match(JSON.parse(data).dag, /data-step="only" data-status="started"/);
   await waitUntil(async () => await listening() === 1, "the stream's LISTEN connection");
   pages.abort();

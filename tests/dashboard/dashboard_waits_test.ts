@@ -28,7 +28,7 @@ Deno.test("dashboard run page shows a waiting step as waiting with its signal ke
   // The DAG: the waiting colour class and the kind of wait; the tooltip says what it waits for.
   assert.ok(
     html.includes(
-      `<g class="node s-waiting" data-step="decision" data-status="waiting">\n` +
+      `<g class="node s-waiting wait" data-step="decision" data-status="waiting" data-wait="true">\n` +
         `<title>decision: waiting · signal · signal ${key} (times out ${
           shown(decision.waitUntil)
         })</title>`,
@@ -37,11 +37,11 @@ Deno.test("dashboard run page shows a waiting step as waiting with its signal ke
   );
   assert.match(
     html,
-    /data-step="decision" data-status="waiting">[\s\S]*?>waiting · signal<\/text>/,
+    /data-step="decision" data-status="waiting" data-wait="true">[\s\S]*?>waiting · signal<\/text>/,
   );
   assert.ok(
     html.includes(
-      `<g class="node s-waiting" data-step="pause" data-status="waiting">\n` +
+      `<g class="node s-waiting wait" data-step="pause" data-status="waiting" data-wait="true">\n` +
         `<title>pause: waiting · sleep · until ${shown(pause.waitUntil)}</title>`,
     ),
     html,
