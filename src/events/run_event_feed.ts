@@ -6,7 +6,8 @@
  * Events are state transitions, so a repeat is recognised by the state it leads to: an event is
  * passed on only when it moves the run, or one of its steps, forward (a step: started, or waiting
  * for a wait step, then progress with more done, then one terminal status; the run: started,
- * then one terminal status). A replay therefore fills exactly what a subscriber missed, wherever it starts.
+ * then one terminal status; a subflow child, by its step and index: child:started, then one end).
+ * A replay therefore fills exactly what a subscriber missed, wherever it starts.
  *
  * @module
  */
@@ -38,6 +39,8 @@ export class RunEventFeed {
   /** The retry count of the last `run:retried` passed on. */
   #retries = 0;
   readonly #steps = new Map<string, StepProgress>();
+  /** How far each subflow child has come, by step and index: 1 started, 2 ended. */
+  readonly #children = new Map<string, number>();
 
   /**
    * @param runId The run (for error messages).
@@ -122,8 +125,10 @@ export class RunEventFeed {
 
   /** Reads the fields a transport left out from the run's state. */
   async #fill(event: RunEventPayload): Promise<RunEventPayload> {
+    // A child's event is one of its step's: its index tells it apart.
     const full = (await this.#readReplay()).find((candidate) =>
-      candidate.type === event.type && candidate.stepSlug === event.stepSlug
+      candidate.type === event.type && candidate.stepSlug === event.stepSlug &&
+      candidate.index === event.index
     );
     if (full === undefined) {
       throw new Error(
@@ -158,6 +163,13 @@ export class RunEventFeed {
       return true;
     }
     const slug = String(event.stepSlug);
+    if (event.type.startsWith("child:")) {
+      const key = `${slug}\u0000${Number(event.index)}`;
+      const stage = event.type === "child:started" ? 1 : 2;
+      if ((this.#children.get(key) ?? 0) >= stage) return false;
+      this.#children.set(key, stage);
+      return true;
+    }
     const step = this.#steps.get(slug) ?? { stage: 0, done: 0 };
     this.#steps.set(slug, step);
     switch (event.type) {
