@@ -99,8 +99,17 @@ export class RunEventFeed {
       }
       const event = this.#held ? undefined : this.#live.shift();
       if (event !== undefined) {
+        const undo = this.#undoFor(event);
         if (this.#accept(event)) {
-          yield event.omitted === undefined ? event : await this.#fill(event);
+          const filled = event.omitted === undefined ? event : await this.#fill(event);
+          if (filled === undefined) {
+            // The state moved past the event before its left-out fields could be read (a cancel
+            // that a retry followed at once): the state stands for it, from a replay.
+            undo();
+            this.#resync = true;
+            continue;
+          }
+          yield filled;
         }
         if (this.#finished) return;
         continue;
@@ -123,24 +132,42 @@ export class RunEventFeed {
     return events;
   }
 
-  /** Reads the fields a transport left out from the run's state. */
-  async #fill(event: RunEventPayload): Promise<RunEventPayload> {
+  /**
+   * Reads the fields a transport left out from the run's state; `undefined` when the state no
+   * longer has the event (the run went on past it).
+   */
+  async #fill(event: RunEventPayload): Promise<RunEventPayload | undefined> {
     // A child's event is one of its step's: its index tells it apart.
     const full = (await this.#readReplay()).find((candidate) =>
       candidate.type === event.type && candidate.stepSlug === event.stepSlug &&
       candidate.index === event.index
     );
-    if (full === undefined) {
-      throw new Error(
-        `Cannot watch run ${this.#runId}: the state has no ${event.type} event for step ${
-          JSON.stringify(event.stepSlug ?? null)
-        } to read its ${event.omitted!.join(" and ")} from`,
-      );
-    }
+    if (full === undefined) return undefined;
     const { omitted, ...rest } = event;
     const filled: Record<string, unknown> = { ...rest };
     for (const field of omitted!) filled[field] = full[field];
     return filled as RunEventPayload;
+  }
+
+  /** Puts back what {@linkcode #accept} of `event` records, as it is now. */
+  #undoFor(event: RunEventPayload): () => void {
+    const started = this.#started;
+    const finished = this.#finished;
+    const retries = this.#retries;
+    const slug = String(event.stepSlug);
+    const step = this.#steps.get(slug);
+    const kept = step === undefined ? undefined : { ...step };
+    const key = childKey(event);
+    const child = this.#children.get(key);
+    return () => {
+      this.#started = started;
+      this.#finished = finished;
+      this.#retries = retries;
+      if (kept === undefined) this.#steps.delete(slug);
+      else this.#steps.set(slug, kept);
+      if (child === undefined) this.#children.delete(key);
+      else this.#children.set(key, child);
+    };
   }
 
   /** Whether the event moves the run forward; records it when it does. */
@@ -164,7 +191,7 @@ export class RunEventFeed {
     }
     const slug = String(event.stepSlug);
     if (event.type.startsWith("child:")) {
-      const key = `${slug}\u0000${Number(event.index)}`;
+      const key = childKey(event);
       const stage = event.type === "child:started" ? 1 : 2;
       if ((this.#children.get(key) ?? 0) >= stage) return false;
       this.#children.set(key, stage);
@@ -192,4 +219,9 @@ export class RunEventFeed {
         return true;
     }
   }
+}
+
+/** The key of a subflow child's event: its step and index. */
+function childKey(event: RunEventPayload): string {
+  return `${String(event.stepSlug)}\u0000${Number(event.index)}`;
 }

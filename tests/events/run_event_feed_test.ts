@@ -160,3 +160,34 @@ Deno.test("RunEventFeed: a subflow child's start and end pass once each, told ap
   ]);
   assert.deepEqual(failed, [child("child:failed", 1, { errorMessage: "boom 1" })]);
 });
+
+Deno.test("RunEventFeed: a live run:cancelled whose run was retried before its reason could be read gives way to the state: the run's retry and its end follow", async () => {
+  const retried = { type: "run:retried", runId, retryCount: 1 } as unknown as RunEventPayload;
+  let state: RunEventPayload[] = [started, step("step:started", "a")];
+  const feed = new RunEventFeed(runId, () => Promise.resolve(state));
+  const events = feed.events();
+  const seen: string[] = [];
+  for (let i = 0; i < 2; i++) seen.push(String((await events.next()).value!.type));
+  // Cancelled and at once retried: by the time the feed reads the reason, the state has none.
+  state = [started, retried, step("step:started", "a")];
+  feed.push(
+    {
+      type: "run:cancelled",
+      runId,
+      omitted: ["reason", "cancelledBy"],
+    } as unknown as RunEventPayload,
+  );
+  const next = events.next();
+  state = [...state, step("step:completed", "a"), completed];
+  feed.push(step("step:completed", "a"));
+  feed.push(completed);
+  seen.push(String((await next).value!.type));
+  for await (const event of events) seen.push(`${event.type}:${event.stepSlug ?? ""}`);
+  assert.deepEqual(seen, [
+    "run:started",
+    "step:started",
+    "run:retried",
+    "step:completed:a",
+    "run:completed:",
+  ]);
+});
