@@ -33,7 +33,7 @@ declare
   v_child sluice.runs;
   v_child_id uuid;
   v_remaining integer := 0;
-  v_created uuid[] := '{}';
+  v_created sluice.runs[] := '{}';
   v_failed sluice.runs;
 begin
   select * into v_state from sluice.step_states ss
@@ -101,7 +101,7 @@ begin
         parent_task_index = v_i, depth = v_depth
       where r.run_id = v_child_id
       returning * into v_child;
-      v_created := v_created || v_child_id;
+      v_created := v_created || v_child;
     elsif v_child.status in ('failed', 'cancelled') then
       -- The parent's retry goes on below it: the child's own retry re-runs only what failed.
       perform sluice.retry_run(v_child.run_id, true);
@@ -125,10 +125,9 @@ begin
   if cardinality(v_created) > 0
     and (select f.opt_events from sluice.flows f where f.flow_slug = start_subflow.flow_slug)
   then
-    -- One child at a time, in element order: each child's start, then its end if it has one.
-    for v_child in
-      select * from sluice.runs r where r.run_id = any (v_created) order by r.parent_task_index
-    loop
+    -- One child at a time, in element order (the order they were created in): each child's
+    -- start, then its end if it ended at its creation. The rows as created: no query per start.
+    foreach v_child in array v_created loop
       perform sluice.send_run_event(start_subflow.run_id, sluice.child_event(v_child, 'started'));
       if v_child.status <> 'started' then
         perform sluice.send_run_event(start_subflow.run_id,
