@@ -1,11 +1,19 @@
 /**
  * The chaos benchmark's audit: what the engine's tables and the handlers' execution log say
- * about the run. Every query reads flow `chaos` only. The definitions are in bench/README.md.
+ * about the run. Every query reads the audited flows only (`chaos`, and the subflow shape's
+ * `chaos_sub` and `chaos_child`). The definitions are in bench/README.md.
  *
  * @module
  */
 import type { Sql } from "postgres";
-import { MAX_ATTEMPTS, STALL_WINDOW_SECONDS } from "./_chaos_flow.ts";
+import {
+  AUDITED_FLOWS,
+  CHILD_FLOW,
+  MAX_ATTEMPTS,
+  STALL_WINDOW_SECONDS,
+  SUBFLOW_FAN_OUT,
+  SUBFLOW_FLOW,
+} from "./_chaos_flow.ts";
 
 /**
  * Seconds past the stall window after which a `started` task counts as stuck: recovery runs about
@@ -20,7 +28,7 @@ export const RECOVERY_SLACK_SECONDS = 10;
  */
 const LIVE_SECONDS = STALL_WINDOW_SECONDS - 1;
 
-/** Runs of the flow by status. */
+/** Runs of the audited flows by status (subflow children included). */
 export interface RunCounts {
   completed: number;
   failed: number;
@@ -49,7 +57,7 @@ export async function runCounts(sql: Sql): Promise<RunCounts> {
       count(*) filter (where status = 'failed')::int as failed,
       count(*) filter (where status = 'cancelled')::int as cancelled,
       count(*) filter (where status = 'started')::int as started
-    from sluice.runs where flow_slug = 'chaos'`;
+    from sluice.runs where flow_slug = any (${[...AUDITED_FLOWS]}::text[])`;
   return counts;
 }
 
@@ -58,7 +66,7 @@ export async function stuckTasks(sql: Sql): Promise<string[]> {
   const rows = await sql<{ key: string }[]>`
     select concat_ws('/', run_id, step_slug, task_index) as key
     from sluice.step_tasks
-    where flow_slug = 'chaos' and status = 'started'
+    where flow_slug = any (${[...AUDITED_FLOWS]}::text[]) and status = 'started'
       and started_at < now() - make_interval(secs => ${
     STALL_WINDOW_SECONDS + RECOVERY_SLACK_SECONDS
   })`;
@@ -88,12 +96,22 @@ export async function audit(sql: Sql): Promise<Audit> {
   const [counts] = await sql<{ lost: number; aboveMaxAttempts: number; executions: number }[]>`
     select
       (select count(*)::int from sluice.step_tasks t
-        where t.flow_slug = 'chaos' and t.status in ('queued', 'started')
-          and not exists (select 1 from pgmq.q_chaos q where q.msg_id = t.message_id)
+        where t.flow_slug = any (${[
+    ...AUDITED_FLOWS,
+  ]}::text[]) and t.status in ('queued', 'started')
+          -- Each flow has a queue of its own name; message ids are per queue.
+          and not exists (
+            select 1 from (
+              select 'chaos' as queue, msg_id from pgmq.q_chaos
+              union all select ${SUBFLOW_FLOW}, msg_id from pgmq.q_chaos_sub
+              union all select ${CHILD_FLOW}, msg_id from pgmq.q_chaos_child
+            ) q where q.queue = t.queue_name and q.msg_id = t.message_id)
       ) as lost,
       (select count(*)::int from sluice.step_tasks t
         -- Each retry round of a run gives its requeued tasks maxAttempts more from attempts_base.
-        where t.flow_slug = 'chaos' and (t.attempts_count > t.attempts_base + ${MAX_ATTEMPTS}
+        where t.flow_slug = any (${[
+    ...AUDITED_FLOWS,
+  ]}::text[]) and (t.attempts_count > t.attempts_base + ${MAX_ATTEMPTS}
           or exists (
             select 1 from chaos.executions e
             where (e.run_id, e.step_slug, e.task_index) = (t.run_id, t.step_slug, t.task_index)
@@ -108,7 +126,7 @@ export async function audit(sql: Sql): Promise<Audit> {
     from sluice.step_tasks t
     left join chaos.executions e on e.id = (t.output ->> 'execution')::uuid
       and (e.run_id, e.step_slug, e.task_index) = (t.run_id, t.step_slug, t.task_index)
-    where t.flow_slug = 'chaos' and t.status = 'completed'
+    where t.flow_slug = any (${[...AUDITED_FLOWS]}::text[]) and t.status = 'completed'
       and (e.id is null or e.outcome <> 'succeeded' or e.attempt <> t.attempts_count)
     order by t.completed_at`;
   const overlapping = await sql<{ line: string }[]>`
@@ -174,8 +192,81 @@ export async function failureCauses(sql: Sql): Promise<string[]> {
     from (
       select left(regexp_replace(split_part(error_message, E'\n', 1),
         '[0-9a-f]{8}-[0-9a-f-]{27}|[0-9]+', '#', 'g'), 160) as cause
-      from sluice.runs where flow_slug = 'chaos' and status = 'failed'
+      from sluice.runs where flow_slug = any (${[...AUDITED_FLOWS]}::text[]) and status = 'failed'
     ) r
     group by cause order by count(*) desc`;
   return rows.map((row) => row.line);
+}
+
+/** The subflow shape's findings (`chaos_sub` runs and their `chaos_child` children). */
+export interface SubflowAudit {
+  /** Runs of `chaos_sub` started. */
+  parents: number;
+  /** Child runs started. */
+  children: number;
+  /** (parent run, step, index) with more than one child run. */
+  duplicateChildren: string[];
+  /**
+   * Parents with a child missing or misplaced: a subflow step that waits, completed or failed
+   * without exactly one child per element (0 .. SUBFLOW_FAN_OUT - 1), or has children before it
+   * started.
+   */
+  missingChildren: string[];
+  /** Subflow steps still waiting with no live child: nothing would ever end them. */
+  waitingWithoutLiveChild: string[];
+  /** Live children of a parent that ended. */
+  liveChildOfEndedParent: string[];
+  /** Completed subflow steps whose output is not their children's outputs in index order. */
+  outputsOutOfOrder: string[];
+}
+
+/** Audits the subflow shape. */
+export async function subflowAudit(sql: Sql): Promise<SubflowAudit> {
+  const [counts] = await sql<{ parents: number; children: number }[]>`
+    select (select count(*)::int from sluice.runs where flow_slug = ${SUBFLOW_FLOW}) as parents,
+      (select count(*)::int from sluice.runs where parent_run_id is not null) as children`;
+  const duplicates = await sql<{ key: string }[]>`
+    select concat_ws('/', parent_run_id, parent_step_slug, parent_task_index) || ' × ' || count(*)
+      as key
+    from sluice.runs where parent_run_id is not null
+    group by parent_run_id, parent_step_slug, parent_task_index having count(*) > 1`;
+  const missing = await sql<{ key: string }[]>`
+    select format('%s kids %s with %s children (indexes %s)', p.run_id, ss.status, k.n,
+      coalesce(k.indexes, '{}')) as key
+    from sluice.runs p
+    join sluice.step_states ss on ss.run_id = p.run_id and ss.step_slug = 'kids'
+    cross join lateral (
+      select count(*)::int as n,
+        array_agg(c.parent_task_index order by c.parent_task_index)::text as indexes,
+        count(*) filter (where c.parent_task_index between 0 and ${SUBFLOW_FAN_OUT - 1}
+          and c.flow_slug = ${CHILD_FLOW})::int as placed
+      from sluice.runs c where c.parent_run_id = p.run_id
+    ) k
+    where p.flow_slug = ${SUBFLOW_FLOW}
+      and (k.n not in (0, ${SUBFLOW_FAN_OUT}) or k.placed <> k.n
+        or (ss.status in ('waiting', 'completed', 'failed') and k.n <> ${SUBFLOW_FAN_OUT})
+        or (ss.status = 'created' and k.n <> 0))`;
+  const waiting = await sql<{ key: string }[]>`
+    select ss.run_id::text as key from sluice.step_states ss
+    where ss.flow_slug = ${SUBFLOW_FLOW} and ss.step_slug = 'kids' and ss.status = 'waiting'
+      and not exists (select 1 from sluice.runs c
+        where c.parent_run_id = ss.run_id and c.status = 'started')`;
+  const orphans = await sql<{ key: string }[]>`
+    select format('%s (parent %s %s)', c.run_id, p.run_id, p.status) as key
+    from sluice.runs c join sluice.runs p on p.run_id = c.parent_run_id
+    where c.status = 'started' and p.status <> 'started'`;
+  const disordered = await sql<{ key: string }[]>`
+    select ss.run_id::text as key from sluice.step_states ss
+    where ss.flow_slug = ${SUBFLOW_FLOW} and ss.step_slug = 'kids' and ss.status = 'completed'
+      and ss.output is distinct from (
+        select jsonb_agg(c.output order by c.parent_task_index) from sluice.runs c
+        where c.parent_run_id = ss.run_id)`;
+  return {
+    ...counts,
+    duplicateChildren: duplicates.map((row) => row.key),
+    missingChildren: missing.map((row) => row.key),
+    waitingWithoutLiveChild: waiting.map((row) => row.key),
+    liveChildOfEndedParent: orphans.map((row) => row.key),
+    outputsOutOfOrder: disordered.map((row) => row.key),
+  };
 }

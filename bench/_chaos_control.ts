@@ -149,7 +149,8 @@ export class RunControl {
       await this.#attempt(async () => {
         const [row] = await this.#producer<{ run_id: string }[]>`
           select run_id::text from sluice.runs
-          where flow_slug in ('chaos', ${SIGNAL_FLOW}) and status = 'started'
+          where flow_slug in ('chaos', 'chaos_sub', 'chaos_child', ${SIGNAL_FLOW})
+            and status = 'started'
           order by random() limit 1`;
         if (row === undefined) return;
         const result = await cancelRun(this.#producer, row.run_id, { reason: "chaos" });
@@ -160,7 +161,8 @@ export class RunControl {
       await this.#attempt(async () => {
         const [row] = await this.#producer<{ run_id: string }[]>`
           select run_id::text from sluice.runs
-          where flow_slug in ('chaos', ${SIGNAL_FLOW}) and status in ('failed', 'cancelled')
+          where flow_slug in ('chaos', 'chaos_sub', ${SIGNAL_FLOW})
+            and status in ('failed', 'cancelled')
           order by random() limit 1`;
         if (row === undefined) return;
         const result = await retryRun(this.#producer, row.run_id);
@@ -198,7 +200,8 @@ export class RunControl {
   async audit(sql: Sql): Promise<ControlReport> {
     const live = await sql<{ key: string }[]>`
       select r.run_id::text as key from sluice.runs r
-      where r.flow_slug in ('chaos', ${SIGNAL_FLOW}) and r.status = 'cancelled'
+      where r.flow_slug in ('chaos', 'chaos_sub', 'chaos_child', ${SIGNAL_FLOW})
+        and r.status = 'cancelled'
         and (exists (select 1 from sluice.step_tasks t
                where t.run_id = r.run_id and t.status in ('queued', 'started'))
           or exists (select 1 from sluice.step_states s

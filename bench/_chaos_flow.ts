@@ -1,6 +1,7 @@
 /**
- * The chaos benchmark's flow and its execution log: a map fan-out whose handlers fail at random
- * and record every execution in `chaos.executions`, committed through a connection of their own
+ * The chaos benchmark's flows and their execution log: a map fan-out, and a parent whose map
+ * subflow starts child runs, whose handlers fail at random and record every execution in
+ * `chaos.executions`, committed through a connection of their own
  * before they return, so that the log outlives any crash that follows. Ends are also written to a
  * local file first, which the database restart cannot interrupt.
  *
@@ -15,6 +16,24 @@ export const FAN_OUT = 10;
 
 /** Attempts per task. */
 export const MAX_ATTEMPTS = 3;
+
+/**
+ * The subflow shape: every `SUBFLOW_EVERY`th run started is of `chaos_sub` (`load`, then a map
+ * subflow `kids` of `SUBFLOW_FAN_OUT` runs of `chaos_child`, then `total`) instead of `chaos`.
+ */
+export const SUBFLOW_EVERY = 4;
+
+/** Children per run of `chaos_sub`: its map subflow starts one per element. */
+export const SUBFLOW_FAN_OUT = 3;
+
+/** The subflow shape's parent flow. */
+export const SUBFLOW_FLOW = "chaos_sub";
+
+/** The subflow shape's child flow. */
+export const CHILD_FLOW = "chaos_child";
+
+/** The flows whose runs and tasks the audit reads (each on its own queue of the same name). */
+export const AUDITED_FLOWS: readonly string[] = ["chaos", SUBFLOW_FLOW, CHILD_FLOW];
 
 /** Task timeout in seconds: short, so that the stall window is reachable in a smoke run. */
 export const TIMEOUT_SECONDS = 5;
@@ -115,6 +134,52 @@ export function chaosFlow(log: ExecutionLog) {
   })
     .map({ slug: "each" }, (_element, ctx) => recordedExecution(log, ctx))
     .step({ slug: "total", dependsOn: ["each"] }, (_deps, ctx) => recordedExecution(log, ctx));
+}
+
+/**
+ * The flow `chaos_child`: one step, recorded like every handler. Its runs are the children of
+ * {@linkcode chaosSubflowFlow}.
+ *
+ * @example
+ * ```ts ignore
+ * const child = chaosChildFlow({ sql, worker: "w1", endsPath: "/tmp/w1.ends" });
+ * ```
+ */
+export function chaosChildFlow(log: ExecutionLog) {
+  return new Flow<number>({
+    slug: CHILD_FLOW,
+    maxAttempts: MAX_ATTEMPTS,
+    baseDelay: 1,
+    timeout: TIMEOUT_SECONDS,
+  })
+    .step({ slug: "work" }, (_element, ctx) => recordedExecution(log, ctx));
+}
+
+/**
+ * The flow `chaos_sub`: `load`, then the map subflow `kids` (one `chaos_child` run per element of
+ * `SUBFLOW_FAN_OUT`, its input computed by `load`'s worker and its children started in `load`'s
+ * completion), then `total`, which depends on it. Every handler records its execution in `log`.
+ *
+ * @example
+ * ```ts ignore
+ * const parent = chaosSubflowFlow({ sql, worker: "w1", endsPath: "/tmp/w1.ends" });
+ * ```
+ */
+export function chaosSubflowFlow(log: ExecutionLog) {
+  return new Flow<number>({
+    slug: SUBFLOW_FLOW,
+    maxAttempts: MAX_ATTEMPTS,
+    baseDelay: 1,
+    timeout: TIMEOUT_SECONDS,
+  })
+    .step({ slug: "load" }, (_input, ctx) => recordedExecution(log, ctx))
+    .mapSubflow({
+      slug: "kids",
+      dependsOn: ["load"],
+      flow: chaosChildFlow(log),
+      input: () => Array.from({ length: SUBFLOW_FAN_OUT }, (_, i) => i),
+    })
+    .step({ slug: "total", dependsOn: ["kids"] }, (_deps, ctx) => recordedExecution(log, ctx));
 }
 
 async function recordedExecution(log: ExecutionLog, ctx: StepContext): Promise<ExecutionOutput> {

@@ -1,14 +1,15 @@
 /**
  * One worker process of the chaos benchmark:
  * `deno run -A bench/_chaos_worker.ts <url> <name> <ends file>` runs `startWorker` for the `chaos`
- * flow until it is killed. Its handlers record their executions through a pool of their own,
+ * flow and for the subflow shape's `chaos_sub` and `chaos_child` until it is killed (a kill takes
+ * all three). Its handlers record their executions through a pool of their own,
  * separate from the worker's, and their ends in the given file too.
  *
  * @module
  */
 import postgres from "postgres";
 import { startWorker } from "../src/worker/mod.ts";
-import { chaosFlow, MAX_CONCURRENT } from "./_chaos_flow.ts";
+import { chaosChildFlow, chaosFlow, chaosSubflowFlow, MAX_CONCURRENT } from "./_chaos_flow.ts";
 
 const [url, worker, endsPath] = Deno.args;
 // After the restart, reconnect every 100 ms (postgres.js backs off up to 20 s by default) and give
@@ -21,11 +22,14 @@ const sql = postgres(url, {
   connect_timeout: 2,
   onnotice: () => {},
 });
-await startWorker(chaosFlow({ sql, worker, endsPath }), {
-  connectionString: url,
-  maxConcurrent: MAX_CONCURRENT,
-  logLevel: "warn",
-  // Recovery as often as it may run, so that the stall window alone decides when it acts.
-  heartbeatIntervalMs: 1000,
-  stalledCheckIntervalMs: 1000,
-});
+const log = { sql, worker, endsPath };
+for (const flow of [chaosFlow(log), chaosChildFlow(log), chaosSubflowFlow(log)]) {
+  await startWorker(flow, {
+    connectionString: url,
+    maxConcurrent: MAX_CONCURRENT,
+    logLevel: "warn",
+    // Recovery as often as it may run, so that the stall window alone decides when it acts.
+    heartbeatIntervalMs: 1000,
+    stalledCheckIntervalMs: 1000,
+  });
+}

@@ -1,6 +1,6 @@
 /**
- * `deno task bench:chaos [--runs N] [--seconds S] [--smoke]`: runs of a fan-out flow with random
- * handler failures, worked by 4 worker processes while the benchmark SIGKILLs one every 2–5 s,
+ * `deno task bench:chaos [--runs N] [--seconds S] [--smoke]`: runs of a fan-out flow and of a
+ * subflow shape (a parent whose map subflow starts child runs) with random handler failures, worked by 4 worker processes while the benchmark SIGKILLs one every 2–5 s,
  * freezes one past the stall window, recompiles a flow in development under a frozen worker of its
  * old shape and restarts PostgreSQL in immediate mode; then audits the
  * engine's tables against the handlers' own execution log. Exits 1 when a defect counter is not
@@ -38,14 +38,20 @@ import {
   RECOVERY_SLACK_SECONDS,
   runCounts,
   stuckTasks,
+  subflowAudit,
 } from "./_chaos_audit.ts";
 import {
   CHAOS_SCHEMA,
+  chaosChildFlow,
   chaosFlow,
+  chaosSubflowFlow,
   FAN_OUT,
   MAX_ATTEMPTS,
   MAX_CONCURRENT,
   STALL_WINDOW_SECONDS,
+  SUBFLOW_EVERY,
+  SUBFLOW_FAN_OUT,
+  SUBFLOW_FLOW,
 } from "./_chaos_flow.ts";
 import { WorkerFleet, type WorkerProcess } from "./_chaos_fleet.ts";
 import { CONTROL_SETTINGS, RunControl } from "./_chaos_control.ts";
@@ -453,7 +459,11 @@ async function main(): Promise<number> {
   // One connection: once it answers after the restart, every query of the benchmark does.
   const sql = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
   await sql.unsafe(CHAOS_SCHEMA);
-  await compileFlow(sql, chaosFlow({ sql, worker: "", endsPath: "" }));
+  const noLog = { sql, worker: "", endsPath: "" };
+  await compileFlow(sql, chaosFlow(noLog));
+  // The child before its parent: compiling a subflow refuses a child that is not compiled.
+  await compileFlow(sql, chaosChildFlow(noLog));
+  await compileFlow(sql, chaosSubflowFlow(noLog));
   const dir = await Deno.makeTempDir({ prefix: "sluice-chaos-" });
   const loadBefore = await loadAverage();
   log(
@@ -496,7 +506,10 @@ async function main(): Promise<number> {
     const t = elapsed();
     for (const due = Math.ceil(runs * Math.min(1, t / chaosSeconds)); started < due; started++) {
       try {
-        const runId = await startFlow(producer, "chaos", input);
+        // Every SUBFLOW_EVERY-th run is of the subflow shape.
+        const runId = started % SUBFLOW_EVERY === SUBFLOW_EVERY - 1
+          ? await startFlow(producer, SUBFLOW_FLOW, started)
+          : await startFlow(producer, "chaos", input);
         watch(producer, runId, watchers, (seconds - t) * 1000 + 5000);
       } catch {
         // A cut producer connection: the start rolled back; start it again on the next tick.
@@ -575,12 +588,24 @@ async function main(): Promise<number> {
   for (const key of await stuckTasks(sql)) stuck.add(key);
   await fleet.record(sql);
   const found = await audit(sql);
+  const subflows = await subflowAudit(sql);
   const controlled = await control.audit(sql);
   for (
     const line of [
       ...controlled.cancelledWithLiveWork.map((id) => `cancelled run ${id} has live work`),
       ...controlled.claimsAfterCancel.map((key) => `${key} claimed after its run's cancel`),
       ...controlled.signalRunsNotCompleted.map((id) => `signal run ${id} did not complete`),
+    ].slice(0, EXAMPLES)
+  ) {
+    log(`defect: ${line}`);
+  }
+  for (
+    const line of [
+      ...subflows.duplicateChildren.map((key) => `duplicate children of ${key}`),
+      ...subflows.missingChildren.map((key) => `subflow step of ${key}`),
+      ...subflows.waitingWithoutLiveChild.map((id) => `${id} kids waits with no live child`),
+      ...subflows.liveChildOfEndedParent.map((key) => `live child ${key}`),
+      ...subflows.outputsOutOfOrder.map((id) => `${id} kids output is not its children's`),
     ].slice(0, EXAMPLES)
   ) {
     log(`defect: ${line}`);
@@ -617,6 +642,20 @@ async function main(): Promise<number> {
     ["tasks claimed after their run's cancel committed", controlled.claimsAfterCancel.length],
     ["signal runs never cancelled and not completed", controlled.signalRunsNotCompleted.length],
     [
+      "subflow: duplicate children (more than one child run for a parent step and index)",
+      subflows.duplicateChildren.length,
+    ],
+    [
+      `subflow: parents with a child missing or misplaced (${SUBFLOW_FAN_OUT} per started step)`,
+      subflows.missingChildren.length,
+    ],
+    ["subflow: steps waiting with no live child", subflows.waitingWithoutLiveChild.length],
+    ["subflow: live children of an ended parent", subflows.liveChildOfEndedParent.length],
+    [
+      "subflow: outputs not the children's in index order",
+      subflows.outputsOutOfOrder.length,
+    ],
+    [
       "watcher errors (waitForRun rejected, not by a failed or cancelled run)",
       watchers.errors.length,
     ],
@@ -630,6 +669,10 @@ async function main(): Promise<number> {
         : duration(firstAfterRestart.getTime() - restart!.at.getTime()),
     ],
     ["executions recorded", whole(found.executions)],
+    [
+      "subflow shape: parent runs / child runs started",
+      `${whole(subflows.parents)} / ${whole(subflows.children)}`,
+    ],
     [
       "run control: cancels / retries / signal runs / signals sent",
       `${whole(controlled.cancels)} / ${whole(controlled.retries)} / ${
@@ -666,7 +709,9 @@ async function main(): Promise<number> {
 
   console.log(
     `\`deno task bench:chaos --runs ${runs} --seconds ${seconds}\` — ${db.server}, PGMQ ${db.pgmq}; ` +
-      `${WORKERS} worker processes × ${MAX_CONCURRENT}; ${FAN_OUT + 1} tasks per run, ` +
+      `${WORKERS} worker processes × ${MAX_CONCURRENT}; ${FAN_OUT + 1} tasks per run of chaos, ` +
+      `every ${SUBFLOW_EVERY}th run a ${SUBFLOW_FLOW} (2 tasks and ${SUBFLOW_FAN_OUT} child runs ` +
+      `of 1 task); ` +
       `${MAX_ATTEMPTS} attempts, stall window ${STALL_WINDOW_SECONDS} s; ` +
       `load average before ${loadBefore}, after ${loadAfter}.\n`,
   );
@@ -674,7 +719,10 @@ async function main(): Promise<number> {
     whole(counts.cancelled)
   } / ${whole(counts.started)}`;
   console.log(markdownTable(["measure", "value"], [
-    ["runs completed / failed / cancelled / not terminal at the deadline", completed],
+    [
+      "runs completed / failed / cancelled / not terminal at the deadline (children included)",
+      completed,
+    ],
     ...defects.slice(1).map(([label, value]) => [label, whole(value)]),
     ...info,
   ]));

@@ -46,6 +46,11 @@ export {
 export * from "./wait_for_run.ts";
 export * from "./watch_run.ts";
 export {
+  type ChildCancelledEvent,
+  type ChildCompletedEvent,
+  type ChildEventBase,
+  type ChildFailedEvent,
+  type ChildStartedEvent,
   type EventStepSlug,
   isTerminalRunEvent,
   type OmittedEventField,
@@ -56,6 +61,7 @@ export {
   type RunEventPayload,
   type RunFailedEvent,
   type RunHandle,
+  type RunParent,
   type RunRetriedEvent,
   type RunStartedEvent,
   type SkipReason,

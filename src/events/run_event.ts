@@ -44,6 +44,28 @@ export interface RunEventBase {
 }
 
 /**
+ * Where a subflow child run sits in its parent (docs/subflows.md): the parent run, its subflow
+ * step, and the child's index (a map subflow's element; 0 for a subflow).
+ *
+ * @typeParam Slug The parent flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { RunParent } from "@sluice/sluice";
+ *
+ * const where = (parent: RunParent) => `${parent.runId} ${parent.stepSlug}[${parent.index}]`;
+ * ```
+ */
+export interface RunParent<Slug extends string = string> {
+  /** The parent run. */
+  readonly runId: string;
+  /** The parent's subflow step that started this run. */
+  readonly stepSlug: Slug;
+  /** The element of a map subflow this run is the child of; 0 for a subflow. */
+  readonly index: number;
+}
+
+/**
  * The run started (its root steps start in the same transaction).
  *
  * @example Usage
@@ -58,6 +80,13 @@ export interface RunStartedEvent extends RunEventBase {
   readonly type: "run:started";
   /** The concrete flow of the run. */
   readonly flowSlug: string;
+  /**
+   * A subflow child's parent (docs/subflows.md); absent for a run started by a producer. Read
+   * from the run's state, as `watchRun()` and the browser client deliver run:started: the raw
+   * NOTIFY of a child's run:started, sent as the run is created, before its parent links it, has
+   * none.
+   */
+  readonly parent?: RunParent;
 }
 
 /**
@@ -311,6 +340,102 @@ export interface StepCancelledEvent<Slug extends string = string> extends RunEve
 }
 
 /**
+ * What every event of a subflow child carries in its parent's stream (docs/subflows.md#events):
+ * `runId` is the PARENT run; the child is `childRunId`.
+ *
+ * @typeParam Slug The parent flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { ChildEventBase } from "@sluice/sluice";
+ *
+ * const label = (event: ChildEventBase) => `${event.stepSlug}[${event.index}] ${event.childRunId}`;
+ * ```
+ */
+export interface ChildEventBase<Slug extends string = string> extends RunEventBase {
+  /** The parent's subflow step. */
+  readonly stepSlug: Slug;
+  /** The child's element of a map subflow; 0 for a subflow. */
+  readonly index: number;
+  /** The child run (`watchRun()` of it follows its own events). */
+  readonly childRunId: string;
+  /** The child run's concrete flow. */
+  readonly flowSlug: string;
+}
+
+/**
+ * A subflow step started a child run (after the step's `step:waiting`, in the same
+ * transaction; a retry of the parent retries the children it had and starts none).
+ *
+ * @typeParam Slug The parent flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { ChildStartedEvent } from "@sluice/sluice";
+ *
+ * const child = (event: ChildStartedEvent) => event.childRunId;
+ * ```
+ */
+export interface ChildStartedEvent<Slug extends string = string> extends ChildEventBase<Slug> {
+  /** Discriminant. */
+  readonly type: "child:started";
+}
+
+/**
+ * A child run completed (its output is in the parent step's `step:completed`, once every child
+ * has; `at` is the child's completion, before that step's end).
+ *
+ * @typeParam Slug The parent flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { ChildCompletedEvent } from "@sluice/sluice";
+ *
+ * const done = (event: ChildCompletedEvent) => event.index;
+ * ```
+ */
+export interface ChildCompletedEvent<Slug extends string = string> extends ChildEventBase<Slug> {
+  /** Discriminant. */
+  readonly type: "child:completed";
+}
+
+/**
+ * A child run failed: the parent step fails with it (`step:failed`, `run:failed` follow).
+ *
+ * @typeParam Slug The parent flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { ChildFailedEvent } from "@sluice/sluice";
+ *
+ * const why = (event: ChildFailedEvent) => event.errorMessage;
+ * ```
+ */
+export interface ChildFailedEvent<Slug extends string = string> extends ChildEventBase<Slug> {
+  /** Discriminant. */
+  readonly type: "child:failed";
+  /** The child run's error. */
+  readonly errorMessage: string;
+}
+
+/**
+ * A child run was cancelled: with its parent, or alone (which fails the parent step).
+ *
+ * @typeParam Slug The parent flow's step slugs.
+ *
+ * @example Usage
+ * ```ts
+ * import type { ChildCancelledEvent } from "@sluice/sluice";
+ *
+ * const child = (event: ChildCancelledEvent) => event.childRunId;
+ * ```
+ */
+export interface ChildCancelledEvent<Slug extends string = string> extends ChildEventBase<Slug> {
+  /** Discriminant. */
+  readonly type: "child:cancelled";
+}
+
+/**
  * The step slugs of a flow type, or `string` when no flow type is known.
  *
  * @typeParam F A flow type, or `never`.
@@ -370,7 +495,11 @@ export type RunEvent<F extends DeployableFlow = never> =
   | StepCompletedEventOf<F>
   | StepFailedEvent<EventStepSlug<F>>
   | StepSkippedEvent<EventStepSlug<F>>
-  | StepCancelledEvent<EventStepSlug<F>>;
+  | StepCancelledEvent<EventStepSlug<F>>
+  | ChildStartedEvent<EventStepSlug<F>>
+  | ChildCompletedEvent<EventStepSlug<F>>
+  | ChildFailedEvent<EventStepSlug<F>>
+  | ChildCancelledEvent<EventStepSlug<F>>;
 
 /**
  * A field a transport may leave out of an event: what the run computed (`output`,

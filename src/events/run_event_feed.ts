@@ -6,7 +6,8 @@
  * Events are state transitions, so a repeat is recognised by the state it leads to: an event is
  * passed on only when it moves the run, or one of its steps, forward (a step: started, or waiting
  * for a wait step, then progress with more done, then one terminal status; the run: started,
- * then one terminal status). A replay therefore fills exactly what a subscriber missed, wherever it starts.
+ * then one terminal status; a subflow child, by its step and index: child:started, then one end).
+ * A replay therefore fills exactly what a subscriber missed, wherever it starts.
  *
  * @module
  */
@@ -38,6 +39,8 @@ export class RunEventFeed {
   /** The retry count of the last `run:retried` passed on. */
   #retries = 0;
   readonly #steps = new Map<string, StepProgress>();
+  /** How far each subflow child has come, by step and index: 1 started, 2 ended. */
+  readonly #children = new Map<string, number>();
 
   /**
    * @param runId The run (for error messages).
@@ -96,8 +99,17 @@ export class RunEventFeed {
       }
       const event = this.#held ? undefined : this.#live.shift();
       if (event !== undefined) {
+        const undo = this.#undoFor(event);
         if (this.#accept(event)) {
-          yield event.omitted === undefined ? event : await this.#fill(event);
+          const filled = event.omitted === undefined ? event : await this.#fill(event);
+          if (filled === undefined) {
+            // The state moved past the event before its left-out fields could be read (a cancel
+            // that a retry followed at once): the state stands for it, from a replay.
+            undo();
+            this.#resync = true;
+            continue;
+          }
+          yield filled;
         }
         if (this.#finished) return;
         continue;
@@ -120,22 +132,42 @@ export class RunEventFeed {
     return events;
   }
 
-  /** Reads the fields a transport left out from the run's state. */
-  async #fill(event: RunEventPayload): Promise<RunEventPayload> {
+  /**
+   * Reads the fields a transport left out from the run's state; `undefined` when the state no
+   * longer has the event (the run went on past it).
+   */
+  async #fill(event: RunEventPayload): Promise<RunEventPayload | undefined> {
+    // A child's event is one of its step's: its index tells it apart.
     const full = (await this.#readReplay()).find((candidate) =>
-      candidate.type === event.type && candidate.stepSlug === event.stepSlug
+      candidate.type === event.type && candidate.stepSlug === event.stepSlug &&
+      candidate.index === event.index
     );
-    if (full === undefined) {
-      throw new Error(
-        `Cannot watch run ${this.#runId}: the state has no ${event.type} event for step ${
-          JSON.stringify(event.stepSlug ?? null)
-        } to read its ${event.omitted!.join(" and ")} from`,
-      );
-    }
+    if (full === undefined) return undefined;
     const { omitted, ...rest } = event;
     const filled: Record<string, unknown> = { ...rest };
     for (const field of omitted!) filled[field] = full[field];
     return filled as RunEventPayload;
+  }
+
+  /** Puts back what {@linkcode #accept} of `event` records, as it is now. */
+  #undoFor(event: RunEventPayload): () => void {
+    const started = this.#started;
+    const finished = this.#finished;
+    const retries = this.#retries;
+    const slug = String(event.stepSlug);
+    const step = this.#steps.get(slug);
+    const kept = step === undefined ? undefined : { ...step };
+    const key = childKey(event);
+    const child = this.#children.get(key);
+    return () => {
+      this.#started = started;
+      this.#finished = finished;
+      this.#retries = retries;
+      if (kept === undefined) this.#steps.delete(slug);
+      else this.#steps.set(slug, kept);
+      if (child === undefined) this.#children.delete(key);
+      else this.#children.set(key, child);
+    };
   }
 
   /** Whether the event moves the run forward; records it when it does. */
@@ -158,6 +190,13 @@ export class RunEventFeed {
       return true;
     }
     const slug = String(event.stepSlug);
+    if (event.type.startsWith("child:")) {
+      const key = childKey(event);
+      const stage = event.type === "child:started" ? 1 : 2;
+      if ((this.#children.get(key) ?? 0) >= stage) return false;
+      this.#children.set(key, stage);
+      return true;
+    }
     const step = this.#steps.get(slug) ?? { stage: 0, done: 0 };
     this.#steps.set(slug, step);
     switch (event.type) {
@@ -180,4 +219,9 @@ export class RunEventFeed {
         return true;
     }
   }
+}
+
+/** The key of a subflow child's event: its step and index. */
+function childKey(event: RunEventPayload): string {
+  return `${String(event.stepSlug)}\u0000${Number(event.index)}`;
 }

@@ -106,3 +106,88 @@ Deno.test("RunEventFeed: a step:progress passes only with more tasks done: a rep
     "run:completed:",
   ]);
 });
+
+Deno.test("RunEventFeed: a subflow child's start and end pass once each, told apart by index; an omitted error is read back from that child's event", async () => {
+  const child = (type: string, index: number, extra: Record<string, unknown> = {}) =>
+    ({
+      type,
+      runId,
+      stepSlug: "kids",
+      index,
+      childRunId: `c${index}`,
+      ...extra,
+    }) as unknown as RunEventPayload;
+  let state: RunEventPayload[] = [
+    started,
+    step("step:waiting", "kids"),
+    child("child:started", 0),
+    child("child:started", 1),
+  ];
+  const feed = new RunEventFeed(runId, () => Promise.resolve(state));
+  const events = feed.events();
+  const seen: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const event = (await events.next()).value!;
+    seen.push(`${event.type}:${event.index ?? ""}`);
+  }
+  // Child 1 fails; NOTIFY leaves its error out. A repeat of child 0's start is dropped.
+  state = [
+    ...state,
+    child("child:completed", 0),
+    child("child:failed", 1, { errorMessage: "boom 1" }),
+    step("step:failed", "kids"),
+    { type: "run:failed", runId } as unknown as RunEventPayload,
+  ];
+  feed.push(child("child:started", 0));
+  feed.push(child("child:completed", 0));
+  feed.push(child("child:failed", 1, { omitted: ["errorMessage"] }));
+  feed.push(step("step:failed", "kids"));
+  feed.push({ type: "run:failed", runId } as unknown as RunEventPayload);
+  const failed = [];
+  for await (const event of events) {
+    seen.push(`${event.type}:${event.index ?? ""}`);
+    if (event.type === "child:failed") failed.push(event);
+  }
+  assert.deepEqual(seen, [
+    "run:started:",
+    "step:waiting:",
+    "child:started:0",
+    "child:started:1",
+    "child:completed:0",
+    "child:failed:1",
+    "step:failed:",
+    "run:failed:",
+  ]);
+  assert.deepEqual(failed, [child("child:failed", 1, { errorMessage: "boom 1" })]);
+});
+
+Deno.test("RunEventFeed: a live run:cancelled whose run was retried before its reason could be read gives way to the state: the run's retry and its end follow", async () => {
+  const retried = { type: "run:retried", runId, retryCount: 1 } as unknown as RunEventPayload;
+  let state: RunEventPayload[] = [started, step("step:started", "a")];
+  const feed = new RunEventFeed(runId, () => Promise.resolve(state));
+  const events = feed.events();
+  const seen: string[] = [];
+  for (let i = 0; i < 2; i++) seen.push(String((await events.next()).value!.type));
+  // Cancelled and at once retried: by the time the feed reads the reason, the state has none.
+  state = [started, retried, step("step:started", "a")];
+  feed.push(
+    {
+      type: "run:cancelled",
+      runId,
+      omitted: ["reason", "cancelledBy"],
+    } as unknown as RunEventPayload,
+  );
+  const next = events.next();
+  state = [...state, step("step:completed", "a"), completed];
+  feed.push(step("step:completed", "a"));
+  feed.push(completed);
+  seen.push(String((await next).value!.type));
+  for await (const event of events) seen.push(`${event.type}:${event.stepSlug ?? ""}`);
+  assert.deepEqual(seen, [
+    "run:started",
+    "step:started",
+    "run:retried",
+    "step:completed:a",
+    "run:completed:",
+  ]);
+});

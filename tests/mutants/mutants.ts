@@ -39,6 +39,7 @@ const TRACE_CONTEXT = "supabase/migrations/20261207001500_sluice_trace_context.s
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
 const IDEMPOTENT_START = "supabase/migrations/20261207001300_sluice_idempotent_start.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
+const SUBFLOW_EVENTS = "supabase/migrations/20261207232105_sluice_subflow_events.sql";
 
 /** Every mutant of the audit. */
 export const MUTANTS: readonly Mutant[] = [
@@ -308,5 +309,22 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "  if false then\n",
     guards: ["tests/client/idempotent_start_test.ts"],
     why: "a key reused for other work would quietly return the run of the first input",
+  },
+  {
+    id: "child_end_event",
+    file: SUBFLOW_EVENTS,
+    search:
+      "    perform sluice.send_run_event(new.parent_run_id, sluice.child_event(new, new.status));\n",
+    replace: "    null;\n",
+    guards: ["tests/events/subflow_events_test.ts"],
+    why: "a watch of a parent would not see its children end (child:completed, child:failed)",
+  },
+  {
+    id: "child_events_replayed",
+    file: SUBFLOW_EVENTS,
+    search: "    where c.parent_run_id = r.run_id\n",
+    replace: "    where c.parent_run_id = r.run_id and false\n",
+    guards: ["tests/events/subflow_events_test.ts"],
+    why: "a late watch of a parent (or one after a reconnect) would miss its children's events",
   },
 ];

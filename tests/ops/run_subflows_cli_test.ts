@@ -5,8 +5,8 @@ import { Flow, sendSignal } from "../../mod.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { freshDatabase } from "../_db.ts";
-import { testWorker, uniqueSlug, waitUntil } from "../worker/_helpers.ts";
-import { opsDone } from "./_ops.ts";
+import { latch, testWorker, uniqueSlug, waitUntil } from "../worker/_helpers.ts";
+import { ops, opsDone } from "./_ops.ts";
 import { scaled } from "../_support.ts";
 
 Deno.test("ops run shows a parent's subflow children and a child's parent, in text and --json", async () => {
@@ -69,4 +69,56 @@ Deno.test("ops run shows a parent's subflow children and a child's parent, in te
   await waitForRun(db.sql, runId, { timeoutMs: scaled(20_000), flow: parent });
   const done = await opsDone(db, "run", runId);
   assert.match(done.out, /└ gates\s+completed\s+2\/2\s/);
+});
+
+Deno.test("ops run --watch of a parent follows its children's start and end (child:* events): each child's line and the step's count move before the step completes", async () => {
+  await using db = await freshDatabase();
+  const gate = new Flow<{ id: string }>({ slug: uniqueSlug("wgate") })
+    .step({ slug: "start" }, (input) => input)
+    .waitForSignal({ slug: "open", dependsOn: ["start"], key: (deps) => `wgate:${deps.start.id}` });
+  // The load step waits for the watch's first view: the children come in by child:started.
+  const loaded = latch();
+  const parent = new Flow<{ ids: string[] }>({ slug: uniqueSlug("wfan") })
+    .step({ slug: "load" }, async (input) => {
+      await loaded.promise;
+      return input.ids.map((id) => ({ id }));
+    })
+    .mapSubflow({ slug: "gates", dependsOn: ["load"], flow: gate, input: (deps) => deps.load });
+  await using _g = await testWorker(gate, db);
+  await using _p = await testWorker(parent, db);
+  const runId = await startFlow(db.sql, parent, { ids: ["a", "b"] });
+  const { code, output } = ops(db, ["run", runId, "--watch"]);
+  await waitUntil(() => /^Run /m.test(output.text), "the first view");
+  assert.ok(!output.text.includes("gates[0]"), output.text);
+  loaded.resolve();
+  const kids = await waitUntil(async () => {
+    const rows = await db.sql<{ run_id: string; status: string }[]>`
+      select r.run_id, ss.status from sluice.runs r
+      join sluice.step_states ss on ss.run_id = r.run_id and ss.step_slug = 'open'
+      where r.parent_run_id = ${runId} order by r.parent_task_index`;
+    return rows.length === 2 && rows.every((r) => r.status === "waiting") ? rows : null;
+  }, "both children waiting");
+  await waitUntil(
+    () => output.text.includes(`  gates[1] run ${kids[1].run_id} (flow ${gate.slug}): started`),
+    "the children's lines in the watch",
+  );
+  await sendSignal(db.sql, { key: "wgate:a", payload: true, signalId: "wa" });
+  // Child 0's end moves the view while the step still waits: one of two children done.
+  await waitUntil(
+    () =>
+      output.text.split(/\n(?=Run )/).some((view) =>
+        /└ gates\s+waiting\s+1\/2\s/.test(view) &&
+        view.includes(`  gates[0] run ${kids[0].run_id} (flow ${gate.slug}): completed`) &&
+        view.includes(`  gates[1] run ${kids[1].run_id} (flow ${gate.slug}): started`)
+      ),
+    "a view with child 0 completed and child 1 started",
+  );
+  await sendSignal(db.sql, { key: "wgate:b", payload: true, signalId: "wb" });
+  assert.equal(await code, 0, output.errors);
+  const last = output.text.split(/\n(?=Run )/).at(-1)!;
+  assert.match(last, /└ gates\s+completed\s+2\/2\s/);
+  assert.ok(
+    last.includes(`  gates[1] run ${kids[1].run_id} (flow ${gate.slug}): completed`),
+    last,
+  );
 });

@@ -2,8 +2,8 @@
 // as the published package (jsr: specifiers, from the JSR-shaped loopback registry of the files
 // `deno publish` would upload, selected with JSR_URL), with no DATABASE_URL: the testing kit's
 // embedded database and test clock, as a user gets them. docs/waits.md's flows and their test file
-// run the same way (its sendSignal snippet is type-checked there), and docs/subflows.md's and
-// docs/flow_control.md's.
+// run the same way (its sendSignal snippet is type-checked there), and docs/subflows.md's (its
+// watchRun snippet type-checked) and docs/flow_control.md's.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { serveRegistry } from "../cli/_registry.ts";
@@ -126,9 +126,15 @@ Deno.test("docs/subflows.md's flows and test file pass in a user project on the 
   const files = {
     "onboard.ts": pick("exporting onboard", blocks.find((b) => b.includes("export const onboard"))),
     "onboard_test.ts": pick("with Deno.test", blocks.find((b) => b.includes("Deno.test"))),
+    "watch_onboard.ts": pick(
+      "calling watchRun(sql",
+      blocks.find((b) => b.includes("watchRun(sql")),
+    ),
   };
   assert.equal(blocks.length, Object.keys(files).length, "every ts block of docs/subflows.md runs");
   await using project = await userProject(files);
+  // The watch needs a database of its own: its events' types are what it shows.
+  await project.deno(["check", ...CONFIG, "watch_onboard.ts"]);
   const out = await project.deno(["test", "-A", ...CONFIG, "onboard_test.ts"]);
   assertSummary(out, 1, [
     "onboarding provisions the account and invites every seat, each in a child run",

@@ -47,6 +47,10 @@ const _types: Equals<
   | "step:failed"
   | "step:skipped"
   | "step:cancelled"
+  | "child:started"
+  | "child:completed"
+  | "child:failed"
+  | "child:cancelled"
 > = true;
 
 // A cancelled run carries its reason, a retried one its retry count.
@@ -98,6 +102,26 @@ const _waitingFields: Equals<
 const _waitingKey: Equals<Waiting["key"], string | null> = true;
 const _waitingUntil: Equals<Waiting["until"], string | null> = true;
 const _waitingSlug: Equals<Waiting["stepSlug"], StepSlug<typeof flow>> = true;
+
+// A subflow child's events in its parent's stream carry what sluice.child_event sends: the
+// parent's step (a slug of the flow), the child's index, run and flow; a failed child its error.
+type ChildStarted = Extract<Event, { type: "child:started" }>;
+const _childFields: Equals<
+  keyof ChildStarted,
+  "type" | "runId" | "at" | "stepSlug" | "index" | "childRunId" | "flowSlug"
+> = true;
+const _childSlug: Equals<ChildStarted["stepSlug"], StepSlug<typeof flow>> = true;
+const _childIndex: Equals<ChildStarted["index"], number> = true;
+const _childFailed: Equals<Extract<Event, { type: "child:failed" }>["errorMessage"], string> = true;
+const _childEnds: Equals<
+  keyof Extract<Event, { type: "child:completed" | "child:cancelled" }>,
+  keyof ChildStarted
+> = true;
+// A child's run:started names its parent (absent for a root run).
+const _parent: Equals<
+  Extract<Event, { type: "run:started" }>["parent"],
+  { readonly runId: string; readonly stepSlug: string; readonly index: number } | undefined
+> = true;
 
 // getRun() reads a waiting step with its key, due time and when it started waiting.
 const _stepStatus: Equals<

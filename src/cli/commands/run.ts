@@ -126,6 +126,12 @@ function applyEvent(detail: RunDetail, event: RunEvent): RunDetail {
         run: { ...detail.run, status: "failed", failedAt: at, errorMessage: event.errorMessage },
       };
   }
+  if (
+    event.type === "child:started" || event.type === "child:completed" ||
+    event.type === "child:failed" || event.type === "child:cancelled"
+  ) {
+    return applyChildEvent(detail, event);
+  }
   const current = detail.steps.find((step) => step.stepSlug === event.stepSlug);
   if (current === undefined) return detail;
   const moves = event.type === "step:progress"
@@ -166,6 +172,45 @@ function applyEvent(detail: RunDetail, event: RunEvent): RunDetail {
     }
   });
   return { ...detail, steps };
+}
+
+/** A child's event (docs/subflows.md#events): its link's status, and its step's count of children. */
+function applyChildEvent(
+  detail: RunDetail,
+  event: Extract<RunEvent, { type: `child:${string}` }>,
+): RunDetail {
+  const status = event.type.slice("child:".length);
+  const known = detail.children.find((child) =>
+    child.stepSlug === event.stepSlug && child.taskIndex === event.index
+  );
+  // Forward only: a start after the child's end (a replay) or a second end changes nothing.
+  if (known !== undefined && (known.status !== "started" || status === "started")) return detail;
+  const changed: SubflowLink = {
+    runId: event.childRunId,
+    flowSlug: event.flowSlug,
+    status,
+    stepSlug: event.stepSlug,
+    taskIndex: event.index,
+  };
+  const children =
+    (known === undefined
+      ? [...detail.children, changed]
+      : detail.children.map((child) => child === known ? changed : child))
+      .toSorted((a, b) =>
+        // As the read orders them: step slugs by code point (collate "C"), then index.
+        a.stepSlug < b.stepSlug ? -1 : a.stepSlug > b.stepSlug ? 1 : a.taskIndex - b.taskIndex
+      );
+  const kids = children.filter((child) => child.stepSlug === event.stepSlug);
+  const steps = detail.steps.map((step): StepDetail =>
+    step.stepSlug === event.stepSlug
+      ? {
+        ...step,
+        done: kids.filter((child) => child.status === "completed").length,
+        total: Math.max(step.total, kids.length),
+      }
+      : step
+  );
+  return { ...detail, children, steps };
 }
 
 /** The human view: a header, the step tree, the failed attempts. */

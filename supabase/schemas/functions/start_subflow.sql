@@ -1,4 +1,4 @@
--- sluice.start_subflow, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
+-- sluice.start_subflow, as the migrations create it (last defined in supabase/migrations/20261207232105_sluice_subflow_events.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Starts a ready subflow step (called by sluice.begin_wait, which holds the run's lock): the step
@@ -12,6 +12,10 @@
 -- once when every child is complete already (an empty map: []), and fails the run when a child
 -- ended failed or cancelled at its start. Limits (SLL01): the depth of the tree
 -- (sluice.max_subflow_depth) and a map subflow's children (the flow's max_map_tasks).
+-- Events (docs/subflows.md#events): the children it creates send child:started to the parent's
+-- stream after the step's step:waiting (and their end, when they ended at their creation, which
+-- sluice.send_child_event cannot see: they were not linked yet); a retried child's end comes
+-- from sluice.send_child_event.
 CREATE OR REPLACE FUNCTION sluice.start_subflow(run_id uuid, flow_slug text, step_slug text, wait_options jsonb) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -29,6 +33,8 @@ declare
   v_child sluice.runs;
   v_child_id uuid;
   v_remaining integer := 0;
+  v_created sluice.runs[] := '{}';
+  v_failed sluice.runs;
 begin
   select * into v_state from sluice.step_states ss
   where ss.run_id = start_subflow.run_id and ss.step_slug = start_subflow.step_slug;
@@ -95,25 +101,45 @@ begin
         parent_task_index = v_i, depth = v_depth
       where r.run_id = v_child_id
       returning * into v_child;
+      v_created := v_created || v_child;
     elsif v_child.status in ('failed', 'cancelled') then
       -- The parent's retry goes on below it: the child's own retry re-runs only what failed.
       perform sluice.retry_run(v_child.run_id, true);
       select * into v_child from sluice.runs r where r.run_id = v_child.run_id;
     end if;
     if v_child.status in ('failed', 'cancelled') then
-      perform sluice.fail_run(start_subflow.run_id, start_subflow.step_slug,
-        sluice.subflow_child_error(v_child));
-      return;
+      v_failed := v_child;
+      exit;
     end if;
     if v_child.status <> 'completed' then
       v_remaining := v_remaining + 1;
     end if;
   end loop;
 
-  update sluice.step_states ss
-  set status = 'waiting', waiting_at = now(), initial_tasks = v_count,
-    remaining_tasks = v_remaining
-  where ss.run_id = start_subflow.run_id and ss.step_slug = start_subflow.step_slug;
+  if v_failed.run_id is null then
+    update sluice.step_states ss
+    set status = 'waiting', waiting_at = now(), initial_tasks = v_count,
+      remaining_tasks = v_remaining
+    where ss.run_id = start_subflow.run_id and ss.step_slug = start_subflow.step_slug;
+  end if;
+  if cardinality(v_created) > 0
+    and (select f.opt_events from sluice.flows f where f.flow_slug = start_subflow.flow_slug)
+  then
+    -- One child at a time, in element order (the order they were created in): each child's
+    -- start, then its end if it ended at its creation. The rows as created: no query per start.
+    foreach v_child in array v_created loop
+      perform sluice.send_run_event(start_subflow.run_id, sluice.child_event(v_child, 'started'));
+      if v_child.status <> 'started' then
+        perform sluice.send_run_event(start_subflow.run_id,
+          sluice.child_event(v_child, v_child.status));
+      end if;
+    end loop;
+  end if;
+  if v_failed.run_id is not null then
+    perform sluice.fail_run(start_subflow.run_id, start_subflow.step_slug,
+      sluice.subflow_child_error(v_failed));
+    return;
+  end if;
   if v_remaining = 0 then
     perform sluice.complete_step(start_subflow.run_id, start_subflow.flow_slug,
       start_subflow.step_slug, sluice.subflow_output(start_subflow.run_id,

@@ -62,6 +62,8 @@ CREATE INDEX runs_flow_slug_idx ON sluice.runs USING btree (flow_slug);
 
 CREATE UNIQUE INDEX runs_parent_key ON sluice.runs USING btree (parent_run_id, parent_step_slug, parent_task_index) WHERE (parent_run_id IS NOT NULL);
 
+CREATE TRIGGER runs_child_end_event AFTER UPDATE OF status ON sluice.runs FOR EACH ROW WHEN (((new.parent_run_id IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND (new.status <> 'started'::text))) EXECUTE FUNCTION sluice.send_child_event();
+
 CREATE CONSTRAINT TRIGGER runs_finished_event AFTER UPDATE OF status ON sluice.runs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((old.status IS DISTINCT FROM new.status)) EXECUTE FUNCTION sluice.send_run_status_event();
 
 CREATE TRIGGER runs_started_event AFTER INSERT ON sluice.runs FOR EACH ROW EXECUTE FUNCTION sluice.send_run_status_event();
