@@ -19,7 +19,7 @@ import { parseArgs } from "node:util";
 import { connect, Flow, startFlow, startWorker, waitForRun } from "../mod.ts";
 import { migrate } from "../src/migrations/migrate.ts";
 import { startEmbeddedPostgres } from "../dev/embedded_postgres.ts";
-import { startEmbeddedSluice } from "../src/testing/embedded_sluice.ts";
+import { startEmbeddedSluice } from "../src/embedded/embedded_sluice.ts";
 import { startTempPostgres } from "../dev/temp_postgres.ts";
 import { loadAverage, processCpuMs } from "./_machine.ts";
 import { markdownTable, median } from "./_stats.ts";

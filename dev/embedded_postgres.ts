@@ -22,7 +22,7 @@
 import {
   startEmbeddedPostgres,
   type StartEmbeddedPostgresOptions,
-} from "../src/testing/embedded_postgres.ts";
+} from "../src/embedded/embedded_postgres.ts";
 import {
   PostgresNotFoundError,
   startTempPostgres,
@@ -33,7 +33,7 @@ export {
   type EmbeddedPostgres,
   startEmbeddedPostgres,
   type StartEmbeddedPostgresOptions,
-} from "../src/testing/embedded_postgres.ts";
+} from "../src/embedded/embedded_postgres.ts";
 
 /** A database for a local run: a throwaway server or an embedded one. */
 export interface DevPostgres extends AsyncDisposable {

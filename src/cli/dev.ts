@@ -80,7 +80,7 @@ export async function devCommand(options: DevOptions): Promise<number> {
         "workers run on an embedded database (PGlite, in this process); starting it",
     );
     // Loaded only here: no other command needs PGlite.
-    const { startEmbeddedSluice } = await import("../testing/embedded_sluice.ts");
+    const { startEmbeddedSluice } = await import("../embedded/embedded_sluice.ts");
     const dataDir = env.get("SLUICE_EMBEDDED_DIR") || undefined;
     try {
       const db = await startEmbeddedSluice({

@@ -31,13 +31,13 @@ export {
   type EmbeddedPostgres,
   startEmbeddedPostgres,
   type StartEmbeddedPostgresOptions,
-} from "./embedded_postgres.ts";
+} from "../embedded/embedded_postgres.ts";
 export {
   defaultEmbeddedCacheDir,
   type EmbeddedSluice,
   startEmbeddedSluice,
   type StartEmbeddedSluiceOptions,
-} from "./embedded_sluice.ts";
+} from "../embedded/embedded_sluice.ts";
 export { startTestDatabase, type TestDatabase } from "./test_database.ts";
 export { TestClock } from "./test_clock.ts";
 export { type FlowResult, FlowRunTimeoutError, runFlow, type RunFlowOptions } from "./run_flow.ts";

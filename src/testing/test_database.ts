@@ -7,7 +7,7 @@
 import type { Sql } from "../db/driver/postgres.ts";
 import { connect } from "../db/connect.ts";
 import { migrate } from "../migrations/migrate.ts";
-import { startEmbeddedSluice } from "./embedded_sluice.ts";
+import { startEmbeddedSluice } from "../embedded/embedded_sluice.ts";
 import { TestClock } from "./test_clock.ts";
 
 /** A database with sluice installed, for tests. Dispose it (or call `stop()`) at the end. */

@@ -5,11 +5,8 @@
 //   start <cacheDir>: starts the embedded database with that cache, prints one JSON line,
 //     {startedFrom, migrations} (its ledger's row count).
 import postgres from "postgres";
-import {
-  readSnapshot,
-  startEmbeddedSluice,
-  writeSnapshot,
-} from "../../src/testing/embedded_sluice.ts";
+import { startEmbeddedSluice } from "../../src/embedded/embedded_sluice.ts";
+import { readSnapshot, writeSnapshot } from "../../src/embedded/snapshot.ts";
 
 const [mode, ...args] = Deno.args;
 if (mode === "write") {

@@ -3,7 +3,7 @@
 // data directory is owner-only.
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { startEmbeddedPostgres } from "../../src/testing/embedded_postgres.ts";
+import { startEmbeddedPostgres } from "../../src/embedded/embedded_postgres.ts";
 
 /** The SQLSTATE a connection to `url` fails with, or `null` when it connects and queries. */
 async function connectError(url: string): Promise<string | null> {

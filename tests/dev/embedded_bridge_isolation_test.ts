@@ -4,7 +4,7 @@
 // reaches the client it names.
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { startEmbeddedPostgres } from "../../src/testing/embedded_postgres.ts";
+import { startEmbeddedPostgres } from "../../src/embedded/embedded_postgres.ts";
 import {
   type BackendMessage,
   bind,

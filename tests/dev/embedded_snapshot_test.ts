@@ -4,14 +4,11 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { MIGRATION_FILES } from "../../src/migrations/migration_files.ts";
-import { PGLITE_VERSION, startEmbeddedPostgres } from "../../src/testing/embedded_postgres.ts";
+import { PGLITE_VERSION, startEmbeddedPostgres } from "../../src/embedded/embedded_postgres.ts";
 import { migrate, MIGRATIONS_DIRECTORY } from "../../src/migrations/migrate.ts";
 import { connect } from "../../src/db/connect.ts";
-import {
-  readSnapshot,
-  startEmbeddedSluice,
-  writeSnapshot,
-} from "../../src/testing/embedded_sluice.ts";
+import { startEmbeddedSluice } from "../../src/embedded/embedded_sluice.ts";
+import { readSnapshot, writeSnapshot } from "../../src/embedded/snapshot.ts";
 
 async function rows(url: string, query: string) {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
@@ -112,7 +109,7 @@ async function coldSnapshot(cacheDir: string): Promise<string> {
 
 Deno.test("the snapshot's name carries the PGlite version the bridge imports", async () => {
   const source = await Deno.readTextFile(
-    new URL("../../src/testing/embedded_postgres.ts", import.meta.url),
+    new URL("../../src/embedded/embedded_postgres.ts", import.meta.url),
   );
   const imported = source.match(/"npm:@electric-sql\/pglite@([^"]+)"/)?.[1];
   assert.equal(imported, PGLITE_VERSION);

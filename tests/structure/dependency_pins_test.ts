@@ -42,3 +42,48 @@ Deno.test("every npm: pin of src/ is the pin deno.json's imports hold for the sa
   }
   assert.deepEqual(problems, []);
 });
+
+/** Files of `dir` (recursively) whose names end in one of `endings`, skipping dot-directories. */
+async function filesUnder(dir: string, endings: readonly string[]): Promise<string[]> {
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(new URL(dir, ROOT))) {
+    if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
+    if (entry.isDirectory) files.push(...await filesUnder(`${dir}${entry.name}/`, endings));
+    else if (endings.some((ending) => entry.name.endsWith(ending))) {
+      files.push(`${dir}${entry.name}`);
+    }
+  }
+  return files;
+}
+
+Deno.test("every exact npm: version written in docs, examples, comments or configs is deno.json's", async () => {
+  const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", ROOT))) as {
+    imports: Record<string, string>;
+  };
+  const files = [
+    "README.md",
+    ...await filesUnder("docs/", [".md"]),
+    ...await filesUnder("src/", [".ts"]),
+    ...await filesUnder("examples/", [".ts", ".json", ".md"]),
+    ...await filesUnder("supabase/functions/", [".json"]),
+    ...await filesUnder("bench/", [".ts"]),
+    ...await filesUnder("dev/", [".ts"]),
+    ...await filesUnder("scripts/", [".ts"]),
+  ];
+  const problems: string[] = [];
+  let seen = 0;
+  for (const file of files) {
+    const text = await Deno.readTextFile(new URL(file, ROOT));
+    // Exact versions only: a range such as `@2` in a user's example is theirs to choose.
+    for (
+      const [specifier, name] of text.matchAll(/npm:((?:@[\w.-]+\/)?[\w.-]+)@\d+\.\d+\.\d+\b/g)
+    ) {
+      const held = config.imports[name];
+      if (held === undefined) continue;
+      seen++;
+      if (held !== specifier) problems.push(`${file}: ${specifier}, deno.json ${held}`);
+    }
+  }
+  assert.ok(seen > 0, "no exact npm: version found: the pattern no longer matches");
+  assert.deepEqual(problems, []);
+});
