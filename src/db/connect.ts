@@ -98,12 +98,6 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
     const settings = {
       prepare: false,
       max,
-      // No pipelining: postgres.js otherwise sends a statement on a connection still running
-      // another (behind one that needs no describe round trip, e.g. a simple-protocol query). Behind
-      // a transaction pooler the second one's answer is lost: the pooler hands the server
-      // connection back when the first transaction ends (PgBouncer 1.18, Supavisor), and the
-      // statement waits forever. A statement waits for a free connection instead.
-      max_pipeline: 0,
       connect_timeout: connectTimeout,
       onnotice: () => {},
       connection: { application_name: options.applicationName ?? "sluice" },

@@ -7,7 +7,6 @@
 // where scripts/setup.sh installs it).
 import assert from "node:assert/strict";
 import { startFlow } from "../../src/client/start_flow.ts";
-import { connect } from "../../src/db/connect.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { withStepQueues } from "../../src/dsl/step_queues.ts";
@@ -198,45 +197,6 @@ Deno.test({
     await using db = await freshDatabase();
     await using bouncer = await startPgBouncer(db.url);
     await sixStepsWithoutListen(db, bouncer.url);
-  },
-});
-
-// The cause of a shutdown that overran its grace about once in 20 under load: with every
-// connection of the pool busy, postgres.js sent a heartbeat on a connection still running a claim
-// (a parameterless simple query, which leaves its connection open to more), and PgBouncer in
-// transaction mode handed the server connection back at the claim's end, so the heartbeat was never
-// answered and its worker's stop waited for it. connect()'s pools never pipeline.
-Deno.test({
-  name:
-    "behind PgBouncer in transaction mode a statement issued while the pool's connection runs another is answered",
-  ignore: ignorePgBouncer(),
-  async fn() {
-    await using db = await freshDatabase();
-    await using bouncer = await startPgBouncer(db.url);
-    const sql = connect(bouncer.url, { max: 1 });
-    try {
-      // The second goes out before the first's answer, as Parse/Describe/Flush (it has a
-      // parameter and prepare is off), and takes the server a few milliseconds to parse: its
-      // answer comes after the first's ReadyForQuery, when PgBouncer has handed the server
-      // connection back.
-      const slowToParse = `select $1::int as n where $1::int <> all (array[${
-        "-1, ".repeat(50_000)
-      }-1])`;
-      for (let i = 0; i < 3; i++) {
-        const both = Promise.all([
-          sql.unsafe("select pg_sleep(0.02)"),
-          sql.unsafe(slowToParse, [i]),
-        ]);
-        assert.ok(
-          await settlesWithin(both, scaled(10_000)),
-          `statement ${i} pipelined behind another was never answered`,
-        );
-        const [, [{ n }]] = await both;
-        assert.equal(n, i);
-      }
-    } finally {
-      await sql.end({ timeout: 0 });
-    }
   },
 });
 
