@@ -18,8 +18,10 @@
 
 export * from "./start_run.ts";
 export {
+  type DebounceOptions,
   type FlowControlStartOptions,
   IdempotencyConflictError,
+  MAX_DEBOUNCE_SECONDS,
   MAX_IDEMPOTENCY_KEY_LENGTH,
   StartOptionError,
 } from "../dsl/start_options.ts";

@@ -57,8 +57,8 @@ export interface StartRunOptions extends FlowControlStartOptions {
  * @param options Which RPC to call, and the input size limit.
  * @returns The run id.
  * @throws {JsonValueError} When the input is not JSON; nothing is sent.
- * @throws {StartOptionError} When `idempotencyKey` is not a string of 1 to 255 characters;
- * nothing is sent.
+ * @throws {StartOptionError} When `idempotencyKey` is not a string of 1 to 255 characters, or
+ * `debounce` is malformed; nothing is sent.
  * @throws {IdempotencyConflictError} When `idempotencyKey` already started a run of the same name
  * with another input.
  * @throws {Error} The RPC's error (e.g. permission denied), with supabase-js's as `cause`.

@@ -38,8 +38,10 @@ export * from "./retry_run.ts";
 export * from "./send_signal.ts";
 export { startFlow, type StartFlowOptions } from "./start_flow.ts";
 export {
+  type DebounceOptions,
   type FlowControlStartOptions,
   IdempotencyConflictError,
+  MAX_DEBOUNCE_SECONDS,
   MAX_IDEMPOTENCY_KEY_LENGTH,
   StartOptionError,
 } from "../dsl/start_options.ts";

@@ -30,8 +30,10 @@ export * from "./limits.ts";
 export type { QueueMode } from "./routing.ts";
 export * from "./signature.ts";
 export {
+  type DebounceOptions,
   type FlowControlStartOptions,
   IdempotencyConflictError,
+  MAX_DEBOUNCE_SECONDS,
   MAX_IDEMPOTENCY_KEY_LENGTH,
   StartOptionError,
 } from "./start_options.ts";

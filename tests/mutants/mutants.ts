@@ -37,7 +37,7 @@ const SIGNALS_SCHEDULES = "supabase/migrations/20261207000500_sluice_signals_sch
 const BATCH_SIZES = "supabase/migrations/20261207001000_sluice_batch_sizes.sql";
 const TRACE_CONTEXT = "supabase/migrations/20261207001500_sluice_trace_context.sql";
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
-const IDEMPOTENT_START = "supabase/migrations/20261207001300_sluice_idempotent_start.sql";
+const DEBOUNCED_START = "supabase/migrations/20261207232000_sluice_debounced_start.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
 
 /** Every mutant of the audit. */
@@ -294,7 +294,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "idempotency_key_claim",
-    file: IDEMPOTENT_START,
+    file: DEBOUNCED_START,
     search: "  on conflict do nothing;\n  if found then\n",
     replace: "  on conflict (flow_ref, idempotency_key) do update set run_id = excluded.run_id;\n" +
       "  if found then\n",
@@ -303,10 +303,27 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "idempotency_input_conflict",
-    file: IDEMPOTENT_START,
+    file: DEBOUNCED_START,
     search: "  if v_existing_input is distinct from start_with_options.input then\n",
     replace: "  if false then\n",
     guards: ["tests/client/idempotent_start_test.ts"],
     why: "a key reused for other work would quietly return the run of the first input",
+  },
+  {
+    id: "debounce_last_input",
+    file: DEBOUNCED_START,
+    search: "    input = excluded.input,\n",
+    replace: "    input = d.input,\n",
+    guards: ["tests/client/debounced_start_test.ts"],
+    why: "a debounced run would start with the first start's input instead of the last",
+  },
+  {
+    id: "debounce_window_restart",
+    file: DEBOUNCED_START,
+    search: "      then least(excluded.due_at, coalesce(d.max_due_at, 'infinity'))\n",
+    replace: "      then least(d.due_at, coalesce(d.max_due_at, 'infinity'))\n",
+    guards: ["tests/client/debounced_start_test.ts"],
+    why:
+      "a start would no longer push the debounced run back: the window would be fixed from the first",
   },
 ];

@@ -1,10 +1,9 @@
--- sluice.start_with_options, as the migrations create it (last defined in supabase/migrations/20261207001300_sluice_idempotent_start.sql).
+-- sluice.start_with_options, as the migrations create it (last defined in supabase/migrations/20261207232000_sluice_debounced_start.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Creates a run of the concrete flow `flow_slug`, started as `started_via`, honouring the start
--- options: with an idempotency key it claims the key first and, when an earlier start of the same
--- name holds it, returns that start's run instead (or raises SLI01 when that run's input differs:
--- the same key for other work is a caller's bug, not a retry).
+-- options. As in migration 20261207001300, except that a start with `debounce` joins or begins a
+-- pending start (start_debounced) instead of creating a run.
 CREATE OR REPLACE FUNCTION sluice.start_with_options(flow_slug text, started_via text, input jsonb, run_id uuid, options jsonb) RETURNS uuid
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -16,6 +15,15 @@ declare
   v_existing_input jsonb;
 begin
   perform sluice.check_start_options(start_with_options.started_via, start_with_options.options);
+  if start_with_options.options ? 'debounce' then
+    if start_with_options.run_id is not null then
+      raise exception 'Cannot start flow "%": a debounced start takes no run id (got %): its run id is the pending start''s',
+        start_with_options.started_via, start_with_options.run_id
+        using errcode = 'invalid_parameter_value';
+    end if;
+    return sluice.start_debounced(start_with_options.flow_slug, start_with_options.started_via,
+      start_with_options.input, start_with_options.options -> 'debounce');
+  end if;
   if v_key is null then
     return sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
       start_with_options.input, start_with_options.run_id);
