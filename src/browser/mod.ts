@@ -23,6 +23,7 @@ export {
   IdempotencyConflictError,
   MAX_DEBOUNCE_SECONDS,
   MAX_IDEMPOTENCY_KEY_LENGTH,
+  MAX_PRIORITY,
   StartOptionError,
 } from "../dsl/start_options.ts";
 export * from "./subscribe_to_run.ts";

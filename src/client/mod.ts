@@ -43,6 +43,7 @@ export {
   IdempotencyConflictError,
   MAX_DEBOUNCE_SECONDS,
   MAX_IDEMPOTENCY_KEY_LENGTH,
+  MAX_PRIORITY,
   StartOptionError,
 } from "../dsl/start_options.ts";
 export * from "./wait_for_run.ts";

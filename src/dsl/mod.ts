@@ -35,6 +35,7 @@ export {
   IdempotencyConflictError,
   MAX_DEBOUNCE_SECONDS,
   MAX_IDEMPOTENCY_KEY_LENGTH,
+  MAX_PRIORITY,
   StartOptionError,
 } from "./start_options.ts";
 export * from "./step_definition.ts";

@@ -31,6 +31,18 @@ export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 export const MAX_DEBOUNCE_SECONDS = 604800;
 
 /**
+ * The highest priority of a start (`sluice.max_priority()`); the lowest is `-MAX_PRIORITY`.
+ *
+ * @example Usage
+ * ```ts
+ * import { MAX_PRIORITY } from "@sluice/sluice";
+ *
+ * console.log(MAX_PRIORITY); // 1000
+ * ```
+ */
+export const MAX_PRIORITY = 1000;
+
+/**
  * How a start is debounced (docs/flow_control.md#debounced-starts): starts of the same name with
  * the same `key` collapse into one run, created with the last start's input once
  * `windowSeconds` went by without another start of that key.
@@ -88,6 +100,15 @@ export interface FlowControlStartOptions {
    * @default {none: every start creates a run at once}
    */
   readonly debounce?: DebounceOptions;
+  /**
+   * The run's priority, a whole number from -1000 to 1000: within a queue, the ready tasks of a
+   * run of higher priority are read before those of lower priority, even behind a backlog; of
+   * equal priority, first queued first (docs/flow_control.md#priorities). Every task of the run
+   * has it; with `debounce`, the last start's priority is the run's.
+   *
+   * @default {0}
+   */
+  readonly priority?: number;
 }
 
 /**
@@ -182,6 +203,7 @@ export class IdempotencyConflictError extends Error {
 /** The start options as the SQL start functions take them (snake_case JSON). */
 export type StartOptionsJson = {
   readonly idempotency_key?: string;
+  readonly priority?: number;
   readonly debounce?: {
     readonly key: string;
     readonly window_seconds: number;
@@ -199,10 +221,35 @@ export function startOptionsJson(
   options: FlowControlStartOptions & { readonly runId?: string },
   action: string,
 ): StartOptionsJson | undefined {
-  const { idempotencyKey, debounce } = options;
-  if (idempotencyKey === undefined && debounce === undefined) return undefined;
+  const { idempotencyKey, debounce, priority } = options;
+  if (idempotencyKey === undefined && debounce === undefined && priority === undefined) {
+    return undefined;
+  }
   if (idempotencyKey !== undefined) checkKey(action, "idempotencyKey", idempotencyKey);
-  if (debounce === undefined) return { idempotency_key: idempotencyKey };
+  if (
+    priority !== undefined &&
+    (typeof priority !== "number" || !Number.isInteger(priority) ||
+      Math.abs(priority) > MAX_PRIORITY)
+  ) {
+    throw new StartOptionError(
+      action,
+      "priority",
+      priority,
+      `a whole number from ${-MAX_PRIORITY} to ${MAX_PRIORITY}`,
+    );
+  }
+  return {
+    ...(idempotencyKey === undefined ? {} : { idempotency_key: idempotencyKey }),
+    ...(priority === undefined ? {} : { priority }),
+    ...(debounce === undefined ? {} : { debounce: debounceJson(options, action) }),
+  };
+}
+
+function debounceJson(
+  options: FlowControlStartOptions & { readonly runId?: string },
+  action: string,
+): StartOptionsJson["debounce"] {
+  const { debounce, idempotencyKey } = options;
   if (typeof debounce !== "object" || debounce === null) {
     throw new StartOptionError(action, "debounce", debounce, "an object { key, windowSeconds }");
   }
@@ -215,17 +262,9 @@ export function startOptionsJson(
   checkKey(action, "debounce.key", debounce.key);
   const { windowSeconds, maxWaitSeconds } = debounce;
   checkSeconds(action, "debounce.windowSeconds", windowSeconds, 1);
-  if (maxWaitSeconds === undefined) {
-    return { debounce: { key: debounce.key, window_seconds: windowSeconds } };
-  }
+  if (maxWaitSeconds === undefined) return { key: debounce.key, window_seconds: windowSeconds };
   checkSeconds(action, "debounce.maxWaitSeconds", maxWaitSeconds, windowSeconds);
-  return {
-    debounce: {
-      key: debounce.key,
-      window_seconds: windowSeconds,
-      max_wait_seconds: maxWaitSeconds,
-    },
-  };
+  return { key: debounce.key, window_seconds: windowSeconds, max_wait_seconds: maxWaitSeconds };
 }
 
 function checkKey(action: string, option: string, key: unknown): void {

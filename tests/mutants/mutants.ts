@@ -38,6 +38,7 @@ const BATCH_SIZES = "supabase/migrations/20261207001000_sluice_batch_sizes.sql";
 const TRACE_CONTEXT = "supabase/migrations/20261207001500_sluice_trace_context.sql";
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
 const DEBOUNCED_START = "supabase/migrations/20261207232000_sluice_debounced_start.sql";
+const PRIORITIES = "supabase/migrations/20261207234000_sluice_priorities.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
 
 /** Every mutant of the audit. */
@@ -294,7 +295,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "idempotency_key_claim",
-    file: DEBOUNCED_START,
+    file: PRIORITIES,
     search: "  on conflict do nothing;\n  if found then\n",
     replace: "  on conflict (flow_ref, idempotency_key) do update set run_id = excluded.run_id;\n" +
       "  if found then\n",
@@ -303,7 +304,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "idempotency_input_conflict",
-    file: DEBOUNCED_START,
+    file: PRIORITIES,
     search: "  if v_existing_input is distinct from start_with_options.input then\n",
     replace: "  if false then\n",
     guards: ["tests/client/idempotent_start_test.ts"],
@@ -325,5 +326,23 @@ export const MUTANTS: readonly Mutant[] = [
     guards: ["tests/client/debounced_start_test.ts"],
     why:
       "a start would no longer push the debounced run back: the window would be fixed from the first",
+  },
+  {
+    id: "priority_read_ignored",
+    file: PRIORITIES,
+    search:
+      "    where t.queue_name = v_queue and t.status = 'queued' and t.priority <> 0\n  ) then\n",
+    replace: "    where false\n  ) then\n",
+    guards: ["tests/client/priority_test.ts"],
+    why: "every read would be PGMQ's, by msg_id: a priority run would wait behind the backlog",
+  },
+  {
+    id: "priority_not_inherited",
+    file: PRIORITIES,
+    search:
+      "      (select r.priority from sluice.runs r where r.run_id = start_ready_steps.run_id)\n",
+    replace: "      0\n",
+    guards: ["tests/client/priority_test.ts"],
+    why: "only a priority run's first tasks would overtake; its later steps would queue behind",
   },
 ];

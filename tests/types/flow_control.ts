@@ -48,6 +48,16 @@ export async function debounced(): Promise<void> {
   await startFlow(sql, notes, { docId: "d", text: "t" }, { debounce: { key: "d", period: "5s" } });
 }
 
+export async function prioritized(): Promise<void> {
+  const runId = await startFlow(sql, notes, { docId: "d", text: "t" }, { priority: 10 });
+  const _runId: Equals<typeof runId, string> = true;
+  await startFlow(sql, "notes", { any: "json" }, { priority: -5, idempotencyKey: "k" });
+  await startRun(supabase, notes, { docId: "d", text: "t" }, { priority: 1 });
+  // @ts-expect-error: a priority is a number, not a name
+  await startFlow(sql, notes, { docId: "d", text: "t" }, { priority: "high" });
+}
+
+const _priority: Equals<FlowControlStartOptions["priority"], number | undefined> = true;
 const _debounce: Equals<
   DebounceOptions,
   { readonly key: string; readonly windowSeconds: number; readonly maxWaitSeconds?: number }

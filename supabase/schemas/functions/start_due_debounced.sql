@@ -1,4 +1,4 @@
--- sluice.start_due_debounced, as the migrations create it (last defined in supabase/migrations/20261207232000_sluice_debounced_start.sql).
+-- sluice.start_due_debounced, as the migrations create it (last defined in supabase/migrations/20261207234000_sluice_priorities.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- The sweep of due debounced starts (the worker's heartbeat calls it every beat, like
@@ -7,6 +7,7 @@
 -- the name it was started by resolves now (an alias: the flow it points at when the run starts).
 -- A start whose run cannot be created (its flow or alias was deleted) keeps its row with the
 -- error and is not retried; the others go on. Returns how many runs it created.
+-- As in migration 20261207232000, except that the run gets the pending start's priority.
 CREATE OR REPLACE FUNCTION sluice.start_due_debounced(batch_size integer DEFAULT 100) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -46,6 +47,7 @@ begin
       end if;
       perform set_config('sluice.traceparent', coalesce(v_row.traceparent, ''), true);
       perform sluice.create_run(v_flow, v_row.flow_ref, v_row.input, v_row.run_id);
+      perform sluice.apply_run_priority(v_row.run_id, v_row.priority);
       v_started := v_started + 1;
     exception when others then
       -- The block's writes rolled back (the row is back); record why, for waitForRun and ops.

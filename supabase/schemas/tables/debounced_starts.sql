@@ -14,6 +14,7 @@ CREATE TABLE sluice.debounced_starts (
     due_at timestamp with time zone NOT NULL,
     max_due_at timestamp with time zone,
     error_message text,
+    priority integer DEFAULT 0 NOT NULL,
     CONSTRAINT debounced_starts_starts_check CHECK ((starts >= 1))
 );
 
@@ -26,6 +27,8 @@ COMMENT ON COLUMN sluice.debounced_starts.starts IS 'How many starts joined this
 COMMENT ON COLUMN sluice.debounced_starts.max_due_at IS 'The latest due time: first_at + max_wait_seconds of the first start, or null (no cap).';
 
 COMMENT ON COLUMN sluice.debounced_starts.error_message IS 'Why creating the run failed when it was due (e.g. the flow was deleted); such a row is not retried, and the next start of its key replaces it.';
+
+COMMENT ON COLUMN sluice.debounced_starts.priority IS 'The priority of the last start that joined this pending start: its run''s.';
 
 ALTER TABLE ONLY sluice.debounced_starts
     ADD CONSTRAINT debounced_starts_pkey PRIMARY KEY (flow_ref, debounce_key);
