@@ -160,7 +160,7 @@ Deno.test(
 );
 
 Deno.test(
-  "startRun() with a debounce returns one pending run for the key, which starts with the last input",
+  "startRun() with a priority gives the run it; with a debounce returns one pending run for the key, which starts with the last input",
   SUPABASE_JS,
   async () => {
     await using db = await browserDatabase();
@@ -174,6 +174,11 @@ Deno.test(
         (error: unknown) =>
           error instanceof StartOptionError && error.option === "debounce.windowSeconds",
       );
+      const urgent = await startRun(supabase, "web", { tier: "gold" }, { priority: 3 });
+      const [{ priority }] = await db.sql`
+        select priority from sluice.runs where run_id = ${urgent}::uuid`;
+      assert.equal(priority, 3);
+      await db.sql`delete from sluice.runs where run_id = ${urgent}::uuid`;
       await db.sql`update sluice.debounced_starts set due_at = clock_timestamp()`;
       await db.sql`select sluice.start_due_debounced()`;
       const runs = await db.sql`select run_id::text, input from sluice.runs`;

@@ -343,3 +343,30 @@ Deno.test("docs/flow_control.md's debounced start from SQL returns the pending r
     from sluice.debounced_starts`;
   assert.deepEqual({ ...row }, { run_id: first, debounce_key: "doc:d1", starts: 2, capped: true });
 });
+
+Deno.test("sweeps racing on 4 connections create each due debounced run exactly once", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, flow);
+  const runIds = await Promise.all(
+    Array.from({ length: 50 }, (_, i) =>
+      startFlow(db.sql, flow, { text: `doc ${i}` }, {
+        debounce: { key: `doc-${i}`, windowSeconds: 600 },
+      })),
+  );
+  await db.sql`update sluice.debounced_starts set due_at = clock_timestamp() - interval '1 second'`;
+  const sweepers = Array.from({ length: 4 }, () => db.connect(1));
+  // Batches of 5: each sweeper takes the rows the others do not hold, until none is left.
+  const started = await Promise.all(sweepers.map(async (sql) => {
+    let total = 0;
+    for (;;) {
+      const [{ n }] = await sql<{ n: number }[]>`select sluice.start_due_debounced(5) as n`;
+      total += n;
+      const [{ left }] = await sql<{ left: number }[]>`
+        select count(*)::int as left from sluice.debounced_starts`;
+      if (left === 0) return total;
+    }
+  }));
+  assert.equal(started.reduce((a, b) => a + b, 0), 50);
+  const runs = await db.sql<{ run_id: string }[]>`select run_id::text from sluice.runs`;
+  assert.deepEqual(runs.map((run) => run.run_id).sort(), [...runIds].sort());
+});
