@@ -9,6 +9,8 @@ import { Flow } from "../../src/dsl/flow.ts";
 import { StartOptionError } from "../../src/dsl/start_options.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { testWorker, waitUntil } from "../worker/_helpers.ts";
+import { spawnWorkerProcess } from "../worker/_worker_process.ts";
+import { racingFlow } from "./_priority_flow.ts";
 
 const chores = new Flow<{ n: number }>({ slug: "chores" }).step({ slug: "do" }, () => 1);
 
@@ -191,4 +193,47 @@ Deno.test("bad priorities are refused before anything is written", async () => {
     { runs: number }[]
   >`select count(*)::int as runs from sluice.runs`;
   assert.equal(runs, 0);
+});
+
+Deno.test("three worker processes racing through a 300-run backlog start a priority run's tasks next", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, racingFlow);
+  await backlog(db, racingFlow.slug, 300);
+  const workers = Array.from(
+    { length: 3 },
+    () => spawnWorkerProcess(new URL("./_priority_worker.ts", import.meta.url), [db.url]),
+  );
+  try {
+    for (const worker of workers) assert.equal(await worker.nextLine(), "READY");
+    await waitUntil(async () => {
+      const [{ done }] = await db.sql<{ done: number }[]>`
+        select count(*)::int as done from sluice.step_tasks where status = 'completed'`;
+      return done >= 30;
+    }, "the workers working through the backlog");
+    const urgent = await startFlow(db.sql, racingFlow, { n: 1000 }, { priority: 10 });
+    await waitUntil(async () => {
+      const [run] = await db.sql<{ status: string }[]>`
+        select status from sluice.runs where run_id = ${urgent}::uuid`;
+      return run.status === "completed";
+    }, "the priority run completing");
+    // From SQL: the backlog tasks claimed while each of its tasks was ready but not yet claimed
+    // are at most the reads already under way (one per worker, and one racing the claim of it),
+    // and hundreds were claimed after.
+    const rows = await db.sql<{ step_slug: string; overtaken_by: number; behind: number }[]>`
+      select u.step_slug,
+        (select count(*)::int from sluice.step_tasks b
+         where b.run_id <> u.run_id and b.started_at > u.queued_at
+           and b.started_at < u.started_at) as overtaken_by,
+        (select count(*)::int from sluice.step_tasks b
+         where b.run_id <> u.run_id and (b.started_at > u.started_at or b.status = 'queued'))
+          as behind
+      from sluice.step_tasks u where u.run_id = ${urgent}::uuid order by u.step_slug`;
+    for (const row of rows) {
+      assert.ok(row.overtaken_by <= 6, `${row.step_slug}: ${row.overtaken_by} backlog tasks first`);
+      assert.ok(row.behind >= 200, `${row.step_slug}: only ${row.behind} backlog tasks after it`);
+    }
+    assert.equal(rows.length, 2);
+  } finally {
+    for (const worker of workers) await worker[Symbol.asyncDispose]();
+  }
 });
