@@ -18,9 +18,12 @@
 
 export * from "./start_run.ts";
 export {
+  type DebounceOptions,
   type FlowControlStartOptions,
   IdempotencyConflictError,
+  MAX_DEBOUNCE_SECONDS,
   MAX_IDEMPOTENCY_KEY_LENGTH,
+  MAX_PRIORITY,
   StartOptionError,
 } from "../dsl/start_options.ts";
 export * from "./subscribe_to_run.ts";

@@ -66,8 +66,9 @@ export interface StartRunOptions extends FlowControlStartOptions {
  * @throws {JsonValueError} When the input is not JSON; nothing is sent.
  * @throws {InputValidationError} When the flow has an input schema and the input does not match
  * it; nothing is sent.
- * @throws {StartOptionError} When `idempotencyKey` is not a string of 1 to 255 characters;
- * nothing is sent.
+ * @throws {StartOptionError} When `idempotencyKey` is not a string of 1 to 255 characters, or
+ * `debounce` is malformed, or `priority` is not a whole number from -1000 to 1000; nothing is
+ * sent.
  * @throws {IdempotencyConflictError} When `idempotencyKey` already started a run of the same name
  * with another input.
  * @throws {Error} The RPC's error (e.g. permission denied), with supabase-js's as `cause`.

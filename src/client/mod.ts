@@ -38,9 +38,12 @@ export * from "./retry_run.ts";
 export * from "./send_signal.ts";
 export { startFlow, type StartFlowOptions } from "./start_flow.ts";
 export {
+  type DebounceOptions,
   type FlowControlStartOptions,
   IdempotencyConflictError,
+  MAX_DEBOUNCE_SECONDS,
   MAX_IDEMPOTENCY_KEY_LENGTH,
+  MAX_PRIORITY,
   StartOptionError,
 } from "../dsl/start_options.ts";
 export * from "./wait_for_run.ts";

@@ -74,9 +74,12 @@ export interface StartFlowOptions extends FlowControlStartOptions {
  * @param options The run id to use, the input size limit and the flow-control options
  * (docs/flow_control.md).
  * @returns The run id: with an `idempotencyKey` an earlier start of the same name used, that
- * start's run.
+ * start's run; with `debounce`, the id of the pending run, created when the window closes.
  * @throws {TypeError} When `runId` is not a UUID.
- * @throws {StartOptionError} When `idempotencyKey` is not a string of 1 to 255 characters.
+ * @throws {StartOptionError} When `idempotencyKey` is not a string of 1 to 255 characters, or
+ * `debounce` is malformed (a key of 1 to 255 characters, whole seconds from 1 to 604800, a
+ * `maxWaitSeconds` of at least `windowSeconds`, no `idempotencyKey` or `runId` with it), or
+ * `priority` is not a whole number from -1000 to 1000.
  * @throws {IdempotencyConflictError} When `idempotencyKey` already started a run of the same name
  * with another input. Nothing is written.
  * @throws {JsonValueError} When the input is not JSON (`NaN`, a function, a `Date`, `undefined`,

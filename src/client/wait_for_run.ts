@@ -6,7 +6,7 @@
 
 import { UnknownRunError } from "../events/unknown_run_error.ts";
 import type { Sql } from "../db/driver/postgres.ts";
-import { readRunOutcome } from "../db/client_queries.ts";
+import { readPendingStart, readRunOutcome } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
 import type { DeployableFlow, FlowOutput } from "../dsl/types.ts";
 import { positive } from "./_positive.ts";
@@ -86,7 +86,10 @@ export type WaitForRunOutput<F extends DeployableFlow> = [F] extends [never] ? J
  * @throws {RunFailedError} When the run failed (with the step and the error message).
  * @throws {RunCancelledError} When the run was cancelled (with the cancel's reason).
  * @throws {RunTimeoutError} When the run did not finish within `timeoutMs`.
- * @throws {RangeError} When no run has that id.
+ * @throws {RangeError} When no run has that id (nor will: the id of a debounced start's pending
+ * run is waited for until the run is created, docs/flow_control.md#debounced-starts).
+ * @throws {Error} When the debounced start whose run this is could not create it (its flow was
+ * deleted), with the database's reason.
  * @throws {TypeError} When `runId` is not a UUID.
  *
  * @example Usage
@@ -117,18 +120,62 @@ export async function waitForRun<F extends DeployableFlow = never>(
     interval,
     positive(options.maxPollIntervalMs ?? 250, "maxPollIntervalMs", action),
   );
-  if (options.listen !== false) {
-    return await waitForEvents(sql, runId, timeoutMs, interval, maxInterval, options.signal);
-  }
   const deadline = Date.now() + timeoutMs;
-  const signal = options.signal;
+  const wait = (timeout: number): Promise<WaitForRunOutput<F>> =>
+    options.listen === false
+      ? pollRun(sql, runId, deadline, timeoutMs, interval, maxInterval, options.signal)
+      : waitForEvents(sql, runId, timeout, interval, maxInterval, options.signal);
+  try {
+    return await wait(timeoutMs);
+  } catch (error) {
+    if (!(error instanceof NoSuchRun)) throw error;
+  }
+  // No run has the id (yet): the pending run of a debounced start is created when its window
+  // closes, with this id.
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const pending = await readPendingStart(sql, runId);
+    if (pending === null) break;
+    if (pending.error_message !== null) {
+      throw new Error(
+        `Cannot wait for run ${runId}: its debounced start could not create it: ${pending.error_message}`,
+      );
+    }
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw new RunTimeoutError(runId, timeoutMs, "pending");
+    await delay(Math.min(interval, remaining), options.signal);
+    interval = Math.min(maxInterval, interval * 1.5);
+  }
+  try {
+    return await wait(Math.max(0, deadline - Date.now()));
+  } catch (error) {
+    if (error instanceof NoSuchRun) {
+      throw new RangeError(`Cannot wait for run ${runId}: no such run`);
+    }
+    throw error;
+  }
+}
 
+/** No run has the id (internal: `waitForRun` then looks for a pending debounced start). */
+class NoSuchRun extends Error {
+  override name = "NoSuchRun";
+}
+
+/** Polls the run until it finishes or `deadline` passes. */
+async function pollRun<F extends DeployableFlow>(
+  sql: Sql,
+  runId: string,
+  deadline: number,
+  timeoutMs: number,
+  pollIntervalMs: number,
+  maxInterval: number,
+  signal: AbortSignal | undefined,
+): Promise<WaitForRunOutput<F>> {
+  let interval = pollIntervalMs;
   for (;;) {
     signal?.throwIfAborted();
     const run = await readRunOutcome(sql, runId);
-    if (run === null) {
-      throw new RangeError(`Cannot wait for run ${runId}: no such run`);
-    }
+    if (run === null) throw new NoSuchRun(runId);
     if (run.status === "completed") return run.output as WaitForRunOutput<F>;
     if (run.status === "failed") {
       throw new RunFailedError({
@@ -182,9 +229,7 @@ async function waitForEvents<F extends DeployableFlow>(
       }
     }
   } catch (error) {
-    if (error instanceof UnknownRunError) {
-      throw new RangeError(`Cannot wait for run ${runId}: no such run`);
-    }
+    if (error instanceof UnknownRunError) throw new NoSuchRun(runId);
     if (timeout.signal.aborted && !signal?.aborted) {
       throw new RunTimeoutError(runId, timeoutMs, "started");
     }

@@ -7,7 +7,7 @@
  */
 
 import type { Queryable, Sql } from "./driver/postgres.ts";
-import { inline, jsonb, SerializedJson, simpleQuery, uuid } from "./inline_sql.ts";
+import { inline, jsonb, type JsonInput, SerializedJson, simpleQuery, uuid } from "./inline_sql.ts";
 
 /**
  * Starts a run with the input (JSON text, or `undefined` for SQL `null`) and resolves the run
@@ -24,7 +24,7 @@ export async function startFlowRun(
     /** The producer's W3C trace context, recorded on the run; `null` or absent for none. */
     traceparent?: string | null;
     /** Start options (`sluice.check_start_options`); none calls the three-argument start. */
-    options?: { readonly [key: string]: string | number };
+    options?: { readonly [key: string]: JsonInput };
   },
 ): Promise<string> {
   const input = run.inputJson === undefined ? null : jsonb(new SerializedJson(run.inputJson));
@@ -45,6 +45,21 @@ export async function startFlowRun(
         from pg_catalog.set_config('sluice.traceparent', ${run.traceparent}, true)`,
   );
   return run_id;
+}
+
+/**
+ * The pending debounced start whose run will have the id `runId` (`sluice.debounced_starts`),
+ * or `null`: no start is pending with that id (its run exists, or never will).
+ */
+export async function readPendingStart(
+  sql: Queryable,
+  runId: string,
+): Promise<{ readonly error_message: string | null } | null> {
+  const rows = await simpleQuery<{ error_message: string | null }[]>(
+    sql,
+    inline`select d.error_message from sluice.debounced_starts d where d.run_id = ${uuid(runId)}`,
+  );
+  return rows[0] ?? null;
 }
 
 /** A run's outcome so far, as far as waiting for it cares. */

@@ -78,8 +78,10 @@ async function releaseAllDueWaits(tx: Queryable): Promise<number> {
 
 /**
  * The test clock's move: puts every started task's `started_at`, every PGMQ message's visibility
- * time, every waiting step's due time or timeout and every kept signal's expiry `seconds` back, releases the waits that are
- * due then, runs stall recovery and wakes every queue's workers, in one transaction.
+ * time, every waiting step's due time or timeout, every kept signal's expiry and every pending
+ * debounced start's times `seconds` back, releases the waits that are due then, starts the
+ * debounced runs that are due then, runs stall recovery and wakes every queue's workers, in one
+ * transaction.
  *
  * @returns How many stalled tasks stall recovery handled.
  */
@@ -111,6 +113,18 @@ export async function advanceClock(sql: Sql, seconds: number): Promise<number> {
       update sluice.signals set expires_at = expires_at - make_interval(secs => ${seconds})
       where consumed_at is null`;
     await releaseAllDueWaits(tx);
+    // Pending debounced starts age too: one whose window closed on the test clock starts.
+    await tx`
+      update sluice.debounced_starts
+      set due_at = due_at - make_interval(secs => ${seconds}),
+        max_due_at = max_due_at - make_interval(secs => ${seconds}),
+        first_at = first_at - make_interval(secs => ${seconds}),
+        last_at = last_at - make_interval(secs => ${seconds})`;
+    for (;;) {
+      const [{ started }] = await tx<{ started: number }[]>`
+        select sluice.start_due_debounced(1000) as started`;
+      if (started < 1000) break;
+    }
     const [{ handled }] = await tx<{ handled: number }[]>`
       select sluice.requeue_stalled_tasks() as handled`;
     for (const { queue_name } of queues) await tx`select sluice.notify_queue(${queue_name})`;

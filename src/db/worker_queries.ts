@@ -376,6 +376,19 @@ export async function releaseDueWaits(sql: Sql, batchSize: number): Promise<numb
   return row.released;
 }
 
+/**
+ * `sluice.start_due_debounced`: creates the runs of up to `batchSize` debounced starts whose window
+ * closed (docs/flow_control.md#debounced-starts); returns how many it created.
+ */
+export async function startDueDebounced(sql: Sql, batchSize: number): Promise<number> {
+  const row = onlyRow(
+    "start_due_debounced",
+    await sql<{ started: number }[]>`
+      select sluice.start_due_debounced(${batchSize}::integer) as started`,
+  );
+  return row.started;
+}
+
 /** The fencing token of one attempt, as its claim handed it out. */
 export interface AttemptToken {
   readonly runId: string;

@@ -37,9 +37,12 @@ export type {
   StandardSchemaV1,
 } from "./standard_schema.ts";
 export {
+  type DebounceOptions,
   type FlowControlStartOptions,
   IdempotencyConflictError,
+  MAX_DEBOUNCE_SECONDS,
   MAX_IDEMPOTENCY_KEY_LENGTH,
+  MAX_PRIORITY,
   StartOptionError,
 } from "./start_options.ts";
 export * from "./step_definition.ts";

@@ -18,6 +18,60 @@
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
 /**
+ * The longest debounce window (and `maxWaitSeconds`), in seconds: 7 days
+ * (`sluice.max_debounce_seconds()`).
+ *
+ * @example Usage
+ * ```ts
+ * import { MAX_DEBOUNCE_SECONDS } from "@sluice/sluice";
+ *
+ * console.log(MAX_DEBOUNCE_SECONDS); // 604800
+ * ```
+ */
+export const MAX_DEBOUNCE_SECONDS = 604800;
+
+/**
+ * The highest priority of a start (`sluice.max_priority()`); the lowest is `-MAX_PRIORITY`.
+ *
+ * @example Usage
+ * ```ts
+ * import { MAX_PRIORITY } from "@sluice/sluice";
+ *
+ * console.log(MAX_PRIORITY); // 1000
+ * ```
+ */
+export const MAX_PRIORITY = 1000;
+
+/**
+ * How a start is debounced (docs/flow_control.md#debounced-starts): starts of the same name with
+ * the same `key` collapse into one run, created with the last start's input once
+ * `windowSeconds` went by without another start of that key.
+ *
+ * @example Usage
+ * ```ts
+ * import type { DebounceOptions } from "@sluice/sluice";
+ *
+ * const debounce: DebounceOptions = { key: "doc-42", windowSeconds: 10, maxWaitSeconds: 60 };
+ * ```
+ */
+export interface DebounceOptions {
+  /** What collapses: starts of one name with the same key. 1 to 255 characters. */
+  readonly key: string;
+  /**
+   * The quiet period that ends the window, in whole seconds (1 to 604800): each start of the key
+   * moves the run's start to `windowSeconds` after itself (the trailing edge).
+   */
+  readonly windowSeconds: number;
+  /**
+   * The longest the first start of a pending run waits, in whole seconds (`windowSeconds` to
+   * 604800): under a steady stream of starts, the run starts at most this long after the first.
+   *
+   * @default {no cap: the run starts once the key has been quiet for a window}
+   */
+  readonly maxWaitSeconds?: number;
+}
+
+/**
  * The flow-control options every start path takes (`startFlow()`, the browser's `startRun()`).
  *
  * @example Usage
@@ -37,6 +91,24 @@ export interface FlowControlStartOptions {
    * @default {none: every start creates a run}
    */
   readonly idempotencyKey?: string;
+  /**
+   * Debounces the start: starts of the same name with the same `debounce.key` within the window
+   * collapse into one run, created with the last start's input when the window closes; every one
+   * of them returns that run's id at once (the run exists from then on: `waitForRun` waits for it
+   * meanwhile). Takes neither `idempotencyKey` nor `runId`.
+   *
+   * @default {none: every start creates a run at once}
+   */
+  readonly debounce?: DebounceOptions;
+  /**
+   * The run's priority, a whole number from -1000 to 1000: within a queue, the ready tasks of a
+   * run of higher priority are read before those of lower priority, even behind a backlog; of
+   * equal priority, first queued first (docs/flow_control.md#priorities). Every task of the run
+   * has it; with `debounce`, the last start's priority is the run's.
+   *
+   * @default {0}
+   */
+  readonly priority?: number;
 }
 
 /**
@@ -128,6 +200,17 @@ export class IdempotencyConflictError extends Error {
   }
 }
 
+/** The start options as the SQL start functions take them (snake_case JSON). */
+export type StartOptionsJson = {
+  readonly idempotency_key?: string;
+  readonly priority?: number;
+  readonly debounce?: {
+    readonly key: string;
+    readonly window_seconds: number;
+    readonly max_wait_seconds?: number;
+  };
+};
+
 /**
  * The start options as `sluice.check_start_options` takes them (snake_case JSON), after checking
  * each; `undefined` when none is set, so a plain start keeps its three-argument call.
@@ -135,23 +218,78 @@ export class IdempotencyConflictError extends Error {
  * @throws {StartOptionError} When an option has a value of the wrong type or range.
  */
 export function startOptionsJson(
-  options: FlowControlStartOptions,
+  options: FlowControlStartOptions & { readonly runId?: string },
   action: string,
-): Record<string, string | number> | undefined {
-  const { idempotencyKey } = options;
-  if (idempotencyKey === undefined) return undefined;
+): StartOptionsJson | undefined {
+  const { idempotencyKey, debounce, priority } = options;
+  if (idempotencyKey === undefined && debounce === undefined && priority === undefined) {
+    return undefined;
+  }
+  if (idempotencyKey !== undefined) checkKey(action, "idempotencyKey", idempotencyKey);
   if (
-    typeof idempotencyKey !== "string" || idempotencyKey.length < 1 ||
-    [...idempotencyKey].length > MAX_IDEMPOTENCY_KEY_LENGTH
+    priority !== undefined &&
+    (typeof priority !== "number" || !Number.isInteger(priority) ||
+      Math.abs(priority) > MAX_PRIORITY)
   ) {
     throw new StartOptionError(
       action,
-      "idempotencyKey",
-      idempotencyKey,
+      "priority",
+      priority,
+      `a whole number from ${-MAX_PRIORITY} to ${MAX_PRIORITY}`,
+    );
+  }
+  return {
+    ...(idempotencyKey === undefined ? {} : { idempotency_key: idempotencyKey }),
+    ...(priority === undefined ? {} : { priority }),
+    ...(debounce === undefined ? {} : { debounce: debounceJson(options, action) }),
+  };
+}
+
+function debounceJson(
+  options: FlowControlStartOptions & { readonly runId?: string },
+  action: string,
+): StartOptionsJson["debounce"] {
+  const { debounce, idempotencyKey } = options;
+  if (typeof debounce !== "object" || debounce === null) {
+    throw new StartOptionError(action, "debounce", debounce, "an object { key, windowSeconds }");
+  }
+  if (idempotencyKey !== undefined) {
+    throw new StartOptionError(action, "debounce", debounce, "absent with an idempotencyKey");
+  }
+  if (options.runId !== undefined) {
+    throw new StartOptionError(action, "runId", options.runId, "absent with debounce");
+  }
+  checkKey(action, "debounce.key", debounce.key);
+  const { windowSeconds, maxWaitSeconds } = debounce;
+  checkSeconds(action, "debounce.windowSeconds", windowSeconds, 1);
+  if (maxWaitSeconds === undefined) return { key: debounce.key, window_seconds: windowSeconds };
+  checkSeconds(action, "debounce.maxWaitSeconds", maxWaitSeconds, windowSeconds);
+  return { key: debounce.key, window_seconds: windowSeconds, max_wait_seconds: maxWaitSeconds };
+}
+
+function checkKey(action: string, option: string, key: unknown): void {
+  if (typeof key !== "string" || key.length < 1 || [...key].length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    throw new StartOptionError(
+      action,
+      option,
+      key,
       `a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
     );
   }
-  return { idempotency_key: idempotencyKey };
+}
+
+function checkSeconds(action: string, option: string, value: unknown, min: number): void {
+  if (
+    typeof value !== "number" || !Number.isInteger(value) || value < min ||
+    value > MAX_DEBOUNCE_SECONDS
+  ) {
+    throw new StartOptionError(
+      action,
+      option,
+      value,
+      `a whole number of seconds from ${min} to ${MAX_DEBOUNCE_SECONDS}`,
+    );
+  }
 }
 
 /**

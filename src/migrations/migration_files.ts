@@ -47,5 +47,7 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207002000_sluice_subflows.sql",
   "20261207133532_sluice_attempt_telemetry.sql",
   "20261207134541_sluice_notify_minimal.sql",
+  "20261207232000_sluice_debounced_start.sql",
   "20261207232105_sluice_subflow_events.sql",
+  "20261207234000_sluice_priorities.sql",
 ];

@@ -11,8 +11,9 @@ import { advanceClock } from "../db/testing_queries.ts";
  * The test clock: moves sluice's time forward without waiting. PostgreSQL's own clock cannot be
  * moved, so the clock moves the times sluice compares with it back instead: every PGMQ message's
  * visibility time (retry delays, and the claim of a started task), every started task's
- * `started_at` (its timeout) and every waiting step's due time or timeout (durable waits). Then
- * it releases the waits now due (a sleep completes with its moved due time), and runs stall
+ * `started_at` (its timeout), every waiting step's due time or timeout (durable waits) and every
+ * pending debounced start's window. Then it releases the waits now due (a sleep completes with
+ * its moved due time), starts the debounced runs whose window closed, and runs stall
  * recovery, so a task whose timeout (plus the 30 s stall margin) has passed on the test clock is
  * requeued, or exhausted on its last attempt, exactly as after a vanished worker; and it wakes
  * the workers of every queue.

@@ -4,7 +4,8 @@
  * or the task was requeued or retried): it aborts those handlers' signals. At most once per
  * stalled-check interval it also runs stalled-task recovery. A failed call is logged (transient
  * ones once per outage) and simply tried again next time. Each beat also fires due schedule ticks
- * (docs/schedules.md).
+ * (docs/schedules.md), releases due waits (docs/waits.md) and starts the runs of debounced starts
+ * whose window closed (docs/flow_control.md).
  *
  * @module
  */
@@ -12,7 +13,12 @@
 import type { Sql } from "../db/driver/postgres.ts";
 import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { describeError } from "./describe_error.ts";
-import { heartbeatWorker, releaseDueWaits, requeueStalledTasks } from "../db/worker_queries.ts";
+import {
+  heartbeatWorker,
+  releaseDueWaits,
+  requeueStalledTasks,
+  startDueDebounced,
+} from "../db/worker_queries.ts";
 import { sweepSchedules } from "../db/schedule_queries.ts";
 import { nextDueOrProblem } from "../dsl/next_due.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";
@@ -21,6 +27,9 @@ import type { Logger } from "./logger.ts";
 
 /** Due waits one `release_due_waits` call releases (its runs are locked together). */
 const WAIT_RELEASE_BATCH = 100;
+
+/** Due debounced starts one `start_due_debounced` call starts. */
+const DEBOUNCE_START_BATCH = 100;
 
 /** Settings of a {@linkcode Heartbeat}. */
 /**
@@ -107,6 +116,8 @@ export class Heartbeat {
       await this.#fireSchedules();
       if (signal.aborted) break;
       await this.#releaseWaits();
+      if (signal.aborted) break;
+      await this.#startDebounced();
       if (signal.aborted) break;
       if (Date.now() - this.#lastStalledCheck >= this.#settings.stalledCheckIntervalMs) {
         this.#lastStalledCheck = Date.now();
@@ -196,6 +207,25 @@ export class Heartbeat {
       this.#failed("release_due_waits", error);
     }
     if (total > 0) this.#logger.info("due waits released", { waits: total });
+  }
+
+  // Every beat, like waits: the beat interval bounds how late a debounced run starts after its
+  // window closed. With nothing due it is one indexed lookup; a full batch sweeps again, for at
+  // most half an interval.
+  async #startDebounced(): Promise<void> {
+    const until = performance.now() + this.#settings.intervalMs / 2;
+    let total = 0;
+    try {
+      for (;;) {
+        const started = await startDueDebounced(this.#sql, DEBOUNCE_START_BATCH);
+        this.#outage.answered();
+        total += started;
+        if (started < DEBOUNCE_START_BATCH || performance.now() >= until) break;
+      }
+    } catch (error) {
+      this.#failed("start_due_debounced", error);
+    }
+    if (total > 0) this.#logger.info("debounced runs started", { runs: total });
   }
 
   #failed(operation: string, error: unknown): void {

@@ -178,6 +178,37 @@ Deno.test(
 );
 
 Deno.test(
+  "startRun() with a priority gives the run it; with a debounce returns one pending run for the key, which starts with the last input",
+  SUPABASE_JS,
+  async () => {
+    await using db = await browserDatabase();
+    await withSupabase(db, ROLE, async (supabase) => {
+      const debounce = { key: "draft-1", windowSeconds: 60 };
+      const first = await startRun(supabase, "web", { tier: "gold" }, { debounce });
+      const again = await startRun(supabase, "web", { tier: "silver" }, { debounce });
+      assert.equal(again, first);
+      await assert.rejects(
+        startRun(supabase, "web", { tier: "gold" }, { debounce: { key: "k", windowSeconds: 0 } }),
+        (error: unknown) =>
+          error instanceof StartOptionError && error.option === "debounce.windowSeconds",
+      );
+      const urgent = await startRun(supabase, "web", { tier: "gold" }, { priority: 3 });
+      const [{ priority }] = await db.sql`
+        select priority from sluice.runs where run_id = ${urgent}::uuid`;
+      assert.equal(priority, 3);
+      await db.sql`delete from sluice.runs where run_id = ${urgent}::uuid`;
+      await db.sql`update sluice.debounced_starts set due_at = clock_timestamp()`;
+      await db.sql`select sluice.start_due_debounced()`;
+      const runs = await db.sql`select run_id::text, input from sluice.runs`;
+      assert.deepEqual(runs.map((run) => ({ ...run })), [{
+        run_id: first,
+        input: { tier: "silver" },
+      }]);
+    });
+  },
+);
+
+Deno.test(
   "subscribeToRun() after a dropped socket rejoins, replays what it missed, and yields the terminal event once",
   SUPABASE_JS,
   async () => {

@@ -37,7 +37,8 @@ const SIGNALS_SCHEDULES = "supabase/migrations/20261207000500_sluice_signals_sch
 const BATCH_SIZES = "supabase/migrations/20261207001000_sluice_batch_sizes.sql";
 const TRACE_CONTEXT = "supabase/migrations/20261207001500_sluice_trace_context.sql";
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
-const IDEMPOTENT_START = "supabase/migrations/20261207001300_sluice_idempotent_start.sql";
+const DEBOUNCED_START = "supabase/migrations/20261207232000_sluice_debounced_start.sql";
+const PRIORITIES = "supabase/migrations/20261207234000_sluice_priorities.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
 const SUBFLOW_EVENTS = "supabase/migrations/20261207232105_sluice_subflow_events.sql";
 
@@ -295,7 +296,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "idempotency_key_claim",
-    file: IDEMPOTENT_START,
+    file: PRIORITIES,
     search: "  on conflict do nothing;\n  if found then\n",
     replace: "  on conflict (flow_ref, idempotency_key) do update set run_id = excluded.run_id;\n" +
       "  if found then\n",
@@ -304,7 +305,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "idempotency_input_conflict",
-    file: IDEMPOTENT_START,
+    file: PRIORITIES,
     search: "  if v_existing_input is distinct from start_with_options.input then\n",
     replace: "  if false then\n",
     guards: ["tests/client/idempotent_start_test.ts"],
@@ -326,5 +327,40 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "    where c.parent_run_id = r.run_id and false\n",
     guards: ["tests/events/subflow_events_test.ts"],
     why: "a late watch of a parent (or one after a reconnect) would miss its children's events",
+  },
+  {
+    id: "debounce_last_input",
+    file: DEBOUNCED_START,
+    search: "    input = excluded.input,\n",
+    replace: "    input = d.input,\n",
+    guards: ["tests/client/debounced_start_test.ts"],
+    why: "a debounced run would start with the first start's input instead of the last",
+  },
+  {
+    id: "debounce_window_restart",
+    file: DEBOUNCED_START,
+    search: "      then least(excluded.due_at, coalesce(d.max_due_at, 'infinity'))\n",
+    replace: "      then least(d.due_at, coalesce(d.max_due_at, 'infinity'))\n",
+    guards: ["tests/client/debounced_start_test.ts"],
+    why:
+      "a start would no longer push the debounced run back: the window would be fixed from the first",
+  },
+  {
+    id: "priority_read_ignored",
+    file: PRIORITIES,
+    search:
+      "    where t.queue_name = v_queue and t.status = 'queued' and t.priority <> 0\n  ) then\n",
+    replace: "    where false\n  ) then\n",
+    guards: ["tests/client/priority_test.ts"],
+    why: "every read would be PGMQ's, by msg_id: a priority run would wait behind the backlog",
+  },
+  {
+    id: "priority_not_inherited",
+    file: PRIORITIES,
+    search:
+      "      (select r.priority from sluice.runs r where r.run_id = start_ready_steps.run_id)\n",
+    replace: "      0\n",
+    guards: ["tests/client/priority_test.ts"],
+    why: "only a priority run's first tasks would overtake; its later steps would queue behind",
   },
 ];

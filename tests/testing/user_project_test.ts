@@ -141,7 +141,7 @@ Deno.test("docs/subflows.md's flows and test file pass in a user project on the 
   ]);
 });
 
-Deno.test("docs/flow_control.md's idempotent start and its test pass in a user project on the embedded database", async () => {
+Deno.test("docs/flow_control.md's idempotent starts, debounced starts and priorities and their tests pass in a user project on the embedded database", async () => {
   const blocks = [
     ...(await Deno.readTextFile(new URL("docs/flow_control.md", ROOT))).matchAll(
       /^```ts\n([\s\S]*?)^```$/gm,
@@ -152,8 +152,30 @@ Deno.test("docs/flow_control.md's idempotent start and its test pass in a user p
     return found;
   };
   const files = {
-    "orders.ts": pick("exporting onOrderPaid", blocks.find((b) => b.includes("export function"))),
-    "orders_test.ts": pick("with Deno.test", blocks.find((b) => b.includes("Deno.test"))),
+    "orders.ts": pick(
+      "exporting onOrderPaid",
+      blocks.find((b) => b.includes("export function onOrderPaid")),
+    ),
+    "orders_test.ts": pick(
+      "testing onOrderPaid",
+      blocks.find((b) => b.includes("Deno.test") && b.includes("./orders.ts")),
+    ),
+    "documents.ts": pick(
+      "exporting onDocumentSaved",
+      blocks.find((b) => b.includes("export function onDocumentSaved")),
+    ),
+    "documents_test.ts": pick(
+      "testing onDocumentSaved",
+      blocks.find((b) => b.includes("Deno.test") && b.includes("./documents.ts")),
+    ),
+    "tickets.ts": pick(
+      "exporting onTicket",
+      blocks.find((b) => b.includes("export function onTicket")),
+    ),
+    "tickets_test.ts": pick(
+      "testing onTicket",
+      blocks.find((b) => b.includes("Deno.test") && b.includes("./tickets.ts")),
+    ),
   };
   assert.equal(
     blocks.length,
@@ -161,6 +183,17 @@ Deno.test("docs/flow_control.md's idempotent start and its test pass in a user p
     "every ts block of docs/flow_control.md runs",
   );
   await using project = await userProject(files);
-  const out = await project.deno(["test", "-A", ...CONFIG, "orders_test.ts"]);
-  assertSummary(out, 1, ["a redelivered event starts no second run"]);
+  const out = await project.deno([
+    "test",
+    "-A",
+    ...CONFIG,
+    "orders_test.ts",
+    "documents_test.ts",
+    "tickets_test.ts",
+  ]);
+  assertSummary(out, 3, [
+    "a redelivered event starts no second run",
+    "a burst of saves indexes the document once, with the last text",
+    "a pro ticket is triaged before the free-plan backlog",
+  ]);
 });

@@ -1,8 +1,10 @@
--- sluice.check_start_options, as the migrations create it (last defined in supabase/migrations/20261207001300_sluice_idempotent_start.sql).
+-- sluice.check_start_options, as the migrations create it (last defined in supabase/migrations/20261207234000_sluice_priorities.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Validates the options of a start before anything is written, naming the offending value:
--- options is a JSON object (or null) of known keys only.
+-- options is a JSON object (or null) of known keys only. As in migration 20261207001300, and
+-- `debounce` (check_debounce_option), which takes neither an idempotency key nor a run id, and
+-- `priority` (check_priority_option).
 CREATE OR REPLACE FUNCTION sluice.check_start_options(flow_ref text, options jsonb) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -21,13 +23,13 @@ begin
   end if;
   select k into v_unknown
   from jsonb_object_keys(check_start_options.options) k
-  where k not in ('idempotency_key')
+  where k not in ('idempotency_key', 'debounce', 'priority')
   order by k
   limit 1;
   if v_unknown is not null then
     raise exception 'Cannot start flow "%": unknown start option "%"',
       check_start_options.flow_ref, v_unknown
-      using errcode = 'invalid_parameter_value', hint = 'Known options: idempotency_key';
+      using errcode = 'invalid_parameter_value', hint = 'Known options: idempotency_key, debounce, priority';
   end if;
   if v_key is not null and jsonb_typeof(v_key) <> 'null' and (jsonb_typeof(v_key) <> 'string'
       or length(v_key #>> '{}') not between 1 and sluice.max_idempotency_key_length())
@@ -35,6 +37,20 @@ begin
     raise exception 'Cannot start flow "%": idempotency_key must be a string of 1 to % characters, got %',
       check_start_options.flow_ref, sluice.max_idempotency_key_length(), left(v_key::text, 80)
       using errcode = 'invalid_parameter_value';
+  end if;
+  if check_start_options.options ? 'priority' then
+    perform sluice.check_priority_option(check_start_options.flow_ref,
+      check_start_options.options -> 'priority');
+  end if;
+  if check_start_options.options ? 'debounce' then
+    perform sluice.check_debounce_option(check_start_options.flow_ref,
+      check_start_options.options -> 'debounce');
+    if v_key is not null and jsonb_typeof(v_key) <> 'null' then
+      raise exception 'Cannot start flow "%": debounce and idempotency_key cannot be combined',
+        check_start_options.flow_ref
+        using errcode = 'invalid_parameter_value',
+          hint = 'A debounced start already returns the pending run of its key';
+    end if;
   end if;
 end;
 $$;

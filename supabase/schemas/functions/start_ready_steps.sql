@@ -1,6 +1,7 @@
--- sluice.start_ready_steps, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
+-- sluice.start_ready_steps, as the migrations create it (last defined in supabase/migrations/20261207234000_sluice_priorities.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
+-- As in migration 20261207002000, except that a task takes its run's priority.
 CREATE OR REPLACE FUNCTION sluice.start_ready_steps(run_id uuid) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -133,11 +134,13 @@ begin
 
     -- A map task gets its element now, in one pass over the array: a claim that read it from the
     -- array would detoast the whole array for every task, a cost that grows with the map's width.
+    -- A task takes its run's priority (docs/flow_control.md#priorities), read once per step.
     insert into sluice.step_tasks (
-      run_id, step_slug, task_index, flow_slug, queue_name, message_id, input
+      run_id, step_slug, task_index, flow_slug, queue_name, message_id, input, priority
     )
     select start_ready_steps.run_id, v_step.step_slug, (m.ord - 1)::integer, v_step.flow_slug,
-      v_step.queue_name, m.id, e.value
+      v_step.queue_name, m.id, e.value,
+      (select r.priority from sluice.runs r where r.run_id = start_ready_steps.run_id)
     from unnest(v_ids) with ordinality as m(id, ord)
     left join jsonb_array_elements(
       case when v_step.step_type = 'map' then v_source end

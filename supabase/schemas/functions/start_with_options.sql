@@ -1,24 +1,40 @@
--- sluice.start_with_options, as the migrations create it (last defined in supabase/migrations/20261207001300_sluice_idempotent_start.sql).
+-- sluice.start_with_options, as the migrations create it (last defined in supabase/migrations/20261207234000_sluice_priorities.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Creates a run of the concrete flow `flow_slug`, started as `started_via`, honouring the start
--- options: with an idempotency key it claims the key first and, when an earlier start of the same
--- name holds it, returns that start's run instead (or raises SLI01 when that run's input differs:
--- the same key for other work is a caller's bug, not a retry).
+-- options. As in migration 20261207232000, except that a new run (or a pending debounced start)
+-- gets the start's `priority` (apply_run_priority).
 CREATE OR REPLACE FUNCTION sluice.start_with_options(flow_slug text, started_via text, input jsonb, run_id uuid, options jsonb) RETURNS uuid
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_key text := start_with_options.options ->> 'idempotency_key';
+  v_priority integer;
   v_run uuid;
   v_existing uuid;
   v_existing_input jsonb;
 begin
   perform sluice.check_start_options(start_with_options.started_via, start_with_options.options);
+  v_priority := coalesce((start_with_options.options ->> 'priority')::integer, 0);
+  if start_with_options.options ? 'debounce' then
+    if start_with_options.run_id is not null then
+      raise exception 'Cannot start flow "%": a debounced start takes no run id (got %): its run id is the pending start''s',
+        start_with_options.started_via, start_with_options.run_id
+        using errcode = 'invalid_parameter_value';
+    end if;
+    v_run := sluice.start_debounced(start_with_options.flow_slug, start_with_options.started_via,
+      start_with_options.input, start_with_options.options -> 'debounce');
+    -- The last start's priority is the run's, as its input is.
+    update sluice.debounced_starts d set priority = v_priority
+    where d.run_id = v_run and d.priority <> v_priority;
+    return v_run;
+  end if;
   if v_key is null then
-    return sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
+    v_run := sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
       start_with_options.input, start_with_options.run_id);
+    perform sluice.apply_run_priority(v_run, v_priority);
+    return v_run;
   end if;
 
   v_run := coalesce(start_with_options.run_id, gen_random_uuid());
@@ -26,8 +42,10 @@ begin
   values (start_with_options.started_via, v_key, v_run)
   on conflict do nothing;
   if found then
-    return sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
+    perform sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
       start_with_options.input, v_run);
+    perform sluice.apply_run_priority(v_run, v_priority);
+    return v_run;
   end if;
 
   -- The conflict waited for the key's claimer to commit: this statement's snapshot sees its row

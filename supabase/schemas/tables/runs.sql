@@ -24,6 +24,7 @@ CREATE TABLE sluice.runs (
     parent_step_slug text,
     parent_task_index integer,
     depth integer DEFAULT 0 NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
     CONSTRAINT runs_cancelled_check CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL))),
     CONSTRAINT runs_check CHECK ((num_nonnulls(completed_at, failed_at) <= 1)),
     CONSTRAINT runs_check1 CHECK (((status = 'completed'::text) = (completed_at IS NOT NULL))),
@@ -32,6 +33,7 @@ CREATE TABLE sluice.runs (
     CONSTRAINT runs_finished_once_check CHECK ((num_nonnulls(completed_at, failed_at, cancelled_at) <= 1)),
     CONSTRAINT runs_parent_check CHECK (((num_nonnulls(parent_run_id, parent_step_slug, parent_task_index) = ANY (ARRAY[0, 3])) AND ((parent_run_id IS NULL) = (depth = 0)))),
     CONSTRAINT runs_parent_task_index_check CHECK ((parent_task_index >= 0)),
+    CONSTRAINT runs_priority_check CHECK (((priority >= '-1000'::integer) AND (priority <= 1000))),
     CONSTRAINT runs_remaining_steps_check CHECK ((remaining_steps >= 0)),
     CONSTRAINT runs_retried_check CHECK (((retry_count > 0) = (retried_at IS NOT NULL))),
     CONSTRAINT runs_retry_count_check CHECK ((retry_count >= 0)),
@@ -50,6 +52,8 @@ COMMENT ON COLUMN sluice.runs.parent_run_id IS 'The run whose subflow step start
 COMMENT ON COLUMN sluice.runs.parent_task_index IS 'The element of the parent''s map subflow this run is the child of (0 for a subflow).';
 
 COMMENT ON COLUMN sluice.runs.depth IS 'How many subflow levels are above this run: 0 for a root run (sluice.max_subflow_depth).';
+
+COMMENT ON COLUMN sluice.runs.priority IS 'The run''s priority (higher first within a queue; 0 by default), copied to its tasks.';
 
 ALTER TABLE ONLY sluice.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (run_id);

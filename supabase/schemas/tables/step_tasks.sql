@@ -23,6 +23,7 @@ CREATE TABLE sluice.step_tasks (
     cancelled_at timestamp with time zone,
     permanently_stalled_at timestamp with time zone,
     attempts_base integer DEFAULT 0 NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
     CONSTRAINT step_tasks_attempts_base_check CHECK (((attempts_base >= 0) AND (attempts_base <= attempts_count))),
     CONSTRAINT step_tasks_attempts_count_check CHECK ((attempts_count >= 0)),
     CONSTRAINT step_tasks_check CHECK ((num_nonnulls(completed_at, failed_at, skipped_at, cancelled_at) <= 1)),
@@ -37,10 +38,16 @@ CREATE TABLE sluice.step_tasks (
 )
 WITH (fillfactor='60');
 
+COMMENT ON COLUMN sluice.step_tasks.priority IS 'Its run''s priority: a worker reads the queued tasks of higher priority first (sluice.read_prioritized).';
+
 ALTER TABLE ONLY sluice.step_tasks
     ADD CONSTRAINT step_tasks_pkey PRIMARY KEY (run_id, step_slug, task_index);
 
 CREATE UNIQUE INDEX step_tasks_message_key ON sluice.step_tasks USING btree (message_id, queue_name) WHERE (message_id IS NOT NULL);
+
+CREATE INDEX step_tasks_prioritized_idx ON sluice.step_tasks USING btree (queue_name, priority DESC, message_id) WHERE ((status = 'queued'::text) AND (priority <> 0));
+
+CREATE INDEX step_tasks_prioritized_message_idx ON sluice.step_tasks USING btree (message_id) WHERE ((status = 'queued'::text) AND (priority <> 0));
 
 CREATE INDEX step_tasks_queued_idx ON sluice.step_tasks USING btree (flow_slug, step_slug) WHERE (status = 'queued'::text);
 

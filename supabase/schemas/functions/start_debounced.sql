@@ -1,0 +1,47 @@
+-- sluice.start_debounced, as the migrations create it (last defined in supabase/migrations/20261207232000_sluice_debounced_start.sql).
+-- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
+
+-- A debounced start of the concrete flow `flow_slug`, started as `started_via`: checks the input,
+-- then joins the pending start of (started_via, key), replacing its input and pushing its due time
+-- to now + window_seconds (capped by the first start's max wait), or begins one; returns its run
+-- id. One statement decides: concurrent starts of a key wait for each other's row lock.
+CREATE OR REPLACE FUNCTION sluice.start_debounced(flow_slug text, started_via text, input jsonb, debounce jsonb) RETURNS uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_window interval := make_interval(secs => (start_debounced.debounce ->> 'window_seconds')::integer);
+  v_max interval := make_interval(secs => (start_debounced.debounce ->> 'max_wait_seconds')::integer);
+  -- The start's own time, not now(): the caller's transaction may have begun long before.
+  v_now timestamptz := clock_timestamp();
+  v_run uuid;
+begin
+  perform sluice.check_run_input(start_debounced.flow_slug, start_debounced.input);
+  insert into sluice.debounced_starts as d (
+    flow_ref, debounce_key, flow_slug, run_id, input, traceparent, first_at, last_at, due_at,
+    max_due_at
+  )
+  values (
+    start_debounced.started_via, start_debounced.debounce ->> 'key', start_debounced.flow_slug,
+    gen_random_uuid(), start_debounced.input, sluice.caller_traceparent(), v_now, v_now,
+    v_now + v_window, v_now + v_max
+  )
+  on conflict (flow_ref, debounce_key) do update
+  set
+    -- A row whose run could not be created is replaced by a new pending start.
+    run_id = case when d.error_message is null then d.run_id else excluded.run_id end,
+    flow_slug = excluded.flow_slug,
+    input = excluded.input,
+    traceparent = excluded.traceparent,
+    starts = case when d.error_message is null then d.starts + 1 else 1 end,
+    first_at = case when d.error_message is null then d.first_at else excluded.first_at end,
+    last_at = excluded.last_at,
+    due_at = case when d.error_message is null
+      then least(excluded.due_at, coalesce(d.max_due_at, 'infinity'))
+      else excluded.due_at end,
+    max_due_at = case when d.error_message is null then d.max_due_at else excluded.max_due_at end,
+    error_message = null
+  returning d.run_id into v_run;
+  return v_run;
+end;
+$$;
