@@ -48,5 +48,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207133532_sluice_attempt_telemetry.sql",
   "20261207134541_sluice_notify_minimal.sql",
   "20261207233000_sluice_flow_access.sql",
-  "20261207233533_sluice_flow_access_checks.sql",
+  "20261207235622_sluice_flow_access_checks.sql",
 ];

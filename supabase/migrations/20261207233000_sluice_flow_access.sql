@@ -196,8 +196,9 @@ as $$
   )
 $$;
 
--- Gives the scoped roles whose scope covers a flow the queue's two tables (unscoped grantees hold
--- every queue table through default privileges already).
+-- Gives the scoped roles whose scope covers a flow the queue's two tables and read access to its
+-- message id sequence (unscoped grantees hold every queue table through default privileges
+-- already).
 create function sluice.grant_queue_access(flow_slug text, queue text)
 returns void
 language plpgsql
@@ -221,6 +222,12 @@ begin
       execute pg_catalog.format('grant select, insert, update, delete on table %s to %s', v_table,
         v_role);
     end loop;
+    -- Reading its message count (pgmq.metrics, sluice.queue_health); no setval.
+    v_table := pg_catalog.to_regclass(pg_catalog.format('pgmq.%I',
+      'q_' || pg_catalog.lower(grant_queue_access.queue) || '_msg_id_seq'));
+    if v_table is not null then
+      execute pg_catalog.format('grant select on sequence %s to %s', v_table, v_role);
+    end if;
   end loop;
 end;
 $$;

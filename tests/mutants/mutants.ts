@@ -38,7 +38,7 @@ const BATCH_SIZES = "supabase/migrations/20261207001000_sluice_batch_sizes.sql";
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
 const IDEMPOTENT_START = "supabase/migrations/20261207001300_sluice_idempotent_start.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
-const FLOW_ACCESS_CHECKS = "supabase/migrations/20261207233533_sluice_flow_access_checks.sql";
+const FLOW_ACCESS_CHECKS = "supabase/migrations/20261207235622_sluice_flow_access_checks.sql";
 
 /** Every mutant of the audit. */
 export const MUTANTS: readonly Mutant[] = [

@@ -476,6 +476,9 @@ Deno.test("two teams with per-flow grants: team A reaches nothing of team B's th
       assert.ok(!rows.includes(b.prefix), `${relation} shows team B's rows to team A: ${rows}`);
     }
     await assert.rejects(a.sql.unsafe(`select * from pgmq.q_${bFlow}`), { code: "42501" });
+    await assert.rejects(a.sql.unsafe(`select setval('pgmq.q_${bFlow}_msg_id_seq', 1)`), {
+      code: "42501",
+    });
     await assert.rejects(a.sql`select * from sluice.access_grants`, { code: "42501" });
 
     const routines = await executableRoutines(db, a.role);

@@ -1,4 +1,4 @@
--- sluice.activate_alias, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.activate_alias, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- As in migration 20261130001800, except that wait steps need no worker: they hold no task.

@@ -1,4 +1,4 @@
--- sluice.begin_wait, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.begin_wait, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Starts a ready wait step (called by sluice.start_ready_steps, which holds the run's lock):

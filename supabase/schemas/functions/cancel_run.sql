@@ -1,4 +1,4 @@
--- sluice.cancel_run, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.cancel_run, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Cancels one run: it ends 'cancelled' with `reason` (and the role that cancelled it); its

@@ -1,4 +1,4 @@
--- sluice.cancel_runs, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.cancel_runs, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Cancels many started runs in one set-based statement: those of `flow_slug` (a concrete slug),

@@ -1,4 +1,4 @@
--- sluice.create_flow, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.create_flow, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 CREATE OR REPLACE FUNCTION sluice.create_flow(definition jsonb, shape jsonb) RETURNS void

@@ -1,4 +1,4 @@
--- sluice.create_schedule, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.create_schedule, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- As in 20261202000200, and the cron expression (sluice.cron_problem, at most

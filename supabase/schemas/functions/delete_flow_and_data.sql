@@ -1,4 +1,4 @@
--- sluice.delete_flow_and_data, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.delete_flow_and_data, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Removes a flow with all its runs, tasks and messages, its private queues and their registry

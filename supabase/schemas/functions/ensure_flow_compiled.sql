@@ -1,4 +1,4 @@
--- sluice.ensure_flow_compiled, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.ensure_flow_compiled, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Every outcome but 'draining' and 'mismatch' answers the flow's compile_generation, which the

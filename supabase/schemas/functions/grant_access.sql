@@ -1,4 +1,4 @@
--- sluice.grant_access, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.grant_access, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Grants a producer's and a worker's privileges to one role, on every flow: on what exists now,
@@ -61,7 +61,7 @@ begin
   execute format('grant execute on all routines in schema sluice to %s', role_name);
   execute format(
     'grant select, insert, update, delete on all tables in schema sluice to %s', role_name);
-  execute format('grant usage, select, update on all sequences in schema sluice, pgmq to %s',
+  execute format('grant usage, select, update on all sequences in schema sluice to %s',
     role_name);
   execute format('alter default privileges in schema sluice grant execute on functions to %s',
     role_name);
@@ -69,7 +69,7 @@ begin
     'alter default privileges in schema sluice grant select, insert, update, delete on tables to %s',
     role_name);
   execute format(
-    'alter default privileges in schema sluice, pgmq grant usage, select, update on sequences to %s',
+    'alter default privileges in schema sluice grant usage, select, update on sequences to %s',
     role_name);
   if flows is null then
     execute format('grant select, insert, update, delete on all tables in schema pgmq to %s',
@@ -77,11 +77,19 @@ begin
     execute format(
       'alter default privileges in schema pgmq grant select, insert, update, delete on tables to %s',
       role_name);
+    execute format('grant usage, select, update on all sequences in schema pgmq to %s', role_name);
+    execute format(
+      'alter default privileges in schema pgmq grant usage, select, update on sequences to %s',
+      role_name);
   else
     -- Only its flows' queue tables: none by default, each granted as it is created.
+    -- Nor another queue's sequence, whose setval would break that queue's sends.
     execute format('revoke all on all tables in schema pgmq from %s', role_name);
+    execute format('revoke all on all sequences in schema pgmq from %s', role_name);
     execute format(
       'alter default privileges in schema pgmq revoke all on tables from %s', role_name);
+    execute format(
+      'alter default privileges in schema pgmq revoke all on sequences from %s', role_name);
     execute format('grant select on pgmq.meta to %s', role_name);
     perform sluice.grant_queue_access(q.flow_slug, q.queue_name)
     from (

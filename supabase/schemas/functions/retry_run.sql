@@ -1,4 +1,4 @@
--- sluice.retry_run, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.retry_run, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Retries a failed or cancelled run from where it stopped. The run goes back to 'started'

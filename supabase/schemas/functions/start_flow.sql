@@ -1,4 +1,4 @@
--- sluice.start_flow, as the migrations create it (last defined in supabase/migrations/20261207233533_sluice_flow_access_checks.sql).
+-- sluice.start_flow, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- The producer's entry point by name: resolves flow_ref as an alias first (at start time), then
