@@ -3,7 +3,9 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { grantAccess, GrantAccessError } from "../../src/admin/mod.ts";
+import { cancelRun } from "../../src/client/cancel_run.ts";
 import { compileFlow } from "../../src/client/compile_flow.ts";
+import { FlowAccessError } from "../../src/client/errors.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { Flow } from "../../src/dsl/flow.ts";
 import { freshDatabase } from "../_db.ts";
@@ -64,6 +66,11 @@ Deno.test("docs/privileges.md's per-flow example: team shipping neither sees nor
       assert.equal(e.message, error.replaceAll("<run id>", runId));
       return true;
     });
+    // The client functions throw it typed, with the role and the flow.
+    const refused = (e: unknown) =>
+      e instanceof FlowAccessError && e.role === "team_shipping" && e.flow === "billing_invoices";
+    await assert.rejects(cancelRun(shipping, runId, { reason: "not ours" }), refused);
+    await assert.rejects(startFlow(shipping, "billing_invoices", { amount: 1 }), refused);
     const [{ visible }] = await billing`select count(*)::int as visible from sluice.runs`;
     assert.equal(visible, 1);
   } finally {
