@@ -51,8 +51,13 @@ export interface StartTempPostgresOptions extends FindPostgresBinariesOptions {
 
 /** A running throwaway cluster. Dispose it (or call `stop()`) to stop it and delete its files. */
 export interface TempPostgres extends AsyncDisposable {
-  /** Connection URL of the superuser `postgres` to database `postgres` over TCP. */
+  /**
+   * Connection URL of the superuser `postgres` to database `postgres` over TCP, with its password:
+   * the server asks every connection for it (SCRAM-SHA-256).
+   */
   url: string;
+  /** The password of user `postgres`, generated for this start (also in `url`). */
+  password: string;
   /** The TCP port on 127.0.0.1. */
   port: number;
   /** The cluster's data directory (inside a temp dir that is removed on stop). */
@@ -145,7 +150,10 @@ export async function findPostgresBinaries(
 
 /**
  * Creates a PostgreSQL cluster in a fresh temp dir and starts it on a free port of 127.0.0.1, with
- * settings for fast tests (no fsync, trust auth for user `postgres`). A detached guardian process
+ * settings for fast tests (no fsync). Every connection, over TCP or the Unix socket, must prove it
+ * knows the password generated for this start (SCRAM-SHA-256; it is in `url`): another local user
+ * cannot log in, and the socket's directory is private to the server's OS user (mode 0700). A
+ * detached guardian process
  * stops the server and removes the dir if this process dies without calling `stop()`. As root, the
  * server runs as the `postgres` OS user.
  *
@@ -169,23 +177,35 @@ export async function startTempPostgres(
   const runAs = await serverUser();
   const dir = await Deno.makeTempDir({ prefix: "sluice-pg-" });
   const dataDir = `${dir}/data`;
+  const password = generatePassword();
   let guardian: Deno.ChildProcess | undefined;
   try {
+    // The dir holds the Unix socket, the log and the password file: the server's OS user only.
+    await Deno.chmod(dir, 0o700);
     if (runAs !== undefined) await Deno.chown(dir, runAs.uid, runAs.gid);
     // The guardian starts before the server exists so that no window is left in which a killed
     // owner would leave a running postmaster behind.
     guardian = spawnGuardian(binaries.pgCtl, dir, dataDir, runAs, options);
-    await run(runAs, [
-      binaries.initdb,
-      "--pgdata",
-      dataDir,
-      "--username=postgres",
-      "--auth=trust",
-      "--encoding=UTF8",
-      "--locale=C",
-      "--no-sync",
-      "--no-instructions",
-    ]);
+    // initdb reads the password from a file (not argv, which `ps` shows), removed right after.
+    const pwfile = `${dir}/pwfile`;
+    await Deno.writeTextFile(pwfile, `${password}\n`, { mode: 0o600 });
+    if (runAs !== undefined) await Deno.chown(pwfile, runAs.uid, runAs.gid);
+    try {
+      await run(runAs, [
+        binaries.initdb,
+        "--pgdata",
+        dataDir,
+        "--username=postgres",
+        `--pwfile=${pwfile}`,
+        "--auth=scram-sha-256",
+        "--encoding=UTF8",
+        "--locale=C",
+        "--no-sync",
+        "--no-instructions",
+      ]);
+    } finally {
+      await Deno.remove(pwfile);
+    }
     await Deno.writeTextFile(`${dataDir}/postgresql.conf`, serverConfig(dir, options.settings), {
       append: true,
     });
@@ -207,7 +227,8 @@ export async function startTempPostgres(
         ...(action === "start" ? ["-o", `-p ${port}`] : []),
       ]);
     return {
-      url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+      url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+      password,
       port,
       dataDir,
       pid,
@@ -219,6 +240,12 @@ export async function startTempPostgres(
     await stopAndRemove(binaries.pgCtl, dir, dataDir, runAs, guardian);
     throw error;
   }
+}
+
+/** 24 random bytes, base64url: 32 characters that need no escaping in a URL. */
+function generatePassword(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_");
 }
 
 interface OsUser {

@@ -59,6 +59,8 @@ export function sourceFileOf(section: DumpSection): string | null {
     case "FK CONSTRAINT":
     case "TRIGGER":
     case "DEFAULT":
+    case "POLICY":
+    case "ROW SECURITY":
       return `tables/${first}.sql`;
     case "INDEX": {
       const on = /\bON (?:ONLY )?sluice\.(\w+)/.exec(section.body);

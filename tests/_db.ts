@@ -125,6 +125,23 @@ export function databaseUrl(url: string, name: string): string {
 }
 
 /**
+ * The `login` clause of a test's own role that signs in with the URL's password: the throwaway
+ * server asks every connection for one (SCRAM), and a test that swaps only the URL's user name then
+ * needs no password of its own. Without a password in the URL (a trusting server), just `login`.
+ *
+ * @example
+ * ```ts
+ * import { loginWithUrlPassword } from "./_db.ts";
+ * console.log(loginWithUrlPassword("postgres://postgres:it's@127.0.0.1:5432/postgres"));
+ * // login password 'it''s'
+ * ```
+ */
+export function loginWithUrlPassword(url: string): string {
+  const password = decodeURIComponent(new URL(url).password);
+  return password === "" ? "login" : `login password '${password.replaceAll("'", "''")}'`;
+}
+
+/**
  * Creates a database cloned from the migrated template and returns a client for it.
  *
  * @example

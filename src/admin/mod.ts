@@ -24,6 +24,7 @@ export * from "../deploy/aliases.ts";
 export { AliasConflictError, AliasWorkersMissingError } from "../deploy/errors.ts";
 export type { CompileFlowOptions, CompileOutcome, CompileResult } from "../deploy/compile_types.ts";
 export { compileFlow } from "../client/compile_flow.ts";
+export { grantAccess, GrantAccessError, type GrantAccessOptions } from "../client/grant_access.ts";
 export { cancelRuns, type CancelRunsOptions, type CancelRunsResult } from "../client/cancel_run.ts";
 export * from "../client/schedule_errors.ts";
 export * from "../client/schedules.ts";

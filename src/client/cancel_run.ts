@@ -8,6 +8,7 @@ import type { Queryable } from "../db/driver/postgres.ts";
 import { cancelRunRow, cancelRunsRow } from "../db/client_queries.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { RunNotFoundError } from "./errors.ts";
+import { flowAccessErrorOf } from "./_flow_access.ts";
 import type { RunStatus } from "./get_run.ts";
 
 /**
@@ -110,7 +111,7 @@ export async function cancelRun(
     if ((error as { code?: unknown }).code === "P0002") {
       throw new RunNotFoundError(action, runId, { cause: error });
     }
-    throw error;
+    throw flowAccessErrorOf(error) ?? error;
   }
 }
 

@@ -356,3 +356,49 @@ export class SignalIdConflictError extends Error {
     this.existingKey = fields.existingKey;
   }
 }
+
+/**
+ * Thrown when the database refuses another flow's things to a role granted only some flows
+ * (SQLSTATE `SLA01`, docs/privileges.md#per-flow-access): starting, cancelling, retrying, compiling
+ * or deleting a flow outside its grant. Nothing was written.
+ *
+ * @example Usage
+ * ```ts ignore
+ * import { connect, FlowAccessError, startFlow } from "@sluice/sluice";
+ *
+ * const sql = connect(Deno.env.get("TEAM_SHIPPING_DATABASE_URL")!);
+ * try {
+ *   await startFlow(sql, "billing_invoices", {});
+ * } catch (error) {
+ *   if (error instanceof FlowAccessError) console.error(error.role, error.flow);
+ * }
+ * ```
+ */
+export class FlowAccessError extends Error {
+  /** Always `"FlowAccessError"`. */
+  override name = "FlowAccessError";
+  /** The role that was refused. */
+  readonly role: string;
+  /** The flow (slug or alias name) outside its grant. */
+  readonly flow: string;
+  /** What it tried, as the database names it (`cancel run …`, `start flow …`). */
+  readonly action: string;
+
+  /**
+   * Creates the error.
+   *
+   * @param message The database's message.
+   * @param fields The role, the flow and the action.
+   * @param options The database error as `cause`.
+   */
+  constructor(
+    message: string,
+    fields: { readonly role: string; readonly flow: string; readonly action: string },
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.role = fields.role;
+    this.flow = fields.flow;
+    this.action = fields.action;
+  }
+}

@@ -8,6 +8,7 @@ import type { Queryable } from "../db/driver/postgres.ts";
 import { retryRunRow } from "../db/client_queries.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { RunNotFoundError, RunWorkersMissingError } from "./errors.ts";
+import { flowAccessErrorOf } from "./_flow_access.ts";
 import type { RunStatus } from "./get_run.ts";
 
 /**
@@ -114,6 +115,8 @@ export async function retryRun(
       message?: unknown;
     };
     if (code === "P0002") throw new RunNotFoundError(action, runId, { cause: error });
+    const refused = flowAccessErrorOf(error);
+    if (refused !== undefined) throw refused;
     if (code === "SLR01" && typeof detail === "string" && typeof message === "string") {
       const routes = JSON.parse(detail) as { step_slug: string; queue_name: string }[];
       throw new RunWorkersMissingError(message, {

@@ -25,6 +25,7 @@ import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
 import { validateInput } from "../dsl/standard_schema.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { FlowNotFoundError, LimitExceededError } from "./errors.ts";
+import { flowAccessErrorOf } from "./_flow_access.ts";
 import { context } from "../telemetry/otel_api.ts";
 import { traceparentOf } from "../telemetry/trace_context.ts";
 import { notInstalledError } from "../deploy/not_installed.ts";
@@ -181,6 +182,8 @@ export async function startFlow(
   } catch (error) {
     // no_data_found is what start_flow and start_flow_version raise for an unknown name.
     const code = (error as { code?: unknown }).code;
+    const refused = flowAccessErrorOf(error);
+    if (refused !== undefined) throw refused;
     if (code === "P0002") throw new FlowNotFoundError(flowRef, !concrete, { cause: error });
     throw idempotencyConflictOf(error as { code?: unknown }, flowRef, error) ??
       limitError(notInstalledError(error, action));

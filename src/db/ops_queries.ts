@@ -368,3 +368,17 @@ export async function listSignals(sql: Sql, filter: SignalFilter): Promise<Signa
     limit ${filter.limit}
   `;
 }
+
+/**
+ * `sluice.grant_access(role, flows)`: a producer's and a worker's privileges for `role`, on the
+ * given flows (slugs or slug prefixes ending in `*`), or on every flow when `flows` is `null`.
+ */
+export async function grantAccessRow(
+  sql: Sql,
+  role: string,
+  flows: readonly string[] | null,
+): Promise<void> {
+  await sql`select sluice.grant_access(${role}::name, ${
+    flows === null ? null : [...flows]
+  }::text[])`;
+}

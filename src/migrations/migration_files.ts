@@ -49,5 +49,7 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207134541_sluice_notify_minimal.sql",
   "20261207232000_sluice_debounced_start.sql",
   "20261207232105_sluice_subflow_events.sql",
+  "20261207233000_sluice_flow_access.sql",
   "20261207234000_sluice_priorities.sql",
+  "20261207235622_sluice_flow_access_checks.sql",
 ];

@@ -45,6 +45,36 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "startTempPostgres() asks every connection for its generated password, over TCP and the socket",
+  ignore: !haveBinaries,
+  async fn() {
+    await using pg = await startTempPostgres();
+    const url = new URL(pg.url);
+    const socketDir = dirname(pg.dataDir);
+    assert.equal((await Deno.stat(socketDir)).mode! & 0o777, 0o700);
+    const refusal = async (options: postgres.Options<Record<string, never>>) => {
+      const sql = postgres({ ...options, prepare: false, max: 1, connect_timeout: 30 });
+      try {
+        return await sql`select 1`.then(() => "connected", (error) => error.code);
+      } finally {
+        await sql.end();
+      }
+    };
+    const tcp = { host: "127.0.0.1", port: pg.port, database: "postgres", username: "postgres" };
+    const socket = { ...tcp, host: socketDir };
+    // 28P01: invalid_password; postgres.js sends an empty password when none is given.
+    assert.equal(await refusal(tcp), "28P01", "TCP without a password");
+    assert.equal(await refusal({ ...tcp, password: "wrong" }), "28P01", "a wrong password");
+    assert.equal(await refusal(socket), "28P01", "the Unix socket without a password");
+    assert.equal(await refusal({ ...tcp, password: pg.password }), "connected");
+    assert.equal(await refusal({ ...socket, password: pg.password }), "connected");
+    assert.match(pg.password, /^[A-Za-z0-9_-]{32}$/);
+    assert.equal(decodeURIComponent(url.password), pg.password);
+  },
+});
+
 /** Runs the owner script, returns the cluster it reported once it is reachable. */
 async function abandonedCluster(mode: "exit" | "wait") {
   const owner = new Deno.Command(Deno.execPath(), {

@@ -30,9 +30,9 @@ function freePort(): number {
 }
 
 /**
- * Starts PgBouncer in transaction mode in front of the server of `databaseUrl` (trusting its
- * user, as the test cluster does), with 4 server connections per database; resolves once it
- * accepts connections.
+ * Starts PgBouncer in transaction mode in front of the server of `databaseUrl` (logging in with
+ * the URL's user and password; its own clients are not asked for one), with 4 server connections
+ * per database; resolves once it accepts connections.
  */
 export async function startPgBouncer(databaseUrl: string): Promise<PgBouncer> {
   const binary = pgBouncerBinary();
@@ -45,7 +45,10 @@ export async function startPgBouncer(databaseUrl: string): Promise<PgBouncer> {
     config,
     [
       "[databases]",
-      `* = host=${target.hostname} port=${target.port} user=${decodeURIComponent(target.username)}`,
+      `* = host=${target.hostname} port=${target.port} user=${
+        decodeURIComponent(target.username)
+      }` +
+      (target.password === "" ? "" : ` password=${decodeURIComponent(target.password)}`),
       "[pgbouncer]",
       "listen_addr = 127.0.0.1",
       `listen_port = ${port}`,

@@ -35,12 +35,12 @@ const QUEUE_NAMES = "supabase/migrations/20261130001000_sluice_queue_names.sql";
 const RETRY_POLICY = "supabase/migrations/20261130000350_sluice_retry_policy.sql";
 const SIGNALS_SCHEDULES = "supabase/migrations/20261207000500_sluice_signals_schedules.sql";
 const BATCH_SIZES = "supabase/migrations/20261207001000_sluice_batch_sizes.sql";
-const TRACE_CONTEXT = "supabase/migrations/20261207001500_sluice_trace_context.sql";
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
 const DEBOUNCED_START = "supabase/migrations/20261207232000_sluice_debounced_start.sql";
 const PRIORITIES = "supabase/migrations/20261207234000_sluice_priorities.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
 const SUBFLOW_EVENTS = "supabase/migrations/20261207232105_sluice_subflow_events.sql";
+const FLOW_ACCESS_CHECKS = "supabase/migrations/20261207235622_sluice_flow_access_checks.sql";
 
 /** Every mutant of the audit. */
 export const MUTANTS: readonly Mutant[] = [
@@ -97,9 +97,9 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "input_limit_inclusive",
-    file: TRACE_CONTEXT,
-    search: "  if v_bytes > v_max_bytes then",
-    replace: "  if v_bytes >= v_max_bytes then",
+    file: FLOW_ACCESS_CHECKS,
+    search: "  v_bytes := octet_length(create_run.input::text);\n  if v_bytes > v_max_bytes then",
+    replace: "  v_bytes := octet_length(create_run.input::text);\n  if v_bytes >= v_max_bytes then",
     guards: ["tests/sql/limits_test.ts"],
     why: "a run input of exactly max_input_bytes would be refused",
   },
@@ -230,7 +230,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "earliest_signal",
-    file: SUBFLOWS,
+    file: FLOW_ACCESS_CHECKS,
     search: "  order by s.sent_at, s.signal_id\n",
     replace: "  order by s.sent_at desc, s.signal_id\n",
     guards: ["tests/worker/waits_test.ts"],
@@ -238,7 +238,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "sleep_due_early",
-    file: SUBFLOWS,
+    file: FLOW_ACCESS_CHECKS,
     search: "    v_until := coalesce(now() + make_interval(secs => v_state.wait_seconds), " +
       "v_state.wait_until);",
     replace: "    v_until := coalesce(now() + make_interval(secs => v_state.wait_seconds - 30), " +
@@ -248,7 +248,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "signal_consumed_once",
-    file: SUBFLOWS,
+    file: FLOW_ACCESS_CHECKS,
     search: "    and s.consumed_at is null\n",
     replace: "    and (s.consumed_at is null or true)\n",
     guards: ["tests/worker/signal_lifetime_test.ts"],
@@ -256,7 +256,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "signal_after_run_start",
-    file: SUBFLOWS,
+    file: FLOW_ACCESS_CHECKS,
     search: "    and (s.sent_at >= v_run_started\n",
     replace: "    and (true\n",
     guards: ["tests/worker/signal_lifetime_test.ts", "tests/testing/kit_test.ts"],

@@ -9,7 +9,13 @@ import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow, signalPayload } from "../../src/dsl/flow.ts";
 import { migrate } from "../../src/migrations/migrate.ts";
 import { startWorker } from "../../src/worker/start_worker.ts";
-import { adminUrl, freshDatabase, installedPgmq, pgmqFlavour } from "../_db.ts";
+import {
+  adminUrl,
+  freshDatabase,
+  installedPgmq,
+  loginWithUrlPassword,
+  pgmqFlavour,
+} from "../_db.ts";
 import { definition } from "./_fixtures.ts";
 import { testWorker, waitUntil } from "../worker/_helpers.ts";
 import { scaled } from "../_support.ts";
@@ -35,7 +41,7 @@ async function createSupabaseRoles(): Promise<void> {
           end if;
         end loop;
         if not exists (select 1 from pg_roles where rolname = '${AUTHENTICATOR}') then
-          create role ${AUTHENTICATOR} login noinherit;
+          create role ${AUTHENTICATOR} ${loginWithUrlPassword(adminUrl())} noinherit;
         end if;
       end;
       $$`);

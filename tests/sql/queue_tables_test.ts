@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import postgres, { type Sql } from "postgres";
 import { migrate, MIGRATIONS_DIRECTORY } from "../../src/migrations/migrate.ts";
-import { freshDatabase, type TestDatabase } from "../_db.ts";
+import { freshDatabase, loginWithUrlPassword, type TestDatabase } from "../_db.ts";
 import { compileFlow, startFlow } from "./_fixtures.ts";
 
 /** A login role of this test's own; `drop` removes it and what it owns. */
@@ -12,7 +12,7 @@ async function grantedRole(
   db: TestDatabase,
 ): Promise<{ name: string; sql: Sql; drop(): Promise<void> }> {
   const name = `sluice_queue_grantee_${crypto.randomUUID().slice(0, 8)}`;
-  await db.sql.unsafe(`create role ${name} login`);
+  await db.sql.unsafe(`create role ${name} ${loginWithUrlPassword(db.url)}`);
   const parsed = new URL(db.url);
   parsed.username = name;
   const sql = postgres(parsed.href, { max: 1, onnotice: () => {} });

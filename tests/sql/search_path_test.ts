@@ -6,7 +6,7 @@ import postgres, { type Sql } from "postgres";
 import { startFlow } from "../../src/client/start_flow.ts";
 import { waitForRun } from "../../src/client/wait_for_run.ts";
 import { Flow } from "../../src/dsl/flow.ts";
-import { freshDatabase, installedPgmq } from "../_db.ts";
+import { freshDatabase, installedPgmq, loginWithUrlPassword } from "../_db.ts";
 import { testWorker } from "../worker/_helpers.ts";
 import { scaled } from "../_support.ts";
 
@@ -57,9 +57,9 @@ Deno.test("every function in schema sluice, and of the compat layer in schema pg
 });
 
 /** A login role of this test's own (roles belong to the cluster; the caller drops it). */
-async function createRole(sql: Sql, prefix: string): Promise<string> {
+async function createRole(sql: Sql, prefix: string, url: string): Promise<string> {
   const role = `${prefix}_${crypto.randomUUID().slice(0, 8)}`;
-  await sql.unsafe(`create role ${role} login`);
+  await sql.unsafe(`create role ${role} ${loginWithUrlPassword(url)}`);
   return role;
 }
 
@@ -120,8 +120,8 @@ async function runShadowed(
   after: (sql: Sql) => Promise<void> = async () => {},
 ): Promise<string[]> {
   await using db = await freshDatabase();
-  const attacker = await createRole(db.sql, "sluice_shadower");
-  const grantee = await createRole(db.sql, "sluice_worker_role");
+  const attacker = await createRole(db.sql, "sluice_shadower", db.url);
+  const grantee = await createRole(db.sql, "sluice_worker_role", db.url);
   const attackerSql = postgres(urlAs(db.url, attacker), { max: 1, onnotice: () => {} });
   const granteeUrl = urlAs(db.url, grantee);
   const granteeSql = postgres(granteeUrl, { max: 2, onnotice: () => {} });

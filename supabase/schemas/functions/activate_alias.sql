@@ -1,4 +1,4 @@
--- sluice.activate_alias, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
+-- sluice.activate_alias, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- As in migration 20261130001800, except that wait steps need no worker: they hold no task.
@@ -34,6 +34,9 @@ begin
     perform pg_advisory_xact_lock(hashtextextended('sluice.flow:' || v_name, 0));
   end loop;
 
+  perform sluice.check_flow_access(v_alias, format('activate alias %s', v_alias));
+  perform sluice.check_flow_access(v_target,
+    format('activate alias %s -> %s', v_alias, coalesce(v_target, 'null')));
   if not exists (select 1 from sluice.flows f where f.flow_slug = v_target) then
     raise exception 'Cannot activate alias "%": no flow "%" (a flow exists once a worker for it has started and compiled it)',
       v_alias, coalesce(v_target, 'null')

@@ -1,4 +1,4 @@
--- sluice.begin_wait, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
+-- sluice.begin_wait, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Starts a ready wait step (called by sluice.start_ready_steps, which holds the run's lock):
@@ -81,6 +81,8 @@ begin
     and (s.sent_at >= v_run_started
       or begin_wait.wait_options -> 'accept_signals_sent_before_run' = 'true'::jsonb)
     and octet_length(s.payload::text) <= v_max_bytes
+    -- Only a sender with access to this flow approves its waits (per-flow grants).
+    and sluice.sender_covers(s.sent_by, begin_wait.flow_slug)
   order by s.sent_at, s.signal_id
   limit 1;
   if found then

@@ -1,4 +1,4 @@
--- sluice.cancel_run, as the migrations create it (last defined in supabase/migrations/20261202000100_sluice_run_control.sql).
+-- sluice.cancel_run, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Cancels one run: it ends 'cancelled' with `reason` (and the role that cancelled it); its
@@ -21,6 +21,7 @@ declare
   v_tasks integer;
   v_run sluice.runs;
 begin
+  perform sluice.check_run_access(cancel_run.run_id, format('cancel run %s', cancel_run.run_id));
   perform sluice.check_cancel_reason(cancel_run.reason,
     format('Cannot cancel run %s', cancel_run.run_id));
   select c.cancelled_tasks into v_tasks

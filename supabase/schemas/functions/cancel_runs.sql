@@ -1,4 +1,4 @@
--- sluice.cancel_runs, as the migrations create it (last defined in supabase/migrations/20261202000100_sluice_run_control.sql).
+-- sluice.cancel_runs, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Cancels many started runs in one set-based statement: those of `flow_slug` (a concrete slug),
@@ -18,6 +18,8 @@ begin
     raise exception 'Cannot cancel runs: flow_slug is required (the concrete flow whose runs to cancel)'
       using errcode = 'invalid_parameter_value';
   end if;
+  perform sluice.check_flow_access(cancel_runs.flow_slug,
+    format('cancel runs of flow %s', cancel_runs.flow_slug));
   if not exists (select 1 from sluice.flows f where f.flow_slug = cancel_runs.flow_slug) then
     raise exception 'Cannot cancel runs of flow "%": no such flow', cancel_runs.flow_slug
       using errcode = 'no_data_found';

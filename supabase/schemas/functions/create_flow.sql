@@ -1,4 +1,4 @@
--- sluice.create_flow, as the migrations create it (last defined in supabase/migrations/20261202000300_sluice_waits.sql).
+-- sluice.create_flow, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 CREATE OR REPLACE FUNCTION sluice.create_flow(definition jsonb, shape jsonb) RETURNS void
@@ -28,14 +28,17 @@ begin
   for v_queue in
     select distinct s ->> 'queue_name' from jsonb_array_elements(shape -> 'steps') s
   loop
-    continue when exists (select 1 from sluice.queues q where q.queue_name = v_queue);
-    perform sluice.create_queue(v_flow, v_queue);
-    insert into sluice.queues (queue_name, ownership, owner_flow_slug)
-    values (
-      v_queue,
-      case when definition ->> 'queue_mode' = 'routed' then 'shared' else 'private' end,
-      case when definition ->> 'queue_mode' = 'routed' then null else v_flow end
-    );
+    if not exists (select 1 from sluice.queues q where q.queue_name = v_queue) then
+      perform sluice.create_queue(v_flow, v_queue);
+      insert into sluice.queues (queue_name, ownership, owner_flow_slug)
+      values (
+        v_queue,
+        case when definition ->> 'queue_mode' = 'routed' then 'shared' else 'private' end,
+        case when definition ->> 'queue_mode' = 'routed' then null else v_flow end
+      );
+    end if;
+    -- Roles granted this flow alone get its queues' tables (unscoped ones hold them already).
+    perform sluice.grant_queue_access(v_flow, v_queue);
   end loop;
 
   insert into sluice.steps (

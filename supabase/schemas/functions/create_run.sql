@@ -1,4 +1,4 @@
--- sluice.create_run, as the migrations create it (last defined in supabase/migrations/20261207001500_sluice_trace_context.sql).
+-- sluice.create_run, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Creates a run of the concrete flow `flow_slug` that the caller named as `started_via`:
@@ -20,6 +20,8 @@ declare
   v_max_bytes integer;
   v_bytes bigint;
 begin
+  -- Every start path ends here, the security definer start_run and subflows included.
+  perform sluice.check_flow_access(v_flow, 'start flow ' || quote_ident(v_flow));
   perform pg_advisory_xact_lock_shared(hashtextextended('sluice.starts:' || lower(v_flow), 0));
   if create_run.input is null then
     raise exception 'Cannot start flow "%": input is null; pass a JSON value', v_flow

@@ -1,4 +1,4 @@
--- sluice.create_schedule, as the migrations create it (last defined in supabase/migrations/20261207000500_sluice_signals_schedules.sql).
+-- sluice.create_schedule, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- As in 20261202000200, and the cron expression (sluice.cron_problem, at most
@@ -53,6 +53,8 @@ begin
       using errcode = 'invalid_parameter_value',
         hint = 'An IANA time zone name such as UTC, Europe/Berlin or America/New_York (pg_timezone_names lists them)';
   end if;
+  perform sluice.check_flow_access(create_schedule.target,
+    format('create schedule %s', create_schedule.schedule_name));
   if create_schedule.target_kind = 'flow' and not exists (
     select 1 from sluice.flows f where f.flow_slug = create_schedule.target
   ) then

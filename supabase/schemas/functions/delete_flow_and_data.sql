@@ -1,4 +1,4 @@
--- sluice.delete_flow_and_data, as the migrations create it (last defined in supabase/migrations/20261130001200_sluice_maintenance.sql).
+-- sluice.delete_flow_and_data, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Removes a flow with all its runs, tasks and messages, its private queues and their registry
@@ -20,6 +20,9 @@ declare
   v_active bigint;
   v_workers text;
 begin
+  -- Security definer: the check speaks for the session's role (sluice.caller_role).
+  perform sluice.check_flow_access(delete_flow_and_data.flow_slug,
+    format('delete flow %s', delete_flow_and_data.flow_slug));
   if not exists (select 1 from sluice.flows f where f.flow_slug = delete_flow_and_data.flow_slug)
   then
     raise exception 'Cannot delete flow "%": no such flow', delete_flow_and_data.flow_slug

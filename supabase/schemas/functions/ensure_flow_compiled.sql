@@ -1,4 +1,4 @@
--- sluice.ensure_flow_compiled, as the migrations create it (last defined in supabase/migrations/20261207000700_sluice_dev_recompile_keeps_waits.sql).
+-- sluice.ensure_flow_compiled, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Every outcome but 'draining' and 'mismatch' answers the flow's compile_generation, which the
@@ -26,6 +26,12 @@ begin
     raise exception 'Cannot compile flow: environment must be ''production'' or ''development'', got %',
       coalesce(quote_literal(environment), 'null')
       using errcode = 'invalid_parameter_value';
+  end if;
+  -- Security definer: the check speaks for the session's role (sluice.caller_role). Before the
+  -- validation, which would otherwise tell another team's flow what is wrong with it.
+  if definition ->> 'flow_slug' is not null then
+    perform sluice.check_flow_access(definition ->> 'flow_slug',
+      format('compile flow %s', definition ->> 'flow_slug'));
   end if;
   perform sluice.validate_definition(definition);
   v_flow := definition ->> 'flow_slug';

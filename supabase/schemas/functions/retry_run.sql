@@ -1,4 +1,4 @@
--- sluice.retry_run, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
+-- sluice.retry_run, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Retries a failed or cancelled run from where it stopped. The run goes back to 'started'
@@ -38,6 +38,7 @@ declare
   v_ids bigint[];
   v_tasks integer := 0;
 begin
+  perform sluice.check_run_access(retry_run.run_id, format('retry run %s', retry_run.run_id));
   perform sluice.lock_run_ancestors(array[retry_run.run_id]);
   select * into v_run from sluice.runs r where r.run_id = retry_run.run_id for update;
   if not found then

@@ -1,4 +1,4 @@
--- sluice.start_flow, as the migrations create it (last defined in supabase/migrations/20261130000500_sluice_start_flow.sql, 20261207001300_sluice_idempotent_start.sql).
+-- sluice.start_flow, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- The producer's entry point by name: resolves flow_ref as an alias first (at start time), then
@@ -15,6 +15,8 @@ begin
     select f.flow_slug into v_flow from sluice.flows f where f.flow_slug = start_flow.flow_ref;
   end if;
   if v_flow is null then
+    -- Invisible to a role granted other flows: say so rather than that it does not exist.
+    perform sluice.check_flow_access(start_flow.flow_ref, format('start flow %s', start_flow.flow_ref));
     raise exception 'Cannot start flow "%": no flow or alias has that name', start_flow.flow_ref
       using errcode = 'no_data_found',
         hint = 'A flow exists once a worker for it has started and compiled it';
@@ -37,6 +39,8 @@ begin
     select f.flow_slug into v_flow from sluice.flows f where f.flow_slug = start_flow.flow_ref;
   end if;
   if v_flow is null then
+    -- Invisible to a role granted other flows: say so rather than that it does not exist.
+    perform sluice.check_flow_access(start_flow.flow_ref, format('start flow %s', start_flow.flow_ref));
     raise exception 'Cannot start flow "%": no flow or alias has that name', start_flow.flow_ref
       using errcode = 'no_data_found',
         hint = 'A flow exists once a worker for it has started and compiled it';

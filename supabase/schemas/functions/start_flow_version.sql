@@ -1,4 +1,4 @@
--- sluice.start_flow_version, as the migrations create it (last defined in supabase/migrations/20261130001800_sluice_aliases.sql, 20261207001300_sluice_idempotent_start.sql).
+-- sluice.start_flow_version, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Starts the concrete flow `flow_slug`, never through an alias: what a typed client does with a
@@ -12,6 +12,9 @@ begin
   if not exists (
     select 1 from sluice.flows f where f.flow_slug = start_flow_version.flow_slug
   ) then
+    -- Invisible to a role granted other flows: say so rather than that it does not exist.
+    perform sluice.check_flow_access(start_flow_version.flow_slug,
+      format('start flow %s', start_flow_version.flow_slug));
     raise exception 'Cannot start flow "%": no such flow', start_flow_version.flow_slug
       using errcode = 'no_data_found',
         hint = 'A flow exists once a worker for it has started and compiled it';
@@ -30,6 +33,9 @@ begin
   if not exists (
     select 1 from sluice.flows f where f.flow_slug = start_flow_version.flow_slug
   ) then
+    -- Invisible to a role granted other flows: say so rather than that it does not exist.
+    perform sluice.check_flow_access(start_flow_version.flow_slug,
+      format('start flow %s', start_flow_version.flow_slug));
     raise exception 'Cannot start flow "%": no such flow', start_flow_version.flow_slug
       using errcode = 'no_data_found',
         hint = 'A flow exists once a worker for it has started and compiled it';

@@ -17,3 +17,7 @@ ALTER TABLE ONLY sluice.alias_history
     ADD CONSTRAINT alias_history_pkey PRIMARY KEY (alias, generation);
 
 CREATE TRIGGER alias_history_append_only BEFORE DELETE OR UPDATE ON sluice.alias_history FOR EACH ROW EXECUTE FUNCTION sluice.refuse_alias_history_change();
+
+ALTER TABLE sluice.alias_history ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY flow_access ON sluice.alias_history USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), alias))) WITH CHECK (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR (sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), alias) AND sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug))));

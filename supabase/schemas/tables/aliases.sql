@@ -15,3 +15,7 @@ ALTER TABLE ONLY sluice.aliases
 
 ALTER TABLE ONLY sluice.aliases
     ADD CONSTRAINT aliases_flow_slug_fkey FOREIGN KEY (flow_slug) REFERENCES sluice.flows(flow_slug) ON DELETE CASCADE;
+
+ALTER TABLE sluice.aliases ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY flow_access ON sluice.aliases USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), alias))) WITH CHECK (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR (sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), alias) AND sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug))));

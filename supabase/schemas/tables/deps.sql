@@ -18,3 +18,7 @@ ALTER TABLE ONLY sluice.deps
 
 ALTER TABLE ONLY sluice.deps
     ADD CONSTRAINT deps_flow_slug_step_slug_fkey FOREIGN KEY (flow_slug, step_slug) REFERENCES sluice.steps(flow_slug, step_slug) ON DELETE CASCADE;
+
+ALTER TABLE sluice.deps ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY flow_access ON sluice.deps USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug)));

@@ -29,3 +29,7 @@ ALTER TABLE ONLY sluice.flows
     ADD CONSTRAINT flows_pkey PRIMARY KEY (flow_slug);
 
 CREATE UNIQUE INDEX flows_lower_slug_key ON sluice.flows USING btree (lower(flow_slug));
+
+CREATE POLICY flow_access ON sluice.flows USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug)));
+
+ALTER TABLE sluice.flows ENABLE ROW LEVEL SECURITY;

@@ -17,3 +17,7 @@ CREATE INDEX idempotency_keys_run_id_idx ON sluice.idempotency_keys USING btree 
 
 ALTER TABLE ONLY sluice.idempotency_keys
     ADD CONSTRAINT idempotency_keys_run_id_fkey FOREIGN KEY (run_id) REFERENCES sluice.runs(run_id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
+
+CREATE POLICY flow_access ON sluice.idempotency_keys USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_ref)));
+
+ALTER TABLE sluice.idempotency_keys ENABLE ROW LEVEL SECURITY;

@@ -16,3 +16,9 @@ ALTER TABLE ONLY sluice.queues
 
 ALTER TABLE ONLY sluice.queues
     ADD CONSTRAINT queues_owner_flow_slug_fkey FOREIGN KEY (owner_flow_slug) REFERENCES sluice.flows(flow_slug) ON DELETE CASCADE;
+
+CREATE POLICY flow_access ON sluice.queues USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), owner_flow_slug) OR ((ownership = 'shared'::text) AND (EXISTS ( SELECT 1
+   FROM sluice.steps s
+  WHERE (s.queue_name = queues.queue_name))))));
+
+ALTER TABLE sluice.queues ENABLE ROW LEVEL SECURITY;

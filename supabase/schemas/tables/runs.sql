@@ -74,3 +74,7 @@ CREATE TRIGGER runs_started_event AFTER INSERT ON sluice.runs FOR EACH ROW EXECU
 
 ALTER TABLE ONLY sluice.runs
     ADD CONSTRAINT runs_flow_slug_fkey FOREIGN KEY (flow_slug) REFERENCES sluice.flows(flow_slug);
+
+CREATE POLICY flow_access ON sluice.runs USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug)));
+
+ALTER TABLE sluice.runs ENABLE ROW LEVEL SECURITY;

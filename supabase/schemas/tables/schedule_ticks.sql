@@ -17,3 +17,9 @@ ALTER TABLE ONLY sluice.schedule_ticks
 
 ALTER TABLE ONLY sluice.schedule_ticks
     ADD CONSTRAINT schedule_ticks_schedule_name_fkey FOREIGN KEY (schedule_name) REFERENCES sluice.schedules(schedule_name) ON DELETE CASCADE;
+
+CREATE POLICY flow_access ON sluice.schedule_ticks USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR (EXISTS ( SELECT 1
+   FROM sluice.schedules s
+  WHERE (s.schedule_name = schedule_ticks.schedule_name)))));
+
+ALTER TABLE sluice.schedule_ticks ENABLE ROW LEVEL SECURITY;

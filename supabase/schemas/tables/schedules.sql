@@ -29,3 +29,7 @@ ALTER TABLE ONLY sluice.schedules
     ADD CONSTRAINT schedules_pkey PRIMARY KEY (schedule_name);
 
 CREATE INDEX schedules_due ON sluice.schedules USING btree (next_due_at) WHERE (paused_at IS NULL);
+
+CREATE POLICY flow_access ON sluice.schedules USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), target)));
+
+ALTER TABLE sluice.schedules ENABLE ROW LEVEL SECURITY;

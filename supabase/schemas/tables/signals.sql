@@ -21,3 +21,7 @@ CREATE INDEX signals_buffered_idx ON sluice.signals USING btree (signal_key, sen
 CREATE INDEX signals_consumed_idx ON sluice.signals USING btree (consumed_at) WHERE (consumed_at IS NOT NULL);
 
 CREATE INDEX signals_expires_idx ON sluice.signals USING btree (expires_at);
+
+CREATE POLICY flow_access ON sluice.signals USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR (sent_by = (CURRENT_USER)::text) OR (sluice.access_scope((sent_by)::name) IS NULL))) WITH CHECK (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR (sent_by = (CURRENT_USER)::text)));
+
+ALTER TABLE sluice.signals ENABLE ROW LEVEL SECURITY;

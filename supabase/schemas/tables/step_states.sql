@@ -60,3 +60,7 @@ ALTER TABLE ONLY sluice.step_states
 
 ALTER TABLE ONLY sluice.step_states
     ADD CONSTRAINT step_states_run_id_fkey FOREIGN KEY (run_id) REFERENCES sluice.runs(run_id) ON DELETE CASCADE;
+
+CREATE POLICY flow_access ON sluice.step_states USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug)));
+
+ALTER TABLE sluice.step_states ENABLE ROW LEVEL SECURITY;

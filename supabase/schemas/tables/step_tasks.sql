@@ -57,3 +57,7 @@ CREATE TRIGGER step_tasks_identity_immutable BEFORE UPDATE OF flow_slug, queue_n
 
 ALTER TABLE ONLY sluice.step_tasks
     ADD CONSTRAINT step_tasks_run_id_step_slug_fkey FOREIGN KEY (run_id, step_slug) REFERENCES sluice.step_states(run_id, step_slug) ON DELETE CASCADE;
+
+CREATE POLICY flow_access ON sluice.step_tasks USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug)));
+
+ALTER TABLE sluice.step_tasks ENABLE ROW LEVEL SECURITY;

@@ -51,3 +51,7 @@ ALTER TABLE ONLY sluice.steps
 
 ALTER TABLE ONLY sluice.steps
     ADD CONSTRAINT steps_queue_name_fkey FOREIGN KEY (queue_name) REFERENCES sluice.queues(queue_name);
+
+CREATE POLICY flow_access ON sluice.steps USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug)));
+
+ALTER TABLE sluice.steps ENABLE ROW LEVEL SECURITY;

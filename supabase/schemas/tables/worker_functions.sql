@@ -15,3 +15,7 @@ CREATE TABLE sluice.worker_functions (
 
 ALTER TABLE ONLY sluice.worker_functions
     ADD CONSTRAINT worker_functions_pkey PRIMARY KEY (function_name);
+
+CREATE POLICY flow_access ON sluice.worker_functions USING ((NOT sluice.function_outside_scope(function_name, ( SELECT sluice.access_scope(CURRENT_USER) AS access_scope))));
+
+ALTER TABLE sluice.worker_functions ENABLE ROW LEVEL SECURITY;

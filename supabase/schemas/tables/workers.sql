@@ -22,6 +22,10 @@ CREATE INDEX workers_queue_live_idx ON sluice.workers USING btree (queue_name) W
 ALTER TABLE ONLY sluice.workers
     ADD CONSTRAINT workers_function_name_fkey FOREIGN KEY (function_name) REFERENCES sluice.worker_functions(function_name);
 
+CREATE POLICY flow_access ON sluice.workers USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug)));
+
+ALTER TABLE sluice.workers ENABLE ROW LEVEL SECURITY;
+
 --
 -- PostgreSQL database dump complete
 --

@@ -1,7 +1,7 @@
 -- sluice.live_workers, as the migrations create it.
 -- Generated: change it by a migration, then `deno task schema:dump --force` (docs/sql.md).
 
-CREATE VIEW sluice.live_workers AS
+CREATE VIEW sluice.live_workers WITH (security_invoker='true') AS
  SELECT w.worker_id,
     w.function_name,
     w.queue_name,

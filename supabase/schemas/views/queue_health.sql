@@ -1,7 +1,7 @@
 -- sluice.queue_health, as the migrations create it.
 -- Generated: change it by a migration, then `deno task schema:dump --force` (docs/sql.md).
 
-CREATE VIEW sluice.queue_health AS
+CREATE VIEW sluice.queue_health WITH (security_invoker='true') AS
  SELECT q.queue_name,
     q.ownership,
     q.owner_flow_slug,

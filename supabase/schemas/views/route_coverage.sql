@@ -1,7 +1,7 @@
 -- sluice.route_coverage, as the migrations create it.
 -- Generated: change it by a migration, then `deno task schema:dump --force` (docs/sql.md).
 
-CREATE VIEW sluice.route_coverage AS
+CREATE VIEW sluice.route_coverage WITH (security_invoker='true') AS
  SELECT s.flow_slug,
     s.step_slug,
     s.step_index,

@@ -1,7 +1,7 @@
 -- sluice.version_drain, as the migrations create it.
 -- Generated: change it by a migration, then `deno task schema:dump --force` (docs/sql.md).
 
-CREATE VIEW sluice.version_drain AS
+CREATE VIEW sluice.version_drain WITH (security_invoker='true') AS
  WITH counts AS (
          SELECT f.flow_slug,
             COALESCE(( SELECT array_agg(a.alias ORDER BY a.alias) AS array_agg

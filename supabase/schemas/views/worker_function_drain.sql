@@ -1,7 +1,7 @@
 -- sluice.worker_function_drain, as the migrations create it.
 -- Generated: change it by a migration, then `deno task schema:dump --force` (docs/sql.md).
 
-CREATE VIEW sluice.worker_function_drain AS
+CREATE VIEW sluice.worker_function_drain WITH (security_invoker='true') AS
  WITH counts AS (
          SELECT f.function_name,
             f.enabled,

@@ -1,7 +1,7 @@
 -- sluice.worker_function_status, as the migrations create it.
 -- Generated: change it by a migration, then `deno task schema:dump --force` (docs/sql.md).
 
-CREATE VIEW sluice.worker_function_status AS
+CREATE VIEW sluice.worker_function_status WITH (security_invoker='true') AS
  SELECT f.function_name,
     f.enabled,
     (f.restart_paused_at IS NOT NULL) AS restart_paused,
