@@ -52,4 +52,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207233000_sluice_flow_access.sql",
   "20261207234000_sluice_priorities.sql",
   "20261207235622_sluice_flow_access_checks.sql",
+  "20261208001738_sluice_flow_access_debounce.sql",
 ];

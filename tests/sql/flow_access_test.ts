@@ -115,7 +115,8 @@ async function snapshot(
       'messages', (select jsonb_agg(to_jsonb(m) - 'vt' - 'read_ct' order by m.msg_id) from pgmq.${
       "q_" + queue
     } m),
-      'archive', (select jsonb_agg(to_jsonb(m) order by m.msg_id) from pgmq.${"a_" + queue} m)
+      'archive', (select jsonb_agg(to_jsonb(m) order by m.msg_id) from pgmq.${"a_" + queue} m),
+      'debounced', (select jsonb_agg(to_jsonb(x) order by x.debounce_key) from sluice.debounced_starts x where x.flow_slug = $1::text)
     )::text as rows`,
     [flow, queue, sender],
   );
@@ -225,6 +226,7 @@ function argumentFor(name: string, type: string, b: Target): string {
 const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.access_scope(name)": "auto",
   "sluice.activate_alias(text,text,bigint,boolean,text)": "auto",
+  "sluice.apply_run_priority(uuid,integer)": "auto",
   "sluice.archive_messages(text,bigint[])": "auto",
   "sluice.archive_messages(text[],bigint[])": "auto",
   "sluice.backoff_delay_seconds(integer,integer)": "auto",
@@ -237,13 +239,17 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.cancel_run_set(uuid[],text)": "auto",
   "sluice.cancel_runs(text,text,text,timestamp with time zone,integer)": "auto",
   "sluice.check_cancel_reason(text,text)": "auto",
+  "sluice.check_debounce_option(text,jsonb)": "auto",
   "sluice.check_enum(jsonb,text[],text)": "auto",
   "sluice.check_flow_access(text,text)": "auto",
+  "sluice.check_priority_option(text,jsonb)": "auto",
   "sluice.check_run_access(uuid,text)": "auto",
+  "sluice.check_run_input(text,jsonb)": "auto",
   "sluice.check_start_options(text,jsonb)": "auto",
   "sluice.check_subflow_child(text,jsonb)": "auto",
   "sluice.check_timeout(jsonb,text)": "auto",
   "sluice.check_whole_number(jsonb,integer,text)": "auto",
+  "sluice.child_event(sluice.runs,text)": "auto",
   "sluice.claim_respawn(text,timestamp with time zone)": "auto",
   "sluice.clear_restart_pause(text)": "auto",
   "sluice.compile_generation(text)": "auto",
@@ -289,8 +295,10 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.lock_signal_keys(text[])": "auto",
   "sluice.max_cancel_reason_length()": "auto",
   "sluice.max_cron_length()": "auto",
+  "sluice.max_debounce_seconds()": "auto",
   "sluice.max_event_bytes()": "auto",
   "sluice.max_idempotency_key_length()": "auto",
+  "sluice.max_priority()": "auto",
   "sluice.max_queue_name_length()": "auto",
   "sluice.max_retry_delay_seconds()": "auto",
   "sluice.max_signal_key_length()": "auto",
@@ -305,6 +313,7 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.queue_owner_error(text,text,text,text)": "auto",
   "sluice.read_messages(text,integer,integer)": "auto",
   "sluice.read_messages_with_poll(text,integer,integer,integer,integer)": "auto",
+  "sluice.read_prioritized(text,integer,integer)": "auto",
   "sluice.read_run_events(uuid)": "auto",
   "sluice.recreate_flow(text,jsonb,jsonb)": "auto",
   "sluice.refresh_runtime_options(jsonb)": "auto",
@@ -325,6 +334,7 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.run_topic(uuid)": "auto",
   "sluice.schedule_ticks_kept()": "auto",
   "sluice.scope_covers(text[],text)": "auto",
+  "sluice.send_child_event()": "trigger",
   "sluice.send_run_event(uuid,jsonb)": "auto",
   "sluice.send_run_status_event()": "trigger",
   "sluice.send_signal(text,jsonb,text)": "auto",
@@ -338,6 +348,8 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.signal_lifetime()": "auto",
   "sluice.skip_steps(uuid,text,text,text,boolean)": "auto",
   "sluice.stall_margin_seconds()": "auto",
+  "sluice.start_debounced(text,text,jsonb,jsonb)": "auto",
+  "sluice.start_due_debounced(integer)": "auto",
   "sluice.start_flow(text,jsonb,uuid)": "auto",
   "sluice.start_flow(text,jsonb,uuid,jsonb)": "auto",
   "sluice.start_flow_version(text,jsonb,uuid)": "auto",
@@ -420,6 +432,10 @@ Deno.test("two teams with per-flow grants: team A reaches nothing of team B's th
     const ownA = await waitingRun(db, a, `a${tag}`);
     const ownB = await waitingRun(db, b, `b${tag}`);
     const bFlow = b.flow.slug;
+    // A pending debounced start of team B's, due in an hour: not to be joined, replaced or started.
+    await b.sql`
+      select sluice.start_flow(${bFlow}, '{"id": "pending", "secret": "s"}'::jsonb, null,
+        '{"debounce": {"key": "b-pending", "window_seconds": 3600}}'::jsonb)`;
     await db.sql`
       select sluice.create_schedule(${`${b.prefix}_nightly`}, 'flow', ${bFlow},
         '{"id": "x", "secret": "s"}'::jsonb, '0 3 * * *', 'UTC', 'skip',
@@ -460,6 +476,7 @@ Deno.test("two teams with per-flow grants: team A reaches nothing of team B's th
         "sluice.aliases",
         "sluice.queues",
         "sluice.schedules",
+        "sluice.debounced_starts",
         "sluice.workers",
         "sluice.worker_functions",
         "sluice.live_workers",
@@ -480,6 +497,12 @@ Deno.test("two teams with per-flow grants: team A reaches nothing of team B's th
       code: "42501",
     });
     await assert.rejects(a.sql`select * from sluice.access_grants`, { code: "42501" });
+    // Nor does it join, replace or start team B's pending debounced start.
+    await assert.rejects(
+      a.sql`select sluice.start_debounced(${bFlow}, ${bFlow}, '{"id": "forged"}'::jsonb,
+        '{"key": "b-pending", "window_seconds": 1}'::jsonb)`,
+      { code: "SLA01" },
+    );
     // The owner (a superuser here) is in no scope, though pg_has_role counts it a member of both.
     await db.sql`select sluice.check_flow_access('zz_no_team_flow', 'start flow zz_no_team_flow')`;
 

@@ -1,4 +1,4 @@
--- sluice.start_debounced, as the migrations create it (last defined in supabase/migrations/20261207232000_sluice_debounced_start.sql).
+-- sluice.start_debounced, as the migrations create it (last defined in supabase/migrations/20261208001738_sluice_flow_access_debounce.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- A debounced start of the concrete flow `flow_slug`, started as `started_via`: checks the input,
@@ -16,6 +16,9 @@ declare
   v_now timestamptz := clock_timestamp();
   v_run uuid;
 begin
+  -- A role granted other flows neither starts this flow later nor touches its pending starts.
+  perform sluice.check_flow_access(start_debounced.flow_slug,
+    'start flow ' || quote_ident(start_debounced.flow_slug));
   perform sluice.check_run_input(start_debounced.flow_slug, start_debounced.input);
   insert into sluice.debounced_starts as d (
     flow_ref, debounce_key, flow_slug, run_id, input, traceparent, first_at, last_at, due_at,

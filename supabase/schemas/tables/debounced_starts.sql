@@ -36,3 +36,7 @@ ALTER TABLE ONLY sluice.debounced_starts
 CREATE INDEX debounced_starts_due_idx ON sluice.debounced_starts USING btree (due_at) WHERE (error_message IS NULL);
 
 CREATE UNIQUE INDEX debounced_starts_run_id_key ON sluice.debounced_starts USING btree (run_id);
+
+ALTER TABLE sluice.debounced_starts ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY flow_access ON sluice.debounced_starts USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug)));
