@@ -36,7 +36,7 @@ const RETRY_POLICY = "supabase/migrations/20261130000350_sluice_retry_policy.sql
 const SIGNALS_SCHEDULES = "supabase/migrations/20261207000500_sluice_signals_schedules.sql";
 const BATCH_SIZES = "supabase/migrations/20261207001000_sluice_batch_sizes.sql";
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
-const DEBOUNCED_START = "supabase/migrations/20261207232000_sluice_debounced_start.sql";
+const DEBOUNCE_ACCESS = "supabase/migrations/20261208001738_sluice_flow_access_debounce.sql";
 const PRIORITIES = "supabase/migrations/20261207234000_sluice_priorities.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
 const SUBFLOW_EVENTS = "supabase/migrations/20261207232105_sluice_subflow_events.sql";
@@ -330,7 +330,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "debounce_last_input",
-    file: DEBOUNCED_START,
+    file: DEBOUNCE_ACCESS,
     search: "    input = excluded.input,\n",
     replace: "    input = d.input,\n",
     guards: ["tests/client/debounced_start_test.ts"],
@@ -338,7 +338,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "debounce_window_restart",
-    file: DEBOUNCED_START,
+    file: DEBOUNCE_ACCESS,
     search: "      then least(excluded.due_at, coalesce(d.max_due_at, 'infinity'))\n",
     replace: "      then least(d.due_at, coalesce(d.max_due_at, 'infinity'))\n",
     guards: ["tests/client/debounced_start_test.ts"],
