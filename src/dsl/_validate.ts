@@ -2,6 +2,7 @@
 // definition that breaks a rule never reaches the database.
 
 import type { WhenPolicy } from "./condition.ts";
+import type { ConcurrencyLimit } from "./concurrency.ts";
 import { FlowDefinitionError, type FlowDefinitionErrorReason } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
 import type { FlowLimitOptions } from "./limits.ts";
@@ -45,6 +46,7 @@ const STEP_KEYS = [
   "slug",
   "dependsOn",
   ...RUNTIME_KEYS,
+  "concurrency",
   "if",
   "ifNot",
   "whenUnmet",
@@ -197,9 +199,9 @@ class Rejecter {
 
   runtimeOptions(
     options: Record<string, unknown>,
-    keys: readonly (keyof StepRuntimeOptions)[],
+    keys: readonly NumericRuntimeKey[],
   ): StepRuntimeOptions {
-    const result: { -readonly [K in keyof StepRuntimeOptions]: number } = {};
+    const result: { -readonly [K in NumericRuntimeKey]?: number } = {};
     for (const key of keys) {
       const value = this.integer(
         options,
@@ -211,6 +213,45 @@ class Rejecter {
     }
     return Object.freeze(result);
   }
+
+  concurrency(options: Record<string, unknown>): ConcurrencyLimit | undefined {
+    const value = options.concurrency;
+    if (value === undefined) return undefined;
+    const shape = "concurrency must be an object { limit, key? }: limit an integer from 1 to " +
+      `${MAX_OPTION_VALUE}, key a dotted path into the run input`;
+    if (!isPlainObject(value)) {
+      throw this.reject(
+        "invalid_option",
+        "concurrency",
+        value,
+        `${shape}, got ${formatValue(value)}`,
+      );
+    }
+    const unknown = Object.keys(value).find((key) => key !== "limit" && key !== "key");
+    const { limit, key } = value;
+    if (
+      unknown !== undefined || typeof limit !== "number" || !Number.isInteger(limit) ||
+      limit < 1 || limit > MAX_OPTION_VALUE ||
+      (key !== undefined && (typeof key !== "string" || key.split(".").includes("")))
+    ) {
+      throw this.reject(
+        "invalid_option",
+        "concurrency",
+        value,
+        `${shape}, got ${formatValue(value)}`,
+      );
+    }
+    return Object.freeze(key === undefined ? { limit } : { limit, key: key as string });
+  }
+}
+
+type NumericRuntimeKey = Exclude<keyof StepRuntimeOptions, "concurrency">;
+
+function withConcurrency(
+  options: StepRuntimeOptions,
+  concurrency: ConcurrencyLimit | undefined,
+): StepRuntimeOptions {
+  return concurrency === undefined ? options : Object.freeze({ ...options, concurrency });
 }
 
 function requireObject(value: unknown, action: string): Record<string, unknown> {
@@ -320,7 +361,10 @@ export function validateStep(
     ifNot: rejecter.pattern(options, "ifNot"),
     whenUnmet: rejecter.policy(options, "whenUnmet", "skip"),
     whenExhausted: rejecter.policy(options, "whenExhausted", "fail"),
-    options: rejecter.runtimeOptions(options, RUNTIME_KEYS),
+    options: withConcurrency(
+      rejecter.runtimeOptions(options, RUNTIME_KEYS),
+      rejecter.concurrency(options),
+    ),
     handler: handler as StepHandler,
     wait: null,
   });

@@ -6,6 +6,7 @@
  */
 
 import { type QueueMode, routingOf } from "./routing.ts";
+import type { ConcurrencyLimit } from "./concurrency.ts";
 import type { WhenPolicy } from "./condition.ts";
 import { FlowDefinitionError } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
@@ -82,6 +83,10 @@ export interface TaskDefinitionOptions {
 export interface StepDefinitionOptions extends TaskDefinitionOptions {
   /** Seconds before the first attempt; `null`: none. */
   readonly start_delay: number | null;
+  /** The most tasks per concurrency key at once; absent or `null`: no limit. */
+  readonly concurrency_limit?: number | null;
+  /** The path into the run input the concurrency key is read from; absent or `null`: none. */
+  readonly concurrency_key?: readonly string[] | null;
 }
 
 /**
@@ -305,6 +310,7 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
         base_delay: step.options.baseDelay ?? null,
         timeout: step.options.timeout ?? null,
         start_delay: step.options.startDelay ?? null,
+        ...concurrencyOptions(step.options.concurrency),
       },
       wait: waitOptions(step),
     })),
@@ -312,6 +318,17 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
       step_slug: step.slug,
       queue_name: queueNames[index],
     })),
+  };
+}
+
+// Only a limited step carries the concurrency fields: an unlimited step's definition is as it was.
+function concurrencyOptions(
+  concurrency: ConcurrencyLimit | undefined,
+): Pick<StepDefinitionOptions, "concurrency_limit" | "concurrency_key"> {
+  if (concurrency === undefined) return {};
+  return {
+    concurrency_limit: concurrency.limit,
+    concurrency_key: concurrency.key === undefined ? null : concurrency.key.split("."),
   };
 }
 

@@ -37,6 +37,13 @@ export interface FlowControlStartOptions {
    * @default {none: every start creates a run}
    */
   readonly idempotencyKey?: string;
+  /**
+   * The key the run's concurrency-limited steps count under when they read no key from the input
+   * (docs/flow_control.md#concurrency-limits). 1 to 255 characters.
+   *
+   * @default {none: those steps share one limit}
+   */
+  readonly concurrencyKey?: string;
 }
 
 /**
@@ -138,21 +145,31 @@ export function startOptionsJson(
   options: FlowControlStartOptions,
   action: string,
 ): Record<string, string | number> | undefined {
-  const { idempotencyKey } = options;
-  if (idempotencyKey === undefined) return undefined;
-  if (
-    typeof idempotencyKey !== "string" || idempotencyKey.length < 1 ||
-    [...idempotencyKey].length > MAX_IDEMPOTENCY_KEY_LENGTH
-  ) {
-    throw new StartOptionError(
-      action,
-      "idempotencyKey",
-      idempotencyKey,
-      `a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
-    );
+  const json: Record<string, string> = {};
+  for (const [option, field] of OPTION_FIELDS) {
+    const value = options[option];
+    if (value === undefined) continue;
+    if (
+      typeof value !== "string" || value.length < 1 ||
+      [...value].length > MAX_IDEMPOTENCY_KEY_LENGTH
+    ) {
+      throw new StartOptionError(
+        action,
+        option,
+        value,
+        `a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
+      );
+    }
+    json[field] = value;
   }
-  return { idempotency_key: idempotencyKey };
+  return Object.keys(json).length === 0 ? undefined : json;
 }
+
+/** Each start option and its name in `sluice.check_start_options`. */
+const OPTION_FIELDS = [
+  ["idempotencyKey", "idempotency_key"],
+  ["concurrencyKey", "concurrency_key"],
+] as const;
 
 /**
  * The typed error for SQLSTATE `SLI01` (an idempotency key that started a run with another

@@ -47,4 +47,6 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207002000_sluice_subflows.sql",
   "20261207133532_sluice_attempt_telemetry.sql",
   "20261207134541_sluice_notify_minimal.sql",
+  "20261207231000_sluice_concurrency_tables.sql",
+  "20261207232321_sluice_concurrency_limits.sql",
 ];

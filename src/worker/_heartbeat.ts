@@ -12,7 +12,12 @@
 import type { Sql } from "../db/driver/postgres.ts";
 import { isTransientDatabaseError } from "../db/transient_error.ts";
 import { describeError } from "./describe_error.ts";
-import { heartbeatWorker, releaseDueWaits, requeueStalledTasks } from "../db/worker_queries.ts";
+import {
+  heartbeatWorker,
+  releaseDueWaits,
+  releaseHeldTasks,
+  requeueStalledTasks,
+} from "../db/worker_queries.ts";
 import { sweepSchedules } from "../db/schedule_queries.ts";
 import { nextDueOrProblem } from "../dsl/next_due.ts";
 import { type OutageTracker, sleep } from "./_retry.ts";
@@ -111,6 +116,8 @@ export class Heartbeat {
       if (Date.now() - this.#lastStalledCheck >= this.#settings.stalledCheckIntervalMs) {
         this.#lastStalledCheck = Date.now();
         await this.#requeueStalled();
+        if (signal.aborted) break;
+        await this.#releaseHeld();
       }
     }
   }
@@ -152,6 +159,19 @@ export class Heartbeat {
       if (handled > 0) this.#logger.info("stalled tasks recovered", { tasks: handled });
     } catch (error) {
       this.#failed("requeue_stalled_tasks", error);
+    }
+  }
+
+  // With the stalled check: a safety net, since the commit that frees a slot releases its key's
+  // held tasks itself (docs/flow_control.md#concurrency-limits). With none held it is one indexed
+  // lookup.
+  async #releaseHeld(): Promise<void> {
+    try {
+      const sent = await releaseHeldTasks(this.#sql);
+      this.#outage.answered();
+      if (sent > 0) this.#logger.info("held tasks released", { tasks: sent });
+    } catch (error) {
+      this.#failed("release_held_tasks", error);
     }
   }
 

@@ -37,8 +37,8 @@ const SIGNALS_SCHEDULES = "supabase/migrations/20261207000500_sluice_signals_sch
 const BATCH_SIZES = "supabase/migrations/20261207001000_sluice_batch_sizes.sql";
 const TRACE_CONTEXT = "supabase/migrations/20261207001500_sluice_trace_context.sql";
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
-const IDEMPOTENT_START = "supabase/migrations/20261207001300_sluice_idempotent_start.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
+const CONCURRENCY_LIMITS = "supabase/migrations/20261207232321_sluice_concurrency_limits.sql";
 
 /** Every mutant of the audit. */
 export const MUTANTS: readonly Mutant[] = [
@@ -294,7 +294,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "idempotency_key_claim",
-    file: IDEMPOTENT_START,
+    file: CONCURRENCY_LIMITS,
     search: "  on conflict do nothing;\n  if found then\n",
     replace: "  on conflict (flow_ref, idempotency_key) do update set run_id = excluded.run_id;\n" +
       "  if found then\n",
@@ -303,10 +303,34 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "idempotency_input_conflict",
-    file: IDEMPOTENT_START,
+    file: CONCURRENCY_LIMITS,
     search: "  if v_existing_input is distinct from start_with_options.input then\n",
     replace: "  if false then\n",
     guards: ["tests/client/idempotent_start_test.ts"],
     why: "a key reused for other work would quietly return the run of the first input",
+  },
+  {
+    id: "concurrency_limit_ignored",
+    file: CONCURRENCY_LIMITS,
+    search: "  select coalesce(v_step.opt_concurrency_limit, 2147483647) - count(*) into v_free\n",
+    replace:
+      "  select coalesce(v_step.opt_concurrency_limit, 2147483647) + 0 * count(*) into v_free\n",
+    guards: [
+      "tests/flow_control/concurrency_limit_test.ts",
+      "tests/flow_control/concurrency_race_test.ts",
+    ],
+    why:
+      "every release would count all slots free: more than the limit of a key would run together",
+  },
+  {
+    id: "held_tasks_never_sent",
+    file: CONCURRENCY_LIMITS,
+    search: "  if v_runs is null then\n    return 0;\n",
+    replace: "  if true then\n    return 0;\n",
+    guards: [
+      "tests/flow_control/concurrency_limit_test.ts",
+      "tests/flow_control/concurrency_race_test.ts",
+    ],
+    why: "a held task would never be sent: its run would wait forever",
   },
 ];

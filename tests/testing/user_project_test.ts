@@ -135,7 +135,7 @@ Deno.test("docs/subflows.md's flows and test file pass in a user project on the 
   ]);
 });
 
-Deno.test("docs/flow_control.md's idempotent start and its test pass in a user project on the embedded database", async () => {
+Deno.test("docs/flow_control.md's concurrency limit, idempotent start and their tests pass in a user project on the embedded database", async () => {
   const blocks = [
     ...(await Deno.readTextFile(new URL("docs/flow_control.md", ROOT))).matchAll(
       /^```ts\n([\s\S]*?)^```$/gm,
@@ -146,8 +146,16 @@ Deno.test("docs/flow_control.md's idempotent start and its test pass in a user p
     return found;
   };
   const files = {
+    "sync.ts": pick("exporting syncCustomer", blocks.find((b) => b.includes("export const sync"))),
+    "sync_test.ts": pick(
+      "testing syncCustomer",
+      blocks.find((b) => b.includes("Deno.test") && b.includes("./sync.ts")),
+    ),
     "orders.ts": pick("exporting onOrderPaid", blocks.find((b) => b.includes("export function"))),
-    "orders_test.ts": pick("with Deno.test", blocks.find((b) => b.includes("Deno.test"))),
+    "orders_test.ts": pick(
+      "testing onOrderPaid",
+      blocks.find((b) => b.includes("Deno.test") && b.includes("./orders.ts")),
+    ),
   };
   assert.equal(
     blocks.length,
@@ -155,6 +163,9 @@ Deno.test("docs/flow_control.md's idempotent start and its test pass in a user p
     "every ts block of docs/flow_control.md runs",
   );
   await using project = await userProject(files);
-  const out = await project.deno(["test", "-A", ...CONFIG, "orders_test.ts"]);
-  assertSummary(out, 1, ["a redelivered event starts no second run"]);
+  const out = await project.deno(["test", "-A", ...CONFIG, "orders_test.ts", "sync_test.ts"]);
+  assertSummary(out, 2, [
+    "a redelivered event starts no second run",
+    "a customer's third sync waits for a slot, another customer's does not",
+  ]);
 });

@@ -1,4 +1,4 @@
--- sluice.check_start_options, as the migrations create it (last defined in supabase/migrations/20261207001300_sluice_idempotent_start.sql).
+-- sluice.check_start_options, as the migrations create it (last defined in supabase/migrations/20261207232321_sluice_concurrency_limits.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Validates the options of a start before anything is written, naming the offending value:
@@ -10,6 +10,7 @@ CREATE OR REPLACE FUNCTION sluice.check_start_options(flow_ref text, options jso
 declare
   v_unknown text;
   v_key jsonb := check_start_options.options -> 'idempotency_key';
+  v_concurrency_key jsonb := check_start_options.options -> 'concurrency_key';
 begin
   if check_start_options.options is null then
     return;
@@ -21,19 +22,28 @@ begin
   end if;
   select k into v_unknown
   from jsonb_object_keys(check_start_options.options) k
-  where k not in ('idempotency_key')
+  where k not in ('idempotency_key', 'concurrency_key')
   order by k
   limit 1;
   if v_unknown is not null then
     raise exception 'Cannot start flow "%": unknown start option "%"',
       check_start_options.flow_ref, v_unknown
-      using errcode = 'invalid_parameter_value', hint = 'Known options: idempotency_key';
+      using errcode = 'invalid_parameter_value', hint = 'Known options: concurrency_key, idempotency_key';
   end if;
   if v_key is not null and jsonb_typeof(v_key) <> 'null' and (jsonb_typeof(v_key) <> 'string'
       or length(v_key #>> '{}') not between 1 and sluice.max_idempotency_key_length())
   then
     raise exception 'Cannot start flow "%": idempotency_key must be a string of 1 to % characters, got %',
       check_start_options.flow_ref, sluice.max_idempotency_key_length(), left(v_key::text, 80)
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if v_concurrency_key is not null and jsonb_typeof(v_concurrency_key) <> 'null'
+    and (jsonb_typeof(v_concurrency_key) <> 'string'
+      or length(v_concurrency_key #>> '{}') not between 1 and sluice.max_idempotency_key_length())
+  then
+    raise exception 'Cannot start flow "%": concurrency_key must be a string of 1 to % characters, got %',
+      check_start_options.flow_ref, sluice.max_idempotency_key_length(),
+      left(v_concurrency_key::text, 80)
       using errcode = 'invalid_parameter_value';
   end if;
 end;

@@ -1,4 +1,4 @@
--- sluice.start_ready_steps, as the migrations create it (last defined in supabase/migrations/20261207002000_sluice_subflows.sql).
+-- sluice.start_ready_steps, as the migrations create it (last defined in supabase/migrations/20261207232321_sluice_concurrency_limits.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 CREATE OR REPLACE FUNCTION sluice.start_ready_steps(run_id uuid) RETURNS void
@@ -13,6 +13,7 @@ declare
   v_count integer;
   v_ids bigint[];
   v_delay integer;
+  v_key text;
 begin
   loop
     select s.*, ss.step_slug as ready_slug into v_step
@@ -115,29 +116,37 @@ begin
     end if;
 
     v_delay := coalesce(v_step.opt_start_delay, 0);
-    select array_agg(sent.id order by sent.ord) into v_ids
-    from pgmq.send_batch(
-      v_step.queue_name,
-      array(
-        select jsonb_build_object(
-          'flow_slug', v_step.flow_slug,
-          'run_id', start_ready_steps.run_id,
-          'step_slug', v_step.step_slug,
-          'task_index', i
-        )
-        from generate_series(0, v_count - 1) as i
-        order by i
-      ),
-      v_delay
-    ) with ordinality as sent(id, ord);
+    -- A limited step's tasks are held: no message until their commit finds them a slot
+    -- (sluice.release_noted_slots); an unlimited step's tasks are sent now.
+    if v_step.opt_concurrency_limit is not null then
+      v_key := sluice.task_concurrency_key(start_ready_steps.run_id, v_step.opt_concurrency_key);
+      v_ids := array_fill(null::bigint, array[v_count]);
+    else
+      v_key := null;
+      select array_agg(sent.id order by sent.ord) into v_ids
+      from pgmq.send_batch(
+        v_step.queue_name,
+        array(
+          select jsonb_build_object(
+            'flow_slug', v_step.flow_slug,
+            'run_id', start_ready_steps.run_id,
+            'step_slug', v_step.step_slug,
+            'task_index', i
+          )
+          from generate_series(0, v_count - 1) as i
+          order by i
+        ),
+        v_delay
+      ) with ordinality as sent(id, ord);
+    end if;
 
     -- A map task gets its element now, in one pass over the array: a claim that read it from the
     -- array would detoast the whole array for every task, a cost that grows with the map's width.
     insert into sluice.step_tasks (
-      run_id, step_slug, task_index, flow_slug, queue_name, message_id, input
+      run_id, step_slug, task_index, flow_slug, queue_name, message_id, input, concurrency_key
     )
     select start_ready_steps.run_id, v_step.step_slug, (m.ord - 1)::integer, v_step.flow_slug,
-      v_step.queue_name, m.id, e.value
+      v_step.queue_name, m.id, e.value, v_key
     from unnest(v_ids) with ordinality as m(id, ord)
     left join jsonb_array_elements(
       case when v_step.step_type = 'map' then v_source end
@@ -147,7 +156,7 @@ begin
     set status = 'started', started_at = now(), initial_tasks = v_count, remaining_tasks = v_count
     where ss.run_id = start_ready_steps.run_id and ss.step_slug = v_step.step_slug;
 
-    if v_delay = 0 then
+    if v_delay = 0 and v_key is null then
       perform sluice.notify_queue(v_step.queue_name);
     end if;
   end loop;

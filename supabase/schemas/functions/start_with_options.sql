@@ -1,4 +1,4 @@
--- sluice.start_with_options, as the migrations create it (last defined in supabase/migrations/20261207001300_sluice_idempotent_start.sql).
+-- sluice.start_with_options, as the migrations create it (last defined in supabase/migrations/20261207232321_sluice_concurrency_limits.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Creates a run of the concrete flow `flow_slug`, started as `started_via`, honouring the start
@@ -11,21 +11,24 @@ CREATE OR REPLACE FUNCTION sluice.start_with_options(flow_slug text, started_via
     AS $$
 declare
   v_key text := start_with_options.options ->> 'idempotency_key';
+  v_concurrency_key text := start_with_options.options ->> 'concurrency_key';
   v_run uuid;
   v_existing uuid;
   v_existing_input jsonb;
 begin
   perform sluice.check_start_options(start_with_options.started_via, start_with_options.options);
+  v_run := coalesce(start_with_options.run_id, gen_random_uuid());
   if v_key is null then
+    perform sluice.store_run_concurrency_key(v_run, v_concurrency_key);
     return sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
-      start_with_options.input, start_with_options.run_id);
+      start_with_options.input, v_run);
   end if;
 
-  v_run := coalesce(start_with_options.run_id, gen_random_uuid());
   insert into sluice.idempotency_keys (flow_ref, idempotency_key, run_id)
   values (start_with_options.started_via, v_key, v_run)
   on conflict do nothing;
   if found then
+    perform sluice.store_run_concurrency_key(v_run, v_concurrency_key);
     return sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
       start_with_options.input, v_run);
   end if;

@@ -1,0 +1,110 @@
+-- sluice.release_held_tasks, as the migrations create it (last defined in supabase/migrations/20261207232321_sluice_concurrency_limits.sql).
+-- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
+
+-- The sweep: releases the held tasks of every key that has free slots, keys in order (the order
+-- every caller takes key locks in). The commit of whatever freed a slot releases its key's held
+-- tasks itself (sluice.release_noted_slots); the sweep catches the rest: a limit raised by a
+-- recompile, a held task that was locked when its key was released, and the transactions that
+-- leave releases to it (repeatable read and serializable ones). Every worker's heartbeat calls it.
+-- Returns how many tasks it sent.
+CREATE OR REPLACE FUNCTION sluice.release_held_tasks() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key record;
+  v_sent integer := 0;
+begin
+  for v_key in
+    select distinct t.flow_slug, t.step_slug, t.concurrency_key
+    from sluice.step_tasks t
+    where t.concurrency_key is not null and t.message_id is null and t.status = 'queued'
+    order by t.flow_slug, t.step_slug, t.concurrency_key
+  loop
+    v_sent := v_sent + sluice.release_held_tasks(v_key.flow_slug, v_key.step_slug,
+      v_key.concurrency_key);
+  end loop;
+  return v_sent;
+end;
+$$;
+
+-- Sends the held tasks of one key of a limited step that fit in its free slots, oldest first, and
+-- returns how many it sent. The key's transaction advisory lock serializes the decision: a slot
+-- counted free here is not taken by a concurrent caller, and the lock is held until commit, so the
+-- next caller counts this one's messages. It never waits on a row lock while it holds the key: a
+-- held task another transaction has locked (a cancel ending its run) is skipped. A step whose
+-- limit was removed sends every held task. A limited step's start delay counts from the release.
+-- Lock order: the key's advisory lock -> step_tasks (skip locked) -> messages.
+CREATE OR REPLACE FUNCTION sluice.release_held_tasks(flow_slug text, step_slug text, concurrency_key text) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_step record;
+  v_free bigint;
+  v_runs uuid[];
+  v_indexes integer[];
+  v_ids bigint[];
+begin
+  select s.opt_concurrency_limit, s.queue_name, coalesce(s.opt_start_delay, 0) as start_delay
+  into v_step
+  from sluice.steps s
+  where s.flow_slug = release_held_tasks.flow_slug and s.step_slug = release_held_tasks.step_slug;
+  if not found then
+    return 0;
+  end if;
+  perform pg_advisory_xact_lock(hashtextextended(format('sluice.slots:%s/%s/%s',
+    release_held_tasks.flow_slug, release_held_tasks.step_slug,
+    release_held_tasks.concurrency_key), 0));
+
+  select coalesce(v_step.opt_concurrency_limit, 2147483647) - count(*) into v_free
+  from sluice.step_tasks t
+  where t.flow_slug = release_held_tasks.flow_slug and t.step_slug = release_held_tasks.step_slug
+    and t.concurrency_key = release_held_tasks.concurrency_key
+    and t.message_id is not null and t.status in ('queued', 'started');
+  if v_free <= 0 then
+    return 0;
+  end if;
+
+  select array_agg(h.run_id order by h.queued_at, h.run_id, h.task_index),
+    array_agg(h.task_index order by h.queued_at, h.run_id, h.task_index)
+  into v_runs, v_indexes
+  from (
+    select t.run_id, t.task_index, t.queued_at
+    from sluice.step_tasks t
+    where t.flow_slug = release_held_tasks.flow_slug
+      and t.step_slug = release_held_tasks.step_slug
+      and t.concurrency_key = release_held_tasks.concurrency_key
+      and t.message_id is null and t.status = 'queued'
+    order by t.queued_at, t.run_id, t.task_index
+    limit v_free
+    for update skip locked
+  ) h;
+  if v_runs is null then
+    return 0;
+  end if;
+
+  select array_agg(sent.id order by sent.ord) into v_ids
+  from pgmq.send_batch(
+    v_step.queue_name,
+    array(
+      select jsonb_build_object('flow_slug', release_held_tasks.flow_slug, 'run_id', m.run_id,
+        'step_slug', release_held_tasks.step_slug, 'task_index', m.task_index)
+      from unnest(v_runs, v_indexes) with ordinality as m(run_id, task_index, ord)
+      order by m.ord
+    ),
+    v_step.start_delay
+  ) with ordinality as sent(id, ord);
+
+  update sluice.step_tasks t
+  set message_id = m.id
+  from unnest(v_runs, v_indexes, v_ids) as m(run_id, task_index, id)
+  where t.run_id = m.run_id and t.step_slug = release_held_tasks.step_slug
+    and t.task_index = m.task_index;
+
+  if v_step.start_delay = 0 then
+    perform sluice.notify_queue(v_step.queue_name);
+  end if;
+  return cardinality(v_ids);
+end;
+$$;
