@@ -86,13 +86,15 @@ export interface ConcurrencySlotRow extends Record<string, unknown> {
   held: number;
   oldest_held_at: Date | null;
   oldest_held_age_sec: number | null;
+  rate_limit: number | null;
+  rate_period: number | null;
 }
 
 /** `sluice.concurrency_slots`, by flow, step and key. */
 export async function readConcurrencySlots(sql: Sql): Promise<ConcurrencySlotRow[]> {
   return await sql<ConcurrencySlotRow[]>`
       select flow_slug, step_slug, concurrency_key, concurrency_limit, slots_in_use, running,
-        held, oldest_held_at, oldest_held_age_sec
+        held, oldest_held_at, oldest_held_age_sec, rate_limit, rate_period
       from sluice.concurrency_slots
       order by flow_slug collate "C", step_slug collate "C", concurrency_key collate "C"
     `;

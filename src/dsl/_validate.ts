@@ -2,7 +2,7 @@
 // definition that breaks a rule never reaches the database.
 
 import type { WhenPolicy } from "./condition.ts";
-import type { ConcurrencyLimit } from "./concurrency.ts";
+import type { ConcurrencyLimit, RateLimit } from "./concurrency.ts";
 import { FlowDefinitionError, type FlowDefinitionErrorReason } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
 import type { FlowLimitOptions } from "./limits.ts";
@@ -47,6 +47,7 @@ const STEP_KEYS = [
   "dependsOn",
   ...RUNTIME_KEYS,
   "concurrency",
+  "rateLimit",
   "if",
   "ifNot",
   "whenUnmet",
@@ -243,15 +244,65 @@ class Rejecter {
     }
     return Object.freeze(key === undefined ? { limit } : { limit, key: key as string });
   }
+
+  rateLimit(
+    options: Record<string, unknown>,
+    concurrency: ConcurrencyLimit | undefined,
+  ): RateLimit | undefined {
+    const value = options.rateLimit;
+    if (value === undefined) return undefined;
+    const shape =
+      "rateLimit must be an object { limit, period, key? }: limit and period (seconds) " +
+      `integers from 1 to ${MAX_OPTION_VALUE}, key a dotted path into the run input`;
+    if (!isPlainObject(value)) {
+      throw this.reject(
+        "invalid_option",
+        "rateLimit",
+        value,
+        `${shape}, got ${formatValue(value)}`,
+      );
+    }
+    const unknown = Object.keys(value).find((key) => !["limit", "period", "key"].includes(key));
+    const { limit, period, key } = value;
+    const whole = (n: unknown) =>
+      typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= MAX_OPTION_VALUE;
+    if (
+      unknown !== undefined || !whole(limit) || !whole(period) ||
+      (key !== undefined && (typeof key !== "string" || key.split(".").includes("")))
+    ) {
+      throw this.reject(
+        "invalid_option",
+        "rateLimit",
+        value,
+        `${shape}, got ${formatValue(value)}`,
+      );
+    }
+    if (concurrency !== undefined && concurrency.key !== key) {
+      throw this.reject(
+        "invalid_option",
+        "rateLimit",
+        value,
+        "concurrency and rateLimit of a step count under one key: give both the same key, got " +
+          `${formatValue(concurrency.key)} and ${formatValue(key)}`,
+      );
+    }
+    const base = { limit: limit as number, period: period as number };
+    return Object.freeze(key === undefined ? base : { ...base, key: key as string });
+  }
 }
 
-type NumericRuntimeKey = Exclude<keyof StepRuntimeOptions, "concurrency">;
+type NumericRuntimeKey = Exclude<keyof StepRuntimeOptions, "concurrency" | "rateLimit">;
 
-function withConcurrency(
-  options: StepRuntimeOptions,
-  concurrency: ConcurrencyLimit | undefined,
-): StepRuntimeOptions {
-  return concurrency === undefined ? options : Object.freeze({ ...options, concurrency });
+function withLimits(rejecter: Rejecter, options: Record<string, unknown>): StepRuntimeOptions {
+  const runtime = rejecter.runtimeOptions(options, RUNTIME_KEYS);
+  const concurrency = rejecter.concurrency(options);
+  const rateLimit = rejecter.rateLimit(options, concurrency);
+  if (concurrency === undefined && rateLimit === undefined) return runtime;
+  return Object.freeze({
+    ...runtime,
+    ...(concurrency === undefined ? {} : { concurrency }),
+    ...(rateLimit === undefined ? {} : { rateLimit }),
+  });
 }
 
 function requireObject(value: unknown, action: string): Record<string, unknown> {
@@ -361,10 +412,7 @@ export function validateStep(
     ifNot: rejecter.pattern(options, "ifNot"),
     whenUnmet: rejecter.policy(options, "whenUnmet", "skip"),
     whenExhausted: rejecter.policy(options, "whenExhausted", "fail"),
-    options: withConcurrency(
-      rejecter.runtimeOptions(options, RUNTIME_KEYS),
-      rejecter.concurrency(options),
-    ),
+    options: withLimits(rejecter, options),
     handler: handler as StepHandler,
     wait: null,
   });

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { ConcurrencyLimit } from "./concurrency.ts";
+import type { ConcurrencyLimit, RateLimit } from "./concurrency.ts";
 import type { StepContext } from "./context.ts";
 import type { WhenPolicy } from "./condition.ts";
 import type { JsonObject } from "./json.ts";
@@ -165,6 +165,13 @@ export interface StepRuntimeOptions extends FlowRuntimeOptions {
    * @default {no limit}
    */
   readonly concurrency?: ConcurrencyLimit;
+  /**
+   * At most `limit` first attempts of the step's tasks per key in any `period` seconds; the
+   * others wait in the database (docs/flow_control.md#rate-limits).
+   *
+   * @default {no limit}
+   */
+  readonly rateLimit?: RateLimit;
 }
 
 /**

@@ -49,4 +49,6 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207134541_sluice_notify_minimal.sql",
   "20261207231000_sluice_concurrency_tables.sql",
   "20261207232321_sluice_concurrency_limits.sql",
+  "20261207234000_sluice_rate_limit_tables.sql",
+  "20261207234001_sluice_rate_limits.sql",
 ];

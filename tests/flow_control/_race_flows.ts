@@ -22,3 +22,9 @@ export function stallFlow(handler: Handler) {
   return new Flow<RaceInput>({ slug: "stall", timeout: 5, maxAttempts: 1 })
     .step({ slug: "work", concurrency: { limit: 2, key: "key" } }, handler);
 }
+
+/** At most 5 first attempts per second, over every run (one shared key). */
+export function rateFlow(handler: Handler) {
+  return new Flow<RaceInput>({ slug: "rated", timeout: 5 })
+    .step({ slug: "work", rateLimit: { limit: 5, period: 1 } }, handler);
+}

@@ -2,7 +2,7 @@
 // JSON line when it starts and one when it ends ({ e: "s" | "e", key, n, t }, t from the shared
 // wall clock in ms), after `sleep` ms, or never ending when `sleep` is "hang".
 import { startWorker } from "../../src/worker/mod.ts";
-import { raceFlow, type RaceInput, stallFlow } from "./_race_flows.ts";
+import { raceFlow, type RaceInput, rateFlow, stallFlow } from "./_race_flows.ts";
 
 const [url, flowName, sleep, maxConcurrent] = Deno.args;
 
@@ -18,7 +18,11 @@ async function handler(input: RaceInput): Promise<number> {
   return input.n;
 }
 
-const flow = flowName === "stall" ? stallFlow(handler) : raceFlow(handler);
+const flow = flowName === "stall"
+  ? stallFlow(handler)
+  : flowName === "rated"
+  ? rateFlow(handler)
+  : raceFlow(handler);
 await startWorker(flow, {
   connectionString: url,
   logLevel: "error",

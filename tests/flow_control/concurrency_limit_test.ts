@@ -144,6 +144,37 @@ Deno.test("bad concurrency limits are refused before anything is written", async
     );
   }
 
+  for (
+    const bad of [
+      { limit: 0, period: 1 },
+      { limit: 5, period: 0 },
+      { limit: 5, period: -1 },
+      { limit: 5.5, period: 1 },
+      { limit: 5 },
+      { limit: 5, period: 1, burst: 2 },
+    ]
+  ) {
+    assert.throws(
+      () =>
+        new Flow<{ k: string }>({ slug: "bad" }).step(
+          // deno-lint-ignore no-explicit-any
+          { slug: "s", rateLimit: bad as any },
+          () => 1,
+        ),
+      (error) => error instanceof FlowDefinitionError && error.option === "rateLimit",
+    );
+  }
+  // Both limits of a step count under one key.
+  assert.throws(
+    () =>
+      new Flow<{ k: string }>({ slug: "bad" }).step({
+        slug: "s",
+        concurrency: { limit: 2, key: "k" },
+        rateLimit: { limit: 5, period: 1 },
+      }, () => 1),
+    /give both the same key, got "k" and undefined/,
+  );
+
   await using db = await freshDatabase();
   const good = extractDefinition(
     new Flow<{ k: string }>({ slug: "sqlbad" }).step({
@@ -162,6 +193,22 @@ Deno.test("bad concurrency limits are refused before anything is written", async
     [2, [], /options\.concurrency_key of step "s" must be a non-empty array/],
     [null, ["k"], /options\.concurrency_key of step "s" needs options\.concurrency_limit/],
   ];
+  const rateCases: [unknown, unknown, RegExp][] = [
+    [0, 1, /options\.rate_limit of step "s" must be a whole number >= 1, got 0/],
+    [5, -1, /options\.rate_period of step "s" must be a whole number >= 1, got -1/],
+    [5, null, /options\.rate_limit and options\.rate_period of step "s" go together/],
+  ];
+  for (const [limit, period, message] of rateCases) {
+    const definition = structuredClone(good) as unknown as {
+      steps: { options: Record<string, unknown> }[];
+    };
+    definition.steps[0].options.rate_limit = limit;
+    definition.steps[0].options.rate_period = period;
+    await assert.rejects(
+      db.sql`select sluice.ensure_flow_compiled(${db.sql.json(definition as never)}, 'production')`,
+      (error: Error & { code?: string }) => error.code === "22023" && message.test(error.message),
+    );
+  }
   for (const [limit, key, message] of cases) {
     const definition = structuredClone(good) as unknown as {
       steps: { options: Record<string, unknown> }[];

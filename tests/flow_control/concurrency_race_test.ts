@@ -1,13 +1,14 @@
-// Concurrency limits per key under real races (docs/flow_control.md#concurrency-limits): several
-// worker processes claim, complete and free slots at once; a SIGKILLed worker's slots come back
-// through stall recovery; one key's backlog does not delay the others.
+// Concurrency and rate limits per key under real races (docs/flow_control.md#concurrency-limits,
+// #rate-limits): several worker processes claim, complete and free slots at once; a SIGKILLed
+// worker's slots come back through stall recovery; one key's backlog does not delay the others; a
+// rate limit holds in every window.
 import assert from "node:assert/strict";
 import { compileFlow } from "../../src/admin/mod.ts";
 import { startFlow } from "../../src/client/mod.ts";
 import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { waitUntil } from "../_support.ts";
 import { spawnWorkerProcess, type WorkerProcess } from "../worker/_worker_process.ts";
-import { raceFlow, stallFlow } from "./_race_flows.ts";
+import { raceFlow, rateFlow, stallFlow } from "./_race_flows.ts";
 
 const WORKER = new URL("./_race_worker.ts", import.meta.url);
 
@@ -189,4 +190,44 @@ Deno.test("a 500-run backlog on one key does not delay 4 other keys", async () =
   const bigLeft = await unfinished(db, "race", "big");
   assert.ok(bigLeft >= 400, `the backlog ran ${500 - bigLeft} runs meanwhile`);
   assert.ok(peakByKey(pool.events).get("big")! <= 2);
+});
+
+/** The most of `times` (ms) in any window [t, t + windowMs) that starts at one of them. */
+function busiestWindow(times: readonly number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while (j < sorted.length && sorted[j] < sorted[i] + windowMs) j++;
+    most = Math.max(most, j - i);
+  }
+  return most;
+}
+
+Deno.test("a rate limit of 5 per second on 3 worker processes holds in every 1 s window, and reaches 5", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, rateFlow(() => Promise.resolve(0)));
+  await using pool = await spawnWorkers(db, 3, "rated", "10", 4);
+  await db.sql`
+    select sluice.start_flow('rated', jsonb_build_object('key', 'api', 'n', i))
+    from generate_series(1, 30) as i`;
+  await waitUntil(async () => await unfinished(db, "rated") === 0, "every run finished", 60_000);
+
+  // The claims, as SQL recorded them: none was retried, so each task's started_at is its only one.
+  const rows = await db.sql<{ ms: number; attempts: number }[]>`
+    select extract(epoch from started_at)::float8 * 1000 as ms, attempts_count as attempts
+    from sluice.step_tasks where flow_slug = 'rated'`;
+  assert.equal(rows.length, 30);
+  assert.ok(rows.every((row) => row.attempts === 1));
+  const claims = rows.map((row) => row.ms);
+  assert.equal(busiestWindow(claims, 1000), 5);
+  // Handlers start a claim's commit and a pipe later: allow them 100 ms of jitter.
+  const handlerStarts = pool.events.filter((event) => event.e === "s").map((event) => event.t);
+  assert.equal(handlerStarts.length, 30);
+  assert.ok(busiestWindow(handlerStarts, 900) <= 5, `${busiestWindow(handlerStarts, 900)}`);
+  // 30 starts at 5 per second take at least 5 s from the first to the last.
+  const span = Math.max(...claims) - Math.min(...claims);
+  assert.ok(span >= 5000, `30 starts took ${span} ms`);
+  // Nothing was read while it waited: each message was read once, by the claim.
+  const [{ reads }] = await db.sql`select max(read_ct)::int as reads from pgmq.a_rated`;
+  assert.equal(reads, 1);
 });

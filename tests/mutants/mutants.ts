@@ -39,6 +39,7 @@ const TRACE_CONTEXT = "supabase/migrations/20261207001500_sluice_trace_context.s
 const ATTEMPT_TELEMETRY = "supabase/migrations/20261207133532_sluice_attempt_telemetry.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
 const CONCURRENCY_LIMITS = "supabase/migrations/20261207232321_sluice_concurrency_limits.sql";
+const RATE_LIMITS = "supabase/migrations/20261207234001_sluice_rate_limits.sql";
 
 /** Every mutant of the audit. */
 export const MUTANTS: readonly Mutant[] = [
@@ -311,7 +312,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "concurrency_limit_ignored",
-    file: CONCURRENCY_LIMITS,
+    file: RATE_LIMITS,
     search: "  select coalesce(v_step.opt_concurrency_limit, 2147483647) - count(*) into v_free\n",
     replace:
       "  select coalesce(v_step.opt_concurrency_limit, 2147483647) + 0 * count(*) into v_free\n",
@@ -324,7 +325,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "held_tasks_never_sent",
-    file: CONCURRENCY_LIMITS,
+    file: RATE_LIMITS,
     search: "  if v_runs is null then\n    return 0;\n",
     replace: "  if true then\n    return 0;\n",
     guards: [
@@ -332,5 +333,13 @@ export const MUTANTS: readonly Mutant[] = [
       "tests/flow_control/concurrency_race_test.ts",
     ],
     why: "a held task would never be sent: its run would wait forever",
+  },
+  {
+    id: "rate_limit_ignored",
+    file: RATE_LIMITS,
+    search: "    v_free := 1;\n",
+    replace: "    v_free := v_free;\n",
+    guards: ["tests/flow_control/concurrency_race_test.ts"],
+    why: "a rate-limited key would send every held task at once: the window would not hold",
   },
 ];

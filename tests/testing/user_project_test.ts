@@ -135,7 +135,7 @@ Deno.test("docs/subflows.md's flows and test file pass in a user project on the 
   ]);
 });
 
-Deno.test("docs/flow_control.md's concurrency limit, idempotent start and their tests pass in a user project on the embedded database", async () => {
+Deno.test("docs/flow_control.md's concurrency and rate limits, idempotent start and their tests pass in a user project on the embedded database", async () => {
   const blocks = [
     ...(await Deno.readTextFile(new URL("docs/flow_control.md", ROOT))).matchAll(
       /^```ts\n([\s\S]*?)^```$/gm,
@@ -146,6 +146,11 @@ Deno.test("docs/flow_control.md's concurrency limit, idempotent start and their 
     return found;
   };
   const files = {
+    "search.ts": pick("exporting search", blocks.find((b) => b.includes("export const search"))),
+    "search_test.ts": pick(
+      "testing search",
+      blocks.find((b) => b.includes("Deno.test") && b.includes("./search.ts")),
+    ),
     "sync.ts": pick("exporting syncCustomer", blocks.find((b) => b.includes("export const sync"))),
     "sync_test.ts": pick(
       "testing syncCustomer",
@@ -163,8 +168,16 @@ Deno.test("docs/flow_control.md's concurrency limit, idempotent start and their 
     "every ts block of docs/flow_control.md runs",
   );
   await using project = await userProject(files);
-  const out = await project.deno(["test", "-A", ...CONFIG, "orders_test.ts", "sync_test.ts"]);
-  assertSummary(out, 2, [
+  const out = await project.deno([
+    "test",
+    "-A",
+    ...CONFIG,
+    "orders_test.ts",
+    "sync_test.ts",
+    "search_test.ts",
+  ]);
+  assertSummary(out, 3, [
+    "a rate-limited key sends one search at a time and holds the rest",
     "a redelivered event starts no second run",
     "a customer's third sync waits for a slot, another customer's does not",
   ]);

@@ -1,4 +1,5 @@
-// The flow-control options' types: a step's `concurrency` and a start's `concurrencyKey`. Every
+// The flow-control options' types: a step's `concurrency` and `rateLimit`, a start's
+// `concurrencyKey`. Every
 // `@ts-expect-error` fails the check when its line compiles. Checked by `deno check tests/types/`,
 // never run.
 
@@ -7,6 +8,7 @@ import {
   connect,
   Flow,
   type FlowControlStartOptions,
+  type RateLimit,
   startFlow,
 } from "../../mod.ts";
 import type { Equals } from "./_equals.ts";
@@ -33,6 +35,21 @@ new Flow({ slug: "f" }).step({ slug: "s", concurrency: { limit: 2, scope: "fn" }
 new Flow({ slug: "f" }).step({ slug: "s", concurrency: 2 }, () => 1);
 // @ts-expect-error a wait step takes no concurrency limit
 new Flow({ slug: "f" }).sleep({ slug: "s", concurrency: { limit: 2 } }, () => ({ seconds: 1 }));
+
+new Flow({ slug: "f" }).step({ slug: "s", rateLimit: { limit: 5, period: 1 } }, () => 1);
+new Flow<{ apiKey: string }>({ slug: "f" }).step(
+  { slug: "s", rateLimit: { limit: 5, period: 60, key: "apiKey" } },
+  () => 1,
+);
+const rate: Equals<
+  RateLimit,
+  { readonly limit: number; readonly period: number; readonly key?: string }
+> = true;
+void rate;
+// @ts-expect-error a rate limit needs its period
+new Flow({ slug: "f" }).step({ slug: "s", rateLimit: { limit: 5 } }, () => 1);
+// @ts-expect-error the period is a number of seconds
+new Flow({ slug: "f" }).step({ slug: "s", rateLimit: { limit: 5, period: "1s" } }, () => 1);
 
 const options: FlowControlStartOptions = { concurrencyKey: "tenant_7", idempotencyKey: "e1" };
 void options;

@@ -1,4 +1,4 @@
--- sluice.start_ready_steps, as the migrations create it (last defined in supabase/migrations/20261207232321_sluice_concurrency_limits.sql).
+-- sluice.start_ready_steps, as the migrations create it (last defined in supabase/migrations/20261207234001_sluice_rate_limits.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 CREATE OR REPLACE FUNCTION sluice.start_ready_steps(run_id uuid) RETURNS void
@@ -118,7 +118,7 @@ begin
     v_delay := coalesce(v_step.opt_start_delay, 0);
     -- A limited step's tasks are held: no message until their commit finds them a slot
     -- (sluice.release_noted_slots); an unlimited step's tasks are sent now.
-    if v_step.opt_concurrency_limit is not null then
+    if v_step.opt_concurrency_limit is not null or v_step.opt_rate_limit is not null then
       v_key := sluice.task_concurrency_key(start_ready_steps.run_id, v_step.opt_concurrency_key);
       v_ids := array_fill(null::bigint, array[v_count]);
     else

@@ -53,11 +53,11 @@ CREATE INDEX step_tasks_started_idx ON sluice.step_tasks USING btree (started_at
 
 CREATE TRIGGER step_tasks_identity_immutable BEFORE UPDATE OF flow_slug, queue_name, message_id ON sluice.step_tasks FOR EACH ROW EXECUTE FUNCTION sluice.reject_task_identity_change();
 
-CREATE TRIGGER step_tasks_note_freed AFTER UPDATE OF status ON sluice.step_tasks FOR EACH ROW WHEN (((old.concurrency_key IS NOT NULL) AND (((old.status = ANY (ARRAY['queued'::text, 'started'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'started'::text]))) OR ((new.status = 'queued'::text) AND (new.message_id IS NULL) AND (old.status <> 'queued'::text))))) EXECUTE FUNCTION sluice.note_freed_slot();
+CREATE TRIGGER step_tasks_note_changed AFTER UPDATE OF status ON sluice.step_tasks FOR EACH ROW WHEN (((old.concurrency_key IS NOT NULL) AND (old.status IS DISTINCT FROM new.status))) EXECUTE FUNCTION sluice.note_freed_slot();
 
 CREATE TRIGGER step_tasks_note_held AFTER INSERT ON sluice.step_tasks FOR EACH ROW WHEN (((new.concurrency_key IS NOT NULL) AND (new.message_id IS NULL))) EXECUTE FUNCTION sluice.note_freed_slot();
 
-CREATE CONSTRAINT TRIGGER step_tasks_release_freed AFTER UPDATE OF status ON sluice.step_tasks DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.concurrency_key IS NOT NULL) AND (((old.status = ANY (ARRAY['queued'::text, 'started'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'started'::text]))) OR ((new.status = 'queued'::text) AND (new.message_id IS NULL) AND (old.status <> 'queued'::text))))) EXECUTE FUNCTION sluice.release_noted_slots();
+CREATE CONSTRAINT TRIGGER step_tasks_release_changed AFTER UPDATE OF status ON sluice.step_tasks DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.concurrency_key IS NOT NULL) AND (old.status IS DISTINCT FROM new.status))) EXECUTE FUNCTION sluice.release_noted_slots();
 
 CREATE CONSTRAINT TRIGGER step_tasks_release_held AFTER INSERT ON sluice.step_tasks DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.concurrency_key IS NOT NULL) AND (new.message_id IS NULL))) EXECUTE FUNCTION sluice.release_noted_slots();
 

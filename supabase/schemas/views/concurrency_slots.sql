@@ -29,7 +29,9 @@ CREATE VIEW sluice.concurrency_slots AS
     COALESCE(sl.running, 0) AS running,
     COALESCE(h.held, 0) AS held,
     h.oldest_held_at,
-    (EXTRACT(epoch FROM (now() - h.oldest_held_at)))::integer AS oldest_held_age_sec
+    (EXTRACT(epoch FROM (now() - h.oldest_held_at)))::integer AS oldest_held_age_sec,
+    s.opt_rate_limit AS rate_limit,
+    s.opt_rate_period AS rate_period
    FROM (((( SELECT slots.flow_slug,
             slots.step_slug,
             slots.concurrency_key
