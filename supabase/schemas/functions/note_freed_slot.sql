@@ -13,14 +13,21 @@ CREATE OR REPLACE FUNCTION sluice.note_freed_slot() RETURNS trigger
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  if tg_op = 'UPDATE' and old.status = 'queued' and new.status = 'started'
-    and old.attempts_count = old.attempts_base
-  then
+  -- A claim matters only to a rate-limited step: its window counts the claim, and its key sends
+  -- the next task once this one is claimed. A concurrency-limited step's slot was taken when
+  -- the task was sent.
+  if tg_op = 'UPDATE' and old.status = 'queued' and new.status = 'started' then
+    if old.attempts_count <> old.attempts_base then
+      return null;
+    end if;
     insert into sluice.rate_limit_starts (flow_slug, step_slug, rate_key, started_at)
     select new.flow_slug, new.step_slug, new.concurrency_key, new.started_at
     from sluice.steps s
     where s.flow_slug = new.flow_slug and s.step_slug = new.step_slug
       and s.opt_rate_limit is not null;
+    if not found then
+      return null;
+    end if;
   end if;
   perform set_config('sluice.noted_slots',
     coalesce(current_setting('sluice.noted_slots', true), '')
