@@ -1,5 +1,5 @@
--- rate_limits: sluice.check_concurrency_options(jsonb), sluice.note_freed_slot(), sluice.refresh_runtime_options(jsonb), sluice.release_held_tasks(text,text,text), sluice.start_ready_steps(uuid).
--- Written by `deno task sql:migration rate_limits` from supabase/schemas/functions/ (check_concurrency_options.sql, note_freed_slot.sql, refresh_runtime_options.sql, release_held_tasks.sql, start_ready_steps.sql); each routine whole, as its source reads.
+-- rate_limits: sluice.check_concurrency_options(jsonb), sluice.note_freed_slot(), sluice.refresh_runtime_options(jsonb), sluice.release_held_tasks(), sluice.release_held_tasks(text,text,text), sluice.release_noted_slots(), sluice.start_ready_steps(uuid).
+-- Written by `deno task sql:migration rate_limits` from supabase/schemas/functions/ (check_concurrency_options.sql, note_freed_slot.sql, refresh_runtime_options.sql, release_held_tasks.sql, release_noted_slots.sql, start_ready_steps.sql); each routine whole, as its source reads. Then, by hand: release_noted_slots becomes security definer, the sweep deletes stale rate_limit_starts, and the triggers and view below.
 
 -- Validates the concurrency limits of a definition's steps before anything is written, naming the
 -- step and the value: options.concurrency_limit is a whole number >= 1 (or null), only on a step
@@ -173,8 +173,9 @@ $$;
 -- every caller takes key locks in). The commit of whatever freed a slot releases its key's held
 -- tasks itself (sluice.release_noted_slots); the sweep catches the rest: a limit raised by a
 -- recompile, a held task that was locked when its key was released, and the transactions that
--- leave releases to it (repeatable read and serializable ones). Every worker's heartbeat calls it.
--- Returns how many tasks it sent.
+-- leave releases to it (repeatable read and serializable ones). It also deletes the claims of
+-- sluice.rate_limit_starts that no window counts any more (an idle key's last ones). Every
+-- worker's heartbeat calls it. Returns how many tasks it sent.
 CREATE OR REPLACE FUNCTION sluice.release_held_tasks() RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -183,6 +184,10 @@ declare
   v_key record;
   v_sent integer := 0;
 begin
+  delete from sluice.rate_limit_starts r
+  using sluice.steps s
+  where s.flow_slug = r.flow_slug and s.step_slug = r.step_slug
+    and r.started_at <= clock_timestamp() - make_interval(secs => coalesce(s.opt_rate_period, 0));
   for v_key in
     select distinct t.flow_slug, t.step_slug, t.concurrency_key
     from sluice.step_tasks t
@@ -479,6 +484,42 @@ begin
   end loop;
 
   perform sluice.finish_run_if_done(start_ready_steps.run_id);
+end;
+$$;
+
+-- Deferred constraint trigger of step_tasks (fires at commit for each row note_freed_slot noted):
+-- the first firing releases every noted key, in key order, and clears the notes; the later
+-- firings find none. Under repeatable read or serializable, whose snapshot would not count the
+-- slots a concurrent commit took, it leaves the keys to the sweep (sluice.release_held_tasks()).
+-- Security definer: a deferred trigger runs at commit as the session's role, which is not the
+-- definer's when the start came through sluice.start_run (a browser's role may touch nothing of
+-- sluice); it releases only keys noted by rows its transaction changed, as the sweep would.
+-- Lock order: the key advisory locks in (flow_slug, step_slug, concurrency_key) order.
+CREATE OR REPLACE FUNCTION sluice.release_noted_slots() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_notes text := current_setting('sluice.noted_slots', true);
+  v_key record;
+begin
+  if v_notes is null or v_notes = '' then
+    return null;
+  end if;
+  perform set_config('sluice.noted_slots', '', true);
+  if current_setting('transaction_isolation') <> 'read committed' then
+    return null;
+  end if;
+  for v_key in
+    select distinct n.note ->> 0 as flow_slug, n.note ->> 1 as step_slug,
+      n.note ->> 2 as concurrency_key
+    from unnest(string_to_array(rtrim(v_notes, E'\n'), E'\n')) as l(line)
+    cross join lateral (select l.line::jsonb as note) n
+    order by 1, 2, 3
+  loop
+    perform sluice.release_held_tasks(v_key.flow_slug, v_key.step_slug, v_key.concurrency_key);
+  end loop;
+  return null;
 end;
 $$;
 

@@ -5,8 +5,9 @@
 -- every caller takes key locks in). The commit of whatever freed a slot releases its key's held
 -- tasks itself (sluice.release_noted_slots); the sweep catches the rest: a limit raised by a
 -- recompile, a held task that was locked when its key was released, and the transactions that
--- leave releases to it (repeatable read and serializable ones). Every worker's heartbeat calls it.
--- Returns how many tasks it sent.
+-- leave releases to it (repeatable read and serializable ones). It also deletes the claims of
+-- sluice.rate_limit_starts that no window counts any more (an idle key's last ones). Every
+-- worker's heartbeat calls it. Returns how many tasks it sent.
 CREATE OR REPLACE FUNCTION sluice.release_held_tasks() RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -15,6 +16,10 @@ declare
   v_key record;
   v_sent integer := 0;
 begin
+  delete from sluice.rate_limit_starts r
+  using sluice.steps s
+  where s.flow_slug = r.flow_slug and s.step_slug = r.step_slug
+    and r.started_at <= clock_timestamp() - make_interval(secs => coalesce(s.opt_rate_period, 0));
   for v_key in
     select distinct t.flow_slug, t.step_slug, t.concurrency_key
     from sluice.step_tasks t
