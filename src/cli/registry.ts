@@ -29,6 +29,7 @@ import { functionsPruneCommand } from "./commands/functions_prune.ts";
 import { pruneCommand } from "./commands/prune.ts";
 import { queuesArchiveCommand } from "./commands/queues_archive.ts";
 import { queuesCommand } from "./commands/queues.ts";
+import { concurrencyCommand } from "./commands/concurrency.ts";
 import { runCommand } from "./commands/run.ts";
 import { runCancelCommand } from "./commands/run_cancel.ts";
 import { runRetryCommand } from "./commands/run_retry.ts";
@@ -63,6 +64,7 @@ export const SECTIONS: readonly CommandSection[] = [
       coverageCommand,
       queuesCommand,
       queuesArchiveCommand,
+      concurrencyCommand,
       functionsCommand,
       functionsEnableCommand,
       functionsDisableCommand,

@@ -75,6 +75,31 @@ export async function readQueueHealth(sql: Sql): Promise<QueueRow[]> {
     `;
 }
 
+/** One row of `sluice.concurrency_slots`. */
+export interface ConcurrencySlotRow extends Record<string, unknown> {
+  flow_slug: string;
+  step_slug: string;
+  concurrency_key: string;
+  concurrency_limit: number | null;
+  slots_in_use: number;
+  running: number;
+  held: number;
+  oldest_held_at: Date | null;
+  oldest_held_age_sec: number | null;
+  rate_limit: number | null;
+  rate_period: number | null;
+}
+
+/** `sluice.concurrency_slots`, by flow, step and key. */
+export async function readConcurrencySlots(sql: Sql): Promise<ConcurrencySlotRow[]> {
+  return await sql<ConcurrencySlotRow[]>`
+      select flow_slug, step_slug, concurrency_key, concurrency_limit, slots_in_use, running,
+        held, oldest_held_at, oldest_held_age_sec, rate_limit, rate_period
+      from sluice.concurrency_slots
+      order by flow_slug collate "C", step_slug collate "C", concurrency_key collate "C"
+    `;
+}
+
 /** Whether a worker function of that name is tracked. */
 export async function workerFunctionExists(sql: Sql, functionName: string): Promise<boolean> {
   const rows = await sql`

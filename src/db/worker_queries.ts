@@ -364,6 +364,18 @@ export async function requeueStalledTasks(sql: Sql): Promise<number> {
 }
 
 /**
+ * `sluice.release_held_tasks()`: sends the held tasks of concurrency-limited steps that fit in
+ * their keys' free slots; returns how many it sent.
+ */
+export async function releaseHeldTasks(sql: Sql): Promise<number> {
+  const row = onlyRow(
+    "release_held_tasks",
+    await sql<{ sent: number }[]>`select sluice.release_held_tasks() as sent`,
+  );
+  return row.sent;
+}
+
+/**
  * `sluice.release_due_waits`: releases up to `batchSize` of the sleeps and signal timeouts that are
  * due (docs/waits.md); returns how many it released.
  */

@@ -3,6 +3,7 @@
 
 import { isStandardSchema, type StandardSchemaV1 } from "./standard_schema.ts";
 import type { WhenPolicy } from "./condition.ts";
+import type { ConcurrencyLimit, RateLimit } from "./concurrency.ts";
 import { FlowDefinitionError, type FlowDefinitionErrorReason } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
 import type { FlowLimitOptions } from "./limits.ts";
@@ -47,6 +48,8 @@ const STEP_KEYS = [
   "slug",
   "dependsOn",
   ...RUNTIME_KEYS,
+  "concurrency",
+  "rateLimit",
   "if",
   "ifNot",
   "whenUnmet",
@@ -199,9 +202,9 @@ class Rejecter {
 
   runtimeOptions(
     options: Record<string, unknown>,
-    keys: readonly (keyof StepRuntimeOptions)[],
+    keys: readonly NumericRuntimeKey[],
   ): StepRuntimeOptions {
-    const result: { -readonly [K in keyof StepRuntimeOptions]: number } = {};
+    const result: { -readonly [K in NumericRuntimeKey]?: number } = {};
     for (const key of keys) {
       const value = this.integer(
         options,
@@ -213,6 +216,95 @@ class Rejecter {
     }
     return Object.freeze(result);
   }
+
+  concurrency(options: Record<string, unknown>): ConcurrencyLimit | undefined {
+    const value = options.concurrency;
+    if (value === undefined) return undefined;
+    const shape = "concurrency must be an object { limit, key? }: limit an integer from 1 to " +
+      `${MAX_OPTION_VALUE}, key a dotted path into the run input`;
+    if (!isPlainObject(value)) {
+      throw this.reject(
+        "invalid_option",
+        "concurrency",
+        value,
+        `${shape}, got ${formatValue(value)}`,
+      );
+    }
+    const unknown = Object.keys(value).find((key) => key !== "limit" && key !== "key");
+    const { limit, key } = value;
+    if (
+      unknown !== undefined || typeof limit !== "number" || !Number.isInteger(limit) ||
+      limit < 1 || limit > MAX_OPTION_VALUE ||
+      (key !== undefined && (typeof key !== "string" || key.split(".").includes("")))
+    ) {
+      throw this.reject(
+        "invalid_option",
+        "concurrency",
+        value,
+        `${shape}, got ${formatValue(value)}`,
+      );
+    }
+    return Object.freeze(key === undefined ? { limit } : { limit, key: key as string });
+  }
+
+  rateLimit(
+    options: Record<string, unknown>,
+    concurrency: ConcurrencyLimit | undefined,
+  ): RateLimit | undefined {
+    const value = options.rateLimit;
+    if (value === undefined) return undefined;
+    const shape =
+      "rateLimit must be an object { limit, period, key? }: limit and period (seconds) " +
+      `integers from 1 to ${MAX_OPTION_VALUE}, key a dotted path into the run input`;
+    if (!isPlainObject(value)) {
+      throw this.reject(
+        "invalid_option",
+        "rateLimit",
+        value,
+        `${shape}, got ${formatValue(value)}`,
+      );
+    }
+    const unknown = Object.keys(value).find((key) => !["limit", "period", "key"].includes(key));
+    const { limit, period, key } = value;
+    const whole = (n: unknown) =>
+      typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= MAX_OPTION_VALUE;
+    if (
+      unknown !== undefined || !whole(limit) || !whole(period) ||
+      (key !== undefined && (typeof key !== "string" || key.split(".").includes("")))
+    ) {
+      throw this.reject(
+        "invalid_option",
+        "rateLimit",
+        value,
+        `${shape}, got ${formatValue(value)}`,
+      );
+    }
+    if (concurrency !== undefined && concurrency.key !== key) {
+      throw this.reject(
+        "invalid_option",
+        "rateLimit",
+        value,
+        "concurrency and rateLimit of a step count under one key: give both the same key, got " +
+          `${formatValue(concurrency.key)} and ${formatValue(key)}`,
+      );
+    }
+    const base = { limit: limit as number, period: period as number };
+    return Object.freeze(key === undefined ? base : { ...base, key: key as string });
+  }
+}
+
+type NumericRuntimeKey = Exclude<keyof StepRuntimeOptions, "concurrency" | "rateLimit">;
+
+function withLimits(rejecter: Rejecter, options: Record<string, unknown>): StepRuntimeOptions {
+  const runtime = rejecter.runtimeOptions(options, RUNTIME_KEYS);
+  const concurrency = rejecter.concurrency(options);
+  const rateLimit = rejecter.rateLimit(options, concurrency);
+  if (concurrency === undefined && rateLimit === undefined) return runtime;
+  return Object.freeze({
+    ...runtime,
+    ...(concurrency === undefined ? {} : { concurrency }),
+    ...(rateLimit === undefined ? {} : { rateLimit }),
+  });
 }
 
 function requireObject(value: unknown, action: string): Record<string, unknown> {
@@ -337,7 +429,7 @@ export function validateStep(
     ifNot: rejecter.pattern(options, "ifNot"),
     whenUnmet: rejecter.policy(options, "whenUnmet", "skip"),
     whenExhausted: rejecter.policy(options, "whenExhausted", "fail"),
-    options: rejecter.runtimeOptions(options, RUNTIME_KEYS),
+    options: withLimits(rejecter, options),
     handler: handler as StepHandler,
     wait: null,
   });

@@ -6,6 +6,7 @@
  */
 
 import { type QueueMode, routingOf } from "./routing.ts";
+import type { ConcurrencyLimit, RateLimit } from "./concurrency.ts";
 import type { WhenPolicy } from "./condition.ts";
 import { FlowDefinitionError } from "./errors.ts";
 import type { JsonObject } from "./json.ts";
@@ -82,6 +83,17 @@ export interface TaskDefinitionOptions {
 export interface StepDefinitionOptions extends TaskDefinitionOptions {
   /** Seconds before the first attempt; `null`: none. */
   readonly start_delay: number | null;
+  /** The most tasks per concurrency key at once; absent or `null`: no limit. */
+  readonly concurrency_limit?: number | null;
+  /**
+   * The path into the run input the key of the step's limits is read from; absent or `null`:
+   * none.
+   */
+  readonly concurrency_key?: readonly string[] | null;
+  /** The most first attempts per key in a window; absent or `null`: no rate limit. */
+  readonly rate_limit?: number | null;
+  /** The rate limit's window, in seconds; absent or `null` without a rate limit. */
+  readonly rate_period?: number | null;
 }
 
 /**
@@ -305,6 +317,7 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
         base_delay: step.options.baseDelay ?? null,
         timeout: step.options.timeout ?? null,
         start_delay: step.options.startDelay ?? null,
+        ...limitOptions(step.options.concurrency, step.options.rateLimit),
       },
       wait: waitOptions(step),
     })),
@@ -312,6 +325,24 @@ export function extractDefinition(flow: DeployableFlow): FlowDefinition {
       step_slug: step.slug,
       queue_name: queueNames[index],
     })),
+  };
+}
+
+// Only a limited step carries the limit fields: an unlimited step's definition is as it was.
+function limitOptions(
+  concurrency: ConcurrencyLimit | undefined,
+  rateLimit: RateLimit | undefined,
+): Pick<
+  StepDefinitionOptions,
+  "concurrency_limit" | "concurrency_key" | "rate_limit" | "rate_period"
+> {
+  if (concurrency === undefined && rateLimit === undefined) return {};
+  const key = concurrency?.key ?? rateLimit?.key;
+  return {
+    concurrency_limit: concurrency?.limit ?? null,
+    concurrency_key: key === undefined ? null : key.split("."),
+    rate_limit: rateLimit?.limit ?? null,
+    rate_period: rateLimit?.period ?? null,
   };
 }
 

@@ -16,6 +16,7 @@
  * @module
  */
 
+export * from "./concurrency.ts";
 export * from "./condition.ts";
 export * from "./context.ts";
 export {

@@ -95,7 +95,7 @@ export interface FlowControlStartOptions {
    * Debounces the start: starts of the same name with the same `debounce.key` within the window
    * collapse into one run, created with the last start's input when the window closes; every one
    * of them returns that run's id at once (the run exists from then on: `waitForRun` waits for it
-   * meanwhile). Takes neither `idempotencyKey` nor `runId`.
+   * meanwhile). Takes no `idempotencyKey`, `runId` or `concurrencyKey`.
    *
    * @default {none: every start creates a run at once}
    */
@@ -109,6 +109,13 @@ export interface FlowControlStartOptions {
    * @default {0}
    */
   readonly priority?: number;
+  /**
+   * The key the run's concurrency-limited steps count under when they read no key from the input
+   * (docs/flow_control.md#concurrency-limits). 1 to 255 characters.
+   *
+   * @default {none: those steps share one limit}
+   */
+  readonly concurrencyKey?: string;
 }
 
 /**
@@ -203,6 +210,7 @@ export class IdempotencyConflictError extends Error {
 /** The start options as the SQL start functions take them (snake_case JSON). */
 export type StartOptionsJson = {
   readonly idempotency_key?: string;
+  readonly concurrency_key?: string;
   readonly priority?: number;
   readonly debounce?: {
     readonly key: string;
@@ -221,11 +229,15 @@ export function startOptionsJson(
   options: FlowControlStartOptions & { readonly runId?: string },
   action: string,
 ): StartOptionsJson | undefined {
-  const { idempotencyKey, debounce, priority } = options;
-  if (idempotencyKey === undefined && debounce === undefined && priority === undefined) {
+  const { idempotencyKey, concurrencyKey, debounce, priority } = options;
+  if (
+    idempotencyKey === undefined && concurrencyKey === undefined && debounce === undefined &&
+    priority === undefined
+  ) {
     return undefined;
   }
   if (idempotencyKey !== undefined) checkKey(action, "idempotencyKey", idempotencyKey);
+  if (concurrencyKey !== undefined) checkKey(action, "concurrencyKey", concurrencyKey);
   if (
     priority !== undefined &&
     (typeof priority !== "number" || !Number.isInteger(priority) ||
@@ -240,6 +252,7 @@ export function startOptionsJson(
   }
   return {
     ...(idempotencyKey === undefined ? {} : { idempotency_key: idempotencyKey }),
+    ...(concurrencyKey === undefined ? {} : { concurrency_key: concurrencyKey }),
     ...(priority === undefined ? {} : { priority }),
     ...(debounce === undefined ? {} : { debounce: debounceJson(options, action) }),
   };
@@ -258,6 +271,16 @@ function debounceJson(
   }
   if (options.runId !== undefined) {
     throw new StartOptionError(action, "runId", options.runId, "absent with debounce");
+  }
+  // A debounced run does not exist before it is due: its limited steps read their key from the
+  // input (the step's concurrency.key) instead.
+  if (options.concurrencyKey !== undefined) {
+    throw new StartOptionError(
+      action,
+      "concurrencyKey",
+      options.concurrencyKey,
+      "absent with debounce (give the step's concurrency.key a path into the input)",
+    );
   }
   checkKey(action, "debounce.key", debounce.key);
   const { windowSeconds, maxWaitSeconds } = debounce;

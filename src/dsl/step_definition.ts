@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { ConcurrencyLimit, RateLimit } from "./concurrency.ts";
 import type { StepContext } from "./context.ts";
 import type { WhenPolicy } from "./condition.ts";
 import type { JsonObject } from "./json.ts";
@@ -157,6 +158,20 @@ export interface FlowEventOptions {
 export interface StepRuntimeOptions extends FlowRuntimeOptions {
   /** Seconds to wait before the step's first attempt (integer >= 0). @default {0} */
   readonly startDelay?: number;
+  /**
+   * At most `limit` tasks of the step per key at once; the others wait in the database
+   * (docs/flow_control.md#concurrency-limits).
+   *
+   * @default {no limit}
+   */
+  readonly concurrency?: ConcurrencyLimit;
+  /**
+   * At most `limit` first attempts of the step's tasks per key in any `period` seconds; the
+   * others wait in the database (docs/flow_control.md#rate-limits).
+   *
+   * @default {no limit}
+   */
+  readonly rateLimit?: RateLimit;
 }
 
 /**

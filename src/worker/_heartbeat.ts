@@ -16,6 +16,7 @@ import { describeError } from "./describe_error.ts";
 import {
   heartbeatWorker,
   releaseDueWaits,
+  releaseHeldTasks,
   requeueStalledTasks,
   startDueDebounced,
 } from "../db/worker_queries.ts";
@@ -122,6 +123,8 @@ export class Heartbeat {
       if (Date.now() - this.#lastStalledCheck >= this.#settings.stalledCheckIntervalMs) {
         this.#lastStalledCheck = Date.now();
         await this.#requeueStalled();
+        if (signal.aborted) break;
+        await this.#releaseHeld();
       }
     }
   }
@@ -163,6 +166,19 @@ export class Heartbeat {
       if (handled > 0) this.#logger.info("stalled tasks recovered", { tasks: handled });
     } catch (error) {
       this.#failed("requeue_stalled_tasks", error);
+    }
+  }
+
+  // With the stalled check: a safety net, since the commit that frees a slot releases its key's
+  // held tasks itself (docs/flow_control.md#concurrency-limits). With none held it is one indexed
+  // lookup.
+  async #releaseHeld(): Promise<void> {
+    try {
+      const sent = await releaseHeldTasks(this.#sql);
+      this.#outage.answered();
+      if (sent > 0) this.#logger.info("held tasks released", { tasks: sent });
+    } catch (error) {
+      this.#failed("release_held_tasks", error);
     }
   }
 

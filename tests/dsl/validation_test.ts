@@ -249,7 +249,7 @@ Deno.test(".step() and .array() reject unknown options, including queue and arra
       assertRejects(() => loose(base)[method]({ slug: "x", [option]: value }, () => []), {
         message: `Cannot add step "x" to flow "orders": unknown option ${
           JSON.stringify(option)
-        } (valid options: slug, dependsOn, maxAttempts, baseDelay, timeout, startDelay, if, ifNot, whenUnmet, whenExhausted)`,
+        } (valid options: slug, dependsOn, maxAttempts, baseDelay, timeout, startDelay, concurrency, rateLimit, if, ifNot, whenUnmet, whenExhausted)`,
         flowSlug: "orders",
         stepSlug: "x",
         reason: "unknown_option",
@@ -263,7 +263,7 @@ Deno.test(".step() and .array() reject unknown options, including queue and arra
 Deno.test(".map() rejects a queue option", () => {
   assertRejects(() => loose(base).map({ slug: "x", array: "fetch", queue: "q" }, () => 1), {
     message:
-      'Cannot add step "x" to flow "orders": unknown option "queue" (valid options: slug, dependsOn, maxAttempts, baseDelay, timeout, startDelay, if, ifNot, whenUnmet, whenExhausted, array)',
+      'Cannot add step "x" to flow "orders": unknown option "queue" (valid options: slug, dependsOn, maxAttempts, baseDelay, timeout, startDelay, concurrency, rateLimit, if, ifNot, whenUnmet, whenExhausted, array)',
     flowSlug: "orders",
     stepSlug: "x",
     reason: "unknown_option",

@@ -41,6 +41,8 @@ const PRIORITIES = "supabase/migrations/20261207234000_sluice_priorities.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
 const SUBFLOW_EVENTS = "supabase/migrations/20261207232105_sluice_subflow_events.sql";
 const FLOW_ACCESS_CHECKS = "supabase/migrations/20261207235622_sluice_flow_access_checks.sql";
+const CONCURRENCY_LIMITS = "supabase/migrations/20261207232321_sluice_concurrency_limits.sql";
+const RATE_LIMITS = "supabase/migrations/20261207234003_sluice_rate_limits.sql";
 
 /** Every mutant of the audit. */
 export const MUTANTS: readonly Mutant[] = [
@@ -362,5 +364,37 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "      0\n",
     guards: ["tests/client/priority_test.ts"],
     why: "only a priority run's first tasks would overtake; its later steps would queue behind",
+  },
+  {
+    id: "concurrency_limit_ignored",
+    file: RATE_LIMITS,
+    search: "  select coalesce(v_step.opt_concurrency_limit, 2147483647) - count(*) into v_free\n",
+    replace:
+      "  select coalesce(v_step.opt_concurrency_limit, 2147483647) + 0 * count(*) into v_free\n",
+    guards: [
+      "tests/flow_control/concurrency_limit_test.ts",
+      "tests/flow_control/concurrency_race_test.ts",
+    ],
+    why:
+      "every release would count all slots free: more than the limit of a key would run together",
+  },
+  {
+    id: "held_tasks_never_sent",
+    file: RATE_LIMITS,
+    search: "  if v_runs is null then\n    return 0;\n",
+    replace: "  if true then\n    return 0;\n",
+    guards: [
+      "tests/flow_control/concurrency_limit_test.ts",
+      "tests/flow_control/concurrency_race_test.ts",
+    ],
+    why: "a held task would never be sent: its run would wait forever",
+  },
+  {
+    id: "rate_limit_ignored",
+    file: RATE_LIMITS,
+    search: "    v_free := 1;\n",
+    replace: "    v_free := v_free;\n",
+    guards: ["tests/flow_control/concurrency_race_test.ts"],
+    why: "a rate-limited key would send every held task at once: the window would not hold",
   },
 ];

@@ -674,3 +674,35 @@ Deno.test("docs/waits.md's decide_refund: an approver's session completes the wa
     settle: { approved: true, by: approver },
   });
 });
+
+// The commit of a start releases a limited step's held tasks in a deferred trigger, which runs as
+// the session's role, not as the definer start_run: it must not need that role's privileges.
+Deno.test("a browser start of a concurrency-limited flow through the definer start_run commits, its tasks held and sent", async () => {
+  await createSupabaseRoles();
+  await using db = await freshDatabase();
+  await installAuthUid(db.sql);
+  await runDocBlock(db.sql, "events.md", "public.start_report");
+  await runDocBlock(db.sql, "flow_control.md", "public.start_report");
+  const flow = new Flow<{ month: string }>({ slug: "report" })
+    .step({ slug: "render", concurrency: { limit: 1 } }, (input) => `report for ${input.month}`);
+  await compileFlow(db.sql, flow);
+  const browser = connectAs(db.url, "authenticated");
+  try {
+    const alice = crypto.randomUUID();
+    for (const key of ["a", "b", "c"]) {
+      await asUser(
+        browser,
+        alice,
+        (tx) =>
+          tx`select public.start_report('report', ${tx.json({ month: "2026-11" })},
+          ${tx.json({ idempotency_key: key })})`,
+      );
+    }
+    const [row] = await db.sql`select slots_in_use, held from sluice.concurrency_slots`;
+    assert.deepEqual({ ...row }, { slots_in_use: 1, held: 2 });
+    const [{ messages }] = await db.sql`select count(*)::int as messages from pgmq.q_report`;
+    assert.equal(messages, 1);
+  } finally {
+    await browser.end();
+  }
+});

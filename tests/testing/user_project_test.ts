@@ -141,7 +141,7 @@ Deno.test("docs/subflows.md's flows and test file pass in a user project on the 
   ]);
 });
 
-Deno.test("docs/flow_control.md's idempotent starts, debounced starts and priorities and their tests pass in a user project on the embedded database", async () => {
+Deno.test("docs/flow_control.md's concurrency and rate limits, idempotent starts, debounced starts and priorities and their tests pass in a user project on the embedded database", async () => {
   const blocks = [
     ...(await Deno.readTextFile(new URL("docs/flow_control.md", ROOT))).matchAll(
       /^```ts\n([\s\S]*?)^```$/gm,
@@ -152,6 +152,16 @@ Deno.test("docs/flow_control.md's idempotent starts, debounced starts and priori
     return found;
   };
   const files = {
+    "search.ts": pick("exporting search", blocks.find((b) => b.includes("export const search"))),
+    "search_test.ts": pick(
+      "testing search",
+      blocks.find((b) => b.includes("Deno.test") && b.includes("./search.ts")),
+    ),
+    "sync.ts": pick("exporting syncCustomer", blocks.find((b) => b.includes("export const sync"))),
+    "sync_test.ts": pick(
+      "testing syncCustomer",
+      blocks.find((b) => b.includes("Deno.test") && b.includes("./sync.ts")),
+    ),
     "orders.ts": pick(
       "exporting onOrderPaid",
       blocks.find((b) => b.includes("export function onOrderPaid")),
@@ -190,10 +200,14 @@ Deno.test("docs/flow_control.md's idempotent starts, debounced starts and priori
     "orders_test.ts",
     "documents_test.ts",
     "tickets_test.ts",
+    "sync_test.ts",
+    "search_test.ts",
   ]);
-  assertSummary(out, 3, [
+  assertSummary(out, 5, [
     "a redelivered event starts no second run",
     "a burst of saves indexes the document once, with the last text",
     "a pro ticket is triaged before the free-plan backlog",
+    "a rate-limited key sends one search at a time and holds the rest",
+    "a customer's third sync waits for a slot, another customer's does not",
   ]);
 });

@@ -3,6 +3,7 @@ import { freshDatabase, type TestDatabase } from "../_db.ts";
 import { testWorker, waitUntil } from "../worker/_helpers.ts";
 import { scaled } from "../_support.ts";
 import { cancelRun } from "../../src/client/cancel_run.ts";
+import { compileFlow } from "../../src/client/compile_flow.ts";
 import { RunCancelledError, RunFailedError } from "../../src/client/errors.ts";
 import { retryRun } from "../../src/client/retry_run.ts";
 import { startFlow } from "../../src/client/start_flow.ts";
@@ -638,6 +639,34 @@ for (const [runner, { build, upgrade }] of Object.entries(RUNNERS)) {
         assert.deepEqual(await waitForRun(db.sql, keyed, { timeoutMs: scaled(30_000), flow }), {
           double: 12,
         });
+
+        // Concurrency and rate limits on the upgraded database (20261207231000 to 20261207234003):
+        // the runs started before the upgrade have no limit and finished above; a limited flow
+        // compiled after it holds the tasks over its limit, and its worker runs them all.
+        const limited = new Flow<{ n: number }>({ slug: "upgrade_limited" })
+          .step({ slug: "one", concurrency: { limit: 1 } }, (input) => input.n)
+          .step({ slug: "rated", dependsOn: ["one"], rateLimit: { limit: 2, period: 1 } }, (
+            deps,
+          ) => deps.one);
+        await compileFlow(db.sql, limited);
+        const limitedRuns = [];
+        for (const n of [1, 2, 3]) limitedRuns.push(await startFlow(db.sql, limited, { n }));
+        const [heldRow] = await db.sql`
+          select slots_in_use, held from sluice.concurrency_slots where flow_slug = 'upgrade_limited'`;
+        assert.deepEqual({ ...heldRow }, { slots_in_use: 1, held: 2 });
+        {
+          await using _limitedWorker = await testWorker(limited, db);
+          for (const [i, id] of limitedRuns.entries()) {
+            assert.deepEqual(
+              await waitForRun(db.sql, id, { timeoutMs: scaled(30_000), flow: limited }),
+              { rated: i + 1 },
+            );
+          }
+        }
+        const [{ leftover }] = await db.sql`
+          select count(*)::int as leftover from sluice.concurrency_slots
+          where flow_slug = 'upgrade_limited'`;
+        assert.equal(leftover, 0);
 
         // Durable waits on the upgraded database: a flow compiled after the upgrade sleeps, waits
         // in the database for a signal (no task, no message), and finishes once it is sent.

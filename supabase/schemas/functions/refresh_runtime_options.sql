@@ -1,10 +1,10 @@
--- sluice.refresh_runtime_options, as the migrations create it (last defined in supabase/migrations/20261130001100_sluice_ensure_flow_compiled.sql).
+-- sluice.refresh_runtime_options, as the migrations create it (last defined in supabase/migrations/20261207234003_sluice_rate_limits.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Runtime options are not shape: compilation writes them, and a verified startup applies the
 -- definition's values. A flow-level null means the default. Event options (their columns come
--- with 20261130001700_sluice_run_events.sql) are checked here, before the first write of the
--- definition's options.
+-- with 20261130001700_sluice_run_events.sql) and concurrency and rate limits are checked here, before the
+-- first write of the definition's options.
 CREATE OR REPLACE FUNCTION sluice.refresh_runtime_options(definition jsonb) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -23,6 +23,7 @@ begin
   perform sluice.check_whole_number(definition #> array['options', o], 1,
     format('options.%s of flow "%s"', o, v_flow))
   from unnest(array['max_input_bytes', 'max_output_bytes', 'max_map_tasks']) as o;
+  perform sluice.check_concurrency_options(definition);
 
   update sluice.flows f
   set (opt_max_attempts, opt_base_delay, opt_timeout, opt_events, opt_progress_interval,
@@ -53,15 +54,24 @@ begin
   set opt_max_attempts = (e.step #>> '{options,max_attempts}')::integer,
     opt_base_delay = (e.step #>> '{options,base_delay}')::integer,
     opt_timeout = (e.step #>> '{options,timeout}')::integer,
-    opt_start_delay = (e.step #>> '{options,start_delay}')::integer
+    opt_start_delay = (e.step #>> '{options,start_delay}')::integer,
+    opt_concurrency_limit = (e.step #>> '{options,concurrency_limit}')::integer,
+    opt_concurrency_key = sluice.concurrency_key_path(e.step #> '{options,concurrency_key}'),
+    opt_rate_limit = (e.step #>> '{options,rate_limit}')::integer,
+    opt_rate_period = (e.step #>> '{options,rate_period}')::integer
   from jsonb_array_elements(definition -> 'steps') as e(step)
   where s.flow_slug = v_flow
     and s.step_slug = e.step ->> 'step_slug'
-    and (s.opt_max_attempts, s.opt_base_delay, s.opt_timeout, s.opt_start_delay)
+    and (s.opt_max_attempts, s.opt_base_delay, s.opt_timeout, s.opt_start_delay,
+        s.opt_concurrency_limit, s.opt_concurrency_key, s.opt_rate_limit, s.opt_rate_period)
       is distinct from (
         (e.step #>> '{options,max_attempts}')::integer,
         (e.step #>> '{options,base_delay}')::integer,
         (e.step #>> '{options,timeout}')::integer,
-        (e.step #>> '{options,start_delay}')::integer);
+        (e.step #>> '{options,start_delay}')::integer,
+        (e.step #>> '{options,concurrency_limit}')::integer,
+        sluice.concurrency_key_path(e.step #> '{options,concurrency_key}'),
+        (e.step #>> '{options,rate_limit}')::integer,
+        (e.step #>> '{options,rate_period}')::integer);
 end;
 $$;

@@ -1,4 +1,4 @@
--- sluice.retry_run, as the migrations create it (last defined in supabase/migrations/20261207235622_sluice_flow_access_checks.sql).
+-- sluice.retry_run, as the migrations create it (last defined in supabase/migrations/20261208002943_sluice_merge_flow_control.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Retries a failed or cancelled run from where it stopped. The run goes back to 'started'
@@ -95,24 +95,31 @@ begin
 
   for v_step in
     select t.step_slug, t.queue_name, array_agg(t.task_index order by t.task_index) as indexes,
-      array_agg(t.message_id order by t.task_index) as old_ids
+      array_agg(t.message_id order by t.task_index) as old_ids,
+      bool_or(t.concurrency_key is not null) as limited
     from sluice.step_tasks t
     where t.run_id = retry_run.run_id and t.step_slug = any (v_reset)
       and t.status in ('failed', 'cancelled')
     group by t.step_slug, t.queue_name
     order by t.step_slug
   loop
-    select array_agg(sent.id order by sent.ord) into v_ids
-    from pgmq.send_batch(
-      v_step.queue_name,
-      array(
-        select jsonb_build_object('flow_slug', v_run.flow_slug, 'run_id', v_run.run_id,
-          'step_slug', v_step.step_slug, 'task_index', i.idx)
-        from unnest(v_step.indexes) with ordinality as i(idx, ord)
-        order by i.ord
-      ),
-      0
-    ) with ordinality as sent(id, ord);
+    -- A limited step's tasks are held again: the commit sends those its slots have room for
+    -- (sluice.release_noted_slots).
+    if v_step.limited then
+      v_ids := array_fill(null::bigint, array[cardinality(v_step.indexes)]);
+    else
+      select array_agg(sent.id order by sent.ord) into v_ids
+      from pgmq.send_batch(
+        v_step.queue_name,
+        array(
+          select jsonb_build_object('flow_slug', v_run.flow_slug, 'run_id', v_run.run_id,
+            'step_slug', v_step.step_slug, 'task_index', i.idx)
+          from unnest(v_step.indexes) with ordinality as i(idx, ord)
+          order by i.ord
+        ),
+        0
+      ) with ordinality as sent(id, ord);
+    end if;
 
     update sluice.step_tasks t
     set status = 'queued', message_id = m.id, attempts_base = t.attempts_count,

@@ -1,7 +1,7 @@
--- sluice.start_ready_steps, as the migrations create it (last defined in supabase/migrations/20261207234000_sluice_priorities.sql).
+-- sluice.start_ready_steps, as the migrations create it (last defined in supabase/migrations/20261208002943_sluice_merge_flow_control.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
--- As in migration 20261207002000, except that a task takes its run's priority.
+-- As in migration 20261207234003, except that a task takes its run's priority.
 CREATE OR REPLACE FUNCTION sluice.start_ready_steps(run_id uuid) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -14,6 +14,7 @@ declare
   v_count integer;
   v_ids bigint[];
   v_delay integer;
+  v_key text;
 begin
   loop
     select s.*, ss.step_slug as ready_slug into v_step
@@ -116,30 +117,39 @@ begin
     end if;
 
     v_delay := coalesce(v_step.opt_start_delay, 0);
-    select array_agg(sent.id order by sent.ord) into v_ids
-    from pgmq.send_batch(
-      v_step.queue_name,
-      array(
-        select jsonb_build_object(
-          'flow_slug', v_step.flow_slug,
-          'run_id', start_ready_steps.run_id,
-          'step_slug', v_step.step_slug,
-          'task_index', i
-        )
-        from generate_series(0, v_count - 1) as i
-        order by i
-      ),
-      v_delay
-    ) with ordinality as sent(id, ord);
+    -- A limited step's tasks are held: no message until their commit finds them a slot
+    -- (sluice.release_noted_slots); an unlimited step's tasks are sent now.
+    if v_step.opt_concurrency_limit is not null or v_step.opt_rate_limit is not null then
+      v_key := sluice.task_concurrency_key(start_ready_steps.run_id, v_step.opt_concurrency_key);
+      v_ids := array_fill(null::bigint, array[v_count]);
+    else
+      v_key := null;
+      select array_agg(sent.id order by sent.ord) into v_ids
+      from pgmq.send_batch(
+        v_step.queue_name,
+        array(
+          select jsonb_build_object(
+            'flow_slug', v_step.flow_slug,
+            'run_id', start_ready_steps.run_id,
+            'step_slug', v_step.step_slug,
+            'task_index', i
+          )
+          from generate_series(0, v_count - 1) as i
+          order by i
+        ),
+        v_delay
+      ) with ordinality as sent(id, ord);
+    end if;
 
     -- A map task gets its element now, in one pass over the array: a claim that read it from the
     -- array would detoast the whole array for every task, a cost that grows with the map's width.
     -- A task takes its run's priority (docs/flow_control.md#priorities), read once per step.
     insert into sluice.step_tasks (
-      run_id, step_slug, task_index, flow_slug, queue_name, message_id, input, priority
+      run_id, step_slug, task_index, flow_slug, queue_name, message_id, input, concurrency_key,
+      priority
     )
     select start_ready_steps.run_id, v_step.step_slug, (m.ord - 1)::integer, v_step.flow_slug,
-      v_step.queue_name, m.id, e.value,
+      v_step.queue_name, m.id, e.value, v_key,
       (select r.priority from sluice.runs r where r.run_id = start_ready_steps.run_id)
     from unnest(v_ids) with ordinality as m(id, ord)
     left join jsonb_array_elements(
@@ -150,7 +160,7 @@ begin
     set status = 'started', started_at = now(), initial_tasks = v_count, remaining_tasks = v_count
     where ss.run_id = start_ready_steps.run_id and ss.step_slug = v_step.step_slug;
 
-    if v_delay = 0 then
+    if v_delay = 0 and v_key is null then
       perform sluice.notify_queue(v_step.queue_name);
     end if;
   end loop;

@@ -1,15 +1,17 @@
--- sluice.start_with_options, as the migrations create it (last defined in supabase/migrations/20261207234000_sluice_priorities.sql).
+-- sluice.start_with_options, as the migrations create it (last defined in supabase/migrations/20261208002943_sluice_merge_flow_control.sql).
 -- Edit it here; `deno task sql:migration <name>` writes the migration (docs/sql.md).
 
 -- Creates a run of the concrete flow `flow_slug`, started as `started_via`, honouring the start
 -- options. As in migration 20261207232000, except that a new run (or a pending debounced start)
--- gets the start's `priority` (apply_run_priority).
+-- gets the start's `priority` (apply_run_priority), and a new run's `concurrency_key` is stored for
+-- it before it is created (store_run_concurrency_key), so that its limited steps count under it.
 CREATE OR REPLACE FUNCTION sluice.start_with_options(flow_slug text, started_via text, input jsonb, run_id uuid, options jsonb) RETURNS uuid
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_key text := start_with_options.options ->> 'idempotency_key';
+  v_concurrency_key text := start_with_options.options ->> 'concurrency_key';
   v_priority integer;
   v_run uuid;
   v_existing uuid;
@@ -30,18 +32,20 @@ begin
     where d.run_id = v_run and d.priority <> v_priority;
     return v_run;
   end if;
+  v_run := coalesce(start_with_options.run_id, gen_random_uuid());
   if v_key is null then
-    v_run := sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
-      start_with_options.input, start_with_options.run_id);
+    perform sluice.store_run_concurrency_key(v_run, v_concurrency_key);
+    perform sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
+      start_with_options.input, v_run);
     perform sluice.apply_run_priority(v_run, v_priority);
     return v_run;
   end if;
 
-  v_run := coalesce(start_with_options.run_id, gen_random_uuid());
   insert into sluice.idempotency_keys (flow_ref, idempotency_key, run_id)
   values (start_with_options.started_via, v_key, v_run)
   on conflict do nothing;
   if found then
+    perform sluice.store_run_concurrency_key(v_run, v_concurrency_key);
     perform sluice.create_run(start_with_options.flow_slug, start_with_options.started_via,
       start_with_options.input, v_run);
     perform sluice.apply_run_priority(v_run, v_priority);

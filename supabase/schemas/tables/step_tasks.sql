@@ -23,6 +23,7 @@ CREATE TABLE sluice.step_tasks (
     cancelled_at timestamp with time zone,
     permanently_stalled_at timestamp with time zone,
     attempts_base integer DEFAULT 0 NOT NULL,
+    concurrency_key text,
     priority integer DEFAULT 0 NOT NULL,
     CONSTRAINT step_tasks_attempts_base_check CHECK (((attempts_base >= 0) AND (attempts_base <= attempts_count))),
     CONSTRAINT step_tasks_attempts_count_check CHECK ((attempts_count >= 0)),
@@ -43,6 +44,8 @@ COMMENT ON COLUMN sluice.step_tasks.priority IS 'Its run''s priority: a worker r
 ALTER TABLE ONLY sluice.step_tasks
     ADD CONSTRAINT step_tasks_pkey PRIMARY KEY (run_id, step_slug, task_index);
 
+CREATE INDEX step_tasks_held_idx ON sluice.step_tasks USING btree (flow_slug, step_slug, concurrency_key, queued_at, run_id, task_index) WHERE ((concurrency_key IS NOT NULL) AND (message_id IS NULL) AND (status = 'queued'::text));
+
 CREATE UNIQUE INDEX step_tasks_message_key ON sluice.step_tasks USING btree (message_id, queue_name) WHERE (message_id IS NOT NULL);
 
 CREATE INDEX step_tasks_prioritized_idx ON sluice.step_tasks USING btree (queue_name, priority DESC, message_id) WHERE ((status = 'queued'::text) AND (priority <> 0));
@@ -51,9 +54,19 @@ CREATE INDEX step_tasks_prioritized_message_idx ON sluice.step_tasks USING btree
 
 CREATE INDEX step_tasks_queued_idx ON sluice.step_tasks USING btree (flow_slug, step_slug) WHERE (status = 'queued'::text);
 
+CREATE INDEX step_tasks_slots_idx ON sluice.step_tasks USING btree (flow_slug, step_slug, concurrency_key) WHERE ((concurrency_key IS NOT NULL) AND (message_id IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'started'::text])));
+
 CREATE INDEX step_tasks_started_idx ON sluice.step_tasks USING btree (started_at) WHERE ((status = 'started'::text) AND (started_at IS NOT NULL));
 
 CREATE TRIGGER step_tasks_identity_immutable BEFORE UPDATE OF flow_slug, queue_name, message_id ON sluice.step_tasks FOR EACH ROW EXECUTE FUNCTION sluice.reject_task_identity_change();
+
+CREATE TRIGGER step_tasks_note_changed AFTER UPDATE OF status ON sluice.step_tasks FOR EACH ROW WHEN (((old.concurrency_key IS NOT NULL) AND (old.status IS DISTINCT FROM new.status))) EXECUTE FUNCTION sluice.note_freed_slot();
+
+CREATE TRIGGER step_tasks_note_held AFTER INSERT ON sluice.step_tasks FOR EACH ROW WHEN (((new.concurrency_key IS NOT NULL) AND (new.message_id IS NULL))) EXECUTE FUNCTION sluice.note_freed_slot();
+
+CREATE CONSTRAINT TRIGGER step_tasks_release_changed AFTER UPDATE OF status ON sluice.step_tasks DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.concurrency_key IS NOT NULL) AND (old.status IS DISTINCT FROM new.status))) EXECUTE FUNCTION sluice.release_noted_slots();
+
+CREATE CONSTRAINT TRIGGER step_tasks_release_held AFTER INSERT ON sluice.step_tasks DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.concurrency_key IS NOT NULL) AND (new.message_id IS NULL))) EXECUTE FUNCTION sluice.release_noted_slots();
 
 ALTER TABLE ONLY sluice.step_tasks
     ADD CONSTRAINT step_tasks_run_id_step_slug_fkey FOREIGN KEY (run_id, step_slug) REFERENCES sluice.step_states(run_id, step_slug) ON DELETE CASCADE;

@@ -1,0 +1,15 @@
+-- sluice.run_concurrency_keys, as the migrations create it.
+-- Generated: change it by a migration, then `deno task schema:dump --force` (docs/sql.md).
+
+CREATE TABLE sluice.run_concurrency_keys (
+    run_id uuid NOT NULL,
+    concurrency_key text NOT NULL
+);
+
+COMMENT ON TABLE sluice.run_concurrency_keys IS 'The concurrency key a start gave its run (startFlow(..., { concurrencyKey })); deleted with its run.';
+
+ALTER TABLE ONLY sluice.run_concurrency_keys
+    ADD CONSTRAINT run_concurrency_keys_pkey PRIMARY KEY (run_id);
+
+ALTER TABLE ONLY sluice.run_concurrency_keys
+    ADD CONSTRAINT run_concurrency_keys_run_id_fkey FOREIGN KEY (run_id) REFERENCES sluice.runs(run_id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
