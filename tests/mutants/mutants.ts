@@ -41,7 +41,7 @@ const PRIORITIES = "supabase/migrations/20261207234000_sluice_priorities.sql";
 const SUBFLOWS = "supabase/migrations/20261207002000_sluice_subflows.sql";
 const SUBFLOW_EVENTS = "supabase/migrations/20261207232105_sluice_subflow_events.sql";
 const FLOW_ACCESS_CHECKS = "supabase/migrations/20261207235622_sluice_flow_access_checks.sql";
-const CONCURRENCY_LIMITS = "supabase/migrations/20261207232321_sluice_concurrency_limits.sql";
+const MERGE_FLOW_CONTROL = "supabase/migrations/20261208002943_sluice_merge_flow_control.sql";
 const RATE_LIMITS = "supabase/migrations/20261207234003_sluice_rate_limits.sql";
 
 /** Every mutant of the audit. */
@@ -298,7 +298,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "idempotency_key_claim",
-    file: PRIORITIES,
+    file: MERGE_FLOW_CONTROL,
     search: "  on conflict do nothing;\n  if found then\n",
     replace: "  on conflict (flow_ref, idempotency_key) do update set run_id = excluded.run_id;\n" +
       "  if found then\n",
@@ -307,7 +307,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "idempotency_input_conflict",
-    file: PRIORITIES,
+    file: MERGE_FLOW_CONTROL,
     search: "  if v_existing_input is distinct from start_with_options.input then\n",
     replace: "  if false then\n",
     guards: ["tests/client/idempotent_start_test.ts"],
@@ -358,7 +358,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "priority_not_inherited",
-    file: PRIORITIES,
+    file: MERGE_FLOW_CONTROL,
     search:
       "      (select r.priority from sluice.runs r where r.run_id = start_ready_steps.run_id)\n",
     replace: "      0\n",
