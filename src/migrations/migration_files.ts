@@ -58,4 +58,5 @@ export const MIGRATION_FILES: readonly string[] = [
   "20261207235622_sluice_flow_access_checks.sql",
   "20261208001738_sluice_flow_access_debounce.sql",
   "20261208002943_sluice_merge_flow_control.sql",
+  "20261208003117_sluice_flow_access_limits.sql",
 ];

@@ -116,7 +116,9 @@ async function snapshot(
       "q_" + queue
     } m),
       'archive', (select jsonb_agg(to_jsonb(m) order by m.msg_id) from pgmq.${"a_" + queue} m),
-      'debounced', (select jsonb_agg(to_jsonb(x) order by x.debounce_key) from sluice.debounced_starts x where x.flow_slug = $1::text)
+      'debounced', (select jsonb_agg(to_jsonb(x) order by x.debounce_key) from sluice.debounced_starts x where x.flow_slug = $1::text),
+      'concurrency_keys', (select jsonb_agg(to_jsonb(k) order by k.run_id) from sluice.run_concurrency_keys k
+        where k.run_id in (select r.run_id from sluice.runs r where r.flow_slug = $1::text))
     )::text as rows`,
     [flow, queue, sender],
   );
@@ -239,6 +241,7 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.cancel_run_set(uuid[],text)": "auto",
   "sluice.cancel_runs(text,text,text,timestamp with time zone,integer)": "auto",
   "sluice.check_cancel_reason(text,text)": "auto",
+  "sluice.check_concurrency_options(jsonb)": "auto",
   "sluice.check_debounce_option(text,jsonb)": "auto",
   "sluice.check_enum(jsonb,text[],text)": "auto",
   "sluice.check_flow_access(text,text)": "auto",
@@ -256,6 +259,7 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.complete_step(uuid,text,text,jsonb)": "auto",
   "sluice.complete_task(uuid,text,integer,integer,uuid,jsonb)": "auto",
   "sluice.complete_tasks(jsonb)": "auto",
+  "sluice.concurrency_key_path(jsonb)": "auto",
   "sluice.create_flow(jsonb,jsonb)": "auto",
   "sluice.create_queue(text,text)": "auto",
   "sluice.create_run(text,text,jsonb,uuid)": "auto",
@@ -303,6 +307,7 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.max_retry_delay_seconds()": "auto",
   "sluice.max_signal_key_length()": "auto",
   "sluice.max_subflow_depth()": "auto",
+  "sluice.note_freed_slot()": "trigger",
   "sluice.notify_queue(text)": "auto",
   "sluice.pause_schedule(text)": "auto",
   "sluice.prune_cutoff(interval,integer)": "auto",
@@ -322,6 +327,9 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.register_worker(uuid,text,text,text,text,bigint)": "auto",
   "sluice.reject_task_identity_change()": "trigger",
   "sluice.release_due_waits(integer)": "auto",
+  "sluice.release_held_tasks()": "auto",
+  "sluice.release_held_tasks(text,text,text)": "auto",
+  "sluice.release_noted_slots()": "trigger",
   "sluice.requeue_stalled_tasks()": "auto",
   "sluice.restrict_queue_tables(text)": "auto",
   "sluice.resume_schedule(text,timestamp with time zone,timestamp with time zone,timestamp with time zone)":
@@ -331,6 +339,7 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.run_channel(uuid)": "auto",
   "sluice.run_event(sluice.runs,text)": "auto",
   "sluice.run_events(uuid)": "auto",
+  "sluice.run_outside_scope(uuid)": "auto",
   "sluice.run_topic(uuid)": "auto",
   "sluice.schedule_ticks_kept()": "auto",
   "sluice.scope_covers(text[],text)": "auto",
@@ -364,10 +373,12 @@ const CASES: Record<string, "auto" | "trigger" | "call"> = {
   "sluice.step_progress_event(sluice.step_states,timestamp with time zone)": "auto",
   "sluice.step_queue_name(text,text,integer)": "auto",
   "sluice.stop_worker(uuid)": "auto",
+  "sluice.store_run_concurrency_key(uuid,text)": "auto",
   "sluice.store_wait_parameters(uuid,text,text,jsonb)": "auto",
   "sluice.stored_shape(text)": "auto",
   "sluice.subflow_child_error(sluice.runs)": "auto",
   "sluice.subflow_output(uuid,text,boolean)": "auto",
+  "sluice.task_concurrency_key(uuid,text[])": "auto",
   "sluice.terminate_tasks(uuid,text[],text)": "auto",
   "sluice.track_worker_function(text)": "auto",
   "sluice.try_uuid(text)": "auto",
@@ -436,6 +447,10 @@ Deno.test("two teams with per-flow grants: team A reaches nothing of team B's th
     await b.sql`
       select sluice.start_flow(${bFlow}, '{"id": "pending", "secret": "s"}'::jsonb, null,
         '{"debounce": {"key": "b-pending", "window_seconds": 3600}}'::jsonb)`;
+    // And a concurrency key of team B's run (its customer's name in it): not to be read or changed.
+    await db.sql`
+      insert into sluice.run_concurrency_keys (run_id, concurrency_key)
+      values (${ownB.runId}::uuid, ${`${b.prefix}_customer`})`;
     await db.sql`
       select sluice.create_schedule(${`${b.prefix}_nightly`}, 'flow', ${bFlow},
         '{"id": "x", "secret": "s"}'::jsonb, '0 3 * * *', 'UTC', 'skip',
@@ -477,6 +492,9 @@ Deno.test("two teams with per-flow grants: team A reaches nothing of team B's th
         "sluice.queues",
         "sluice.schedules",
         "sluice.debounced_starts",
+        "sluice.run_concurrency_keys",
+        "sluice.rate_limit_starts",
+        "sluice.concurrency_slots",
         "sluice.workers",
         "sluice.worker_functions",
         "sluice.live_workers",

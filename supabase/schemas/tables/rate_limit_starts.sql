@@ -14,3 +14,7 @@ CREATE INDEX rate_limit_starts_key_idx ON sluice.rate_limit_starts USING btree (
 
 ALTER TABLE ONLY sluice.rate_limit_starts
     ADD CONSTRAINT rate_limit_starts_flow_slug_step_slug_fkey FOREIGN KEY (flow_slug, step_slug) REFERENCES sluice.steps(flow_slug, step_slug) ON DELETE CASCADE;
+
+CREATE POLICY flow_access ON sluice.rate_limit_starts USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR sluice.scope_covers(( SELECT sluice.access_scope(CURRENT_USER) AS access_scope), flow_slug)));
+
+ALTER TABLE sluice.rate_limit_starts ENABLE ROW LEVEL SECURITY;

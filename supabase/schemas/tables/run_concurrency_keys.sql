@@ -13,3 +13,7 @@ ALTER TABLE ONLY sluice.run_concurrency_keys
 
 ALTER TABLE ONLY sluice.run_concurrency_keys
     ADD CONSTRAINT run_concurrency_keys_run_id_fkey FOREIGN KEY (run_id) REFERENCES sluice.runs(run_id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
+
+CREATE POLICY flow_access ON sluice.run_concurrency_keys USING (((( SELECT sluice.access_scope(CURRENT_USER) AS access_scope) IS NULL) OR (NOT sluice.run_outside_scope(run_id))));
+
+ALTER TABLE sluice.run_concurrency_keys ENABLE ROW LEVEL SECURITY;

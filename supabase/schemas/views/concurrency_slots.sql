@@ -1,7 +1,7 @@
 -- sluice.concurrency_slots, as the migrations create it.
 -- Generated: change it by a migration, then `deno task schema:dump --force` (docs/sql.md).
 
-CREATE VIEW sluice.concurrency_slots AS
+CREATE VIEW sluice.concurrency_slots WITH (security_invoker='true') AS
  WITH slots AS (
          SELECT t.flow_slug,
             t.step_slug,
