@@ -6,20 +6,14 @@
 
 import type { SupabaseClient } from "@supabase/supabase-js";
 import type { Json } from "../dsl/json.ts";
-import {
-  assertMaxBytes,
-  DEFAULT_MAX_JSON_BYTES,
-  inputByName,
-  toJsonText,
-} from "../dsl/json_text.ts";
+import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import {
   type FlowControlStartOptions,
   idempotencyConflictOf,
   startOptionsJson,
 } from "../dsl/start_options.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
-import { routingOf } from "../dsl/routing.ts";
-import { validateInput } from "../dsl/standard_schema.ts";
+import { startInput } from "../dsl/start_input.ts";
 import { flowRefOf, type RpcName, rpcOf } from "./_rpc.ts";
 
 /**
@@ -128,12 +122,7 @@ export async function startRun(
     ? DEFAULT_MAX_JSON_BYTES
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   // Checked here so that a value JSON cannot carry is refused before anything is sent.
-  const schema = typeof flow === "string" ? undefined : routingOf(flow).flow.inputSchema;
-  const value = typeof flow === "string"
-    ? inputByName(input)
-    : schema === undefined
-    ? input
-    : await validateInput(schema, input, routingOf(flow).flow.slug, action);
+  const value = await startInput(flow, input, action);
   const inputJson = toJsonText(value, { action, root: "input", maxBytes });
   const startOptions = startOptionsJson(options, action);
   const { data, error } = await rpcOf(supabase, options.rpc, "start_run")({

@@ -9,12 +9,7 @@
 import type { Queryable } from "../db/driver/postgres.ts";
 import { startFlowRun } from "../db/client_queries.ts";
 import type { Json } from "../dsl/json.ts";
-import {
-  assertMaxBytes,
-  DEFAULT_MAX_JSON_BYTES,
-  inputByName,
-  toJsonText,
-} from "../dsl/json_text.ts";
+import { assertMaxBytes, DEFAULT_MAX_JSON_BYTES, toJsonText } from "../dsl/json_text.ts";
 import { routingOf, startRefOf } from "../dsl/routing.ts";
 import {
   type FlowControlStartOptions,
@@ -22,7 +17,7 @@ import {
   startOptionsJson,
 } from "../dsl/start_options.ts";
 import type { DeployableFlow, FlowInput } from "../dsl/types.ts";
-import { validateInput } from "../dsl/standard_schema.ts";
+import { startInput } from "../dsl/start_input.ts";
 import { assertUuid } from "../dsl/uuid.ts";
 import { FlowNotFoundError, LimitExceededError } from "./errors.ts";
 import { flowAccessErrorOf } from "./_flow_access.ts";
@@ -162,12 +157,7 @@ export async function startFlow(
     : assertMaxBytes(options.maxInputBytes, `${action}: maxInputBytes`);
   const startOptions = startOptionsJson(options, action);
   // A flow object's input schema checks the input before anything is written; a name has none.
-  const schema = typeof flow === "string" ? undefined : routingOf(flow).flow.inputSchema;
-  const value = typeof flow === "string"
-    ? inputByName(input)
-    : schema === undefined
-    ? input
-    : await validateInput(schema, input, routingOf(flow).flow.slug, action);
+  const value = await startInput(flow, input, action);
   const inputJson = toJsonText(value, { action, root: "input", maxBytes });
   try {
     return await startFlowRun(sql, {
