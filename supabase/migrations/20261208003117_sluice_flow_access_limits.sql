@@ -32,3 +32,6 @@ create policy flow_access on sluice.run_concurrency_keys
 
 -- Read with the caller's rights, as the other monitoring views: a scoped role sees its own keys.
 alter view sluice.concurrency_slots set (security_invoker = true);
+
+-- As every sluice routine: nobody executes the new check but the roles granted sluice access.
+revoke all on all routines in schema sluice from public;
