@@ -24,7 +24,7 @@
  * connection's own write is dropped (its statement fails with the connection, as before) and resets
  * its state; another connection's write just goes out a moment early, in order. Everything else is
  * what the driver does itself: the same host and port (or Unix socket), keepalive, timeouts and
- * reconnects.
+ * reconnects. The socket also sends one statement at a time (one_statement.ts).
  *
  * The driver fails the statements it sent on a connection when the socket emits `'error'`, and on
  * `'close'` only after a close without error. Node emits a destroyed socket's `'error'` and
@@ -57,6 +57,7 @@
 import net from "node:net";
 import tls from "node:tls";
 import { runPendingImmediates } from "./cancellable_immediate.ts";
+import { oneStatementAtATime } from "./one_statement.ts";
 import { ReconnectGate } from "./reconnect.ts";
 
 /** The parsed postgres.js options the driver passes to its `socket` option. */
@@ -155,9 +156,11 @@ export function driverSocketFactory(tlsSettings?: DriverTls): DriverSocketFactor
       socket.host = options.host[index];
       socket.port = options.port[index];
     }
-    if (tlsSettings === undefined) return gate.track(flushingBeforeClose(socket));
+    if (tlsSettings === undefined) {
+      return gate.track(flushingBeforeClose(oneStatementAtATime(socket)));
+    }
     return upgraded(socket, tlsSettings, options.connect_timeout).then(
-      (secure) => gate.track(flushingBeforeClose(secure)),
+      (secure) => gate.track(flushingBeforeClose(oneStatementAtATime(secure))),
       (error: unknown) => gate.track(failing(error, socket)),
     );
   };
