@@ -10,6 +10,7 @@
 import type { Sql } from "postgres";
 import type { StepContext } from "../src/dsl/context.ts";
 import { Flow } from "../src/dsl/flow.ts";
+import { CONCURRENCY_LIMIT } from "./_chaos_limits.ts";
 
 /** Tasks of the map step per run (one per element of the run's input); the leaf adds one. */
 export const FAN_OUT = 10;
@@ -114,8 +115,9 @@ export interface ExecutionEnd {
 }
 
 /**
- * The flow `chaos`: a root map over the run's input (`FAN_OUT` numbers), then `total`, which
- * depends on it. Every handler records its execution in `log`.
+ * The flow `chaos`: a root map over the run's input (`FAN_OUT` numbers), limited to
+ * `CONCURRENCY_LIMIT` slots per concurrency key (the runs' keys are given at start), then `total`,
+ * which depends on it. Every handler records its execution in `log`.
  *
  * @example
  * ```ts ignore
@@ -132,7 +134,10 @@ export function chaosFlow(log: ExecutionLog) {
     baseDelay: 1,
     timeout: TIMEOUT_SECONDS,
   })
-    .map({ slug: "each" }, (_element, ctx) => recordedExecution(log, ctx))
+    .map(
+      { slug: "each", concurrency: { limit: CONCURRENCY_LIMIT } },
+      (_element, ctx) => recordedExecution(log, ctx),
+    )
     .step({ slug: "total", dependsOn: ["each"] }, (_deps, ctx) => recordedExecution(log, ctx));
 }
 

@@ -57,6 +57,13 @@ import { WorkerFleet, type WorkerProcess } from "./_chaos_fleet.ts";
 import { CONTROL_SETTINGS, RunControl } from "./_chaos_control.ts";
 import { restartImmediate } from "./_chaos_restart.ts";
 import { loadAverage } from "./_machine.ts";
+import {
+  CONCURRENCY_KEYS,
+  CONCURRENCY_LIMIT,
+  concurrencyKeyOf,
+  heldTasksOfEndedRuns,
+  mostSlotsInUse,
+} from "./_chaos_limits.ts";
 import { duration, markdownTable, whole } from "./_stats.ts";
 
 const WORKERS = 4;
@@ -495,6 +502,8 @@ async function main(): Promise<number> {
   let kills = 0;
   let nextKill = killDelayMs() / 1000;
   let nextSample = 0;
+  // The concurrency limit, sampled from SQL at every tick.
+  const limit = { most: 0, overSamples: 0, samples: 0 };
   let frozen: Freeze | undefined;
   let restart: Restart | undefined;
   let terminal = false;
@@ -509,7 +518,9 @@ async function main(): Promise<number> {
         // Every SUBFLOW_EVERY-th run is of the subflow shape.
         const runId = started % SUBFLOW_EVERY === SUBFLOW_EVERY - 1
           ? await startFlow(producer, SUBFLOW_FLOW, started)
-          : await startFlow(producer, "chaos", input);
+          : await startFlow(producer, "chaos", input, {
+            concurrencyKey: concurrencyKeyOf(started),
+          });
         watch(producer, runId, watchers, (seconds - t) * 1000 + 5000);
       } catch {
         // A cut producer connection: the start rolled back; start it again on the next tick.
@@ -550,6 +561,10 @@ async function main(): Promise<number> {
     if (restart === undefined && t >= chaosSeconds / 2) {
       restart = await restartServer(sql, db.cluster!.dataDir, t);
     }
+    const slots = await mostSlotsInUse(sql);
+    limit.most = Math.max(limit.most, slots);
+    if (slots > CONCURRENCY_LIMIT) limit.overSamples++;
+    limit.samples++;
     if (Date.now() - began >= nextSample) {
       nextSample += STUCK_SAMPLE_MS;
       for (const key of await stuckTasks(sql)) stuck.add(key);
@@ -588,6 +603,7 @@ async function main(): Promise<number> {
   for (const key of await stuckTasks(sql)) stuck.add(key);
   await fleet.record(sql);
   const found = await audit(sql);
+  const heldOfEnded = await heldTasksOfEndedRuns(sql);
   const subflows = await subflowAudit(sql);
   const controlled = await control.audit(sql);
   for (
@@ -656,6 +672,11 @@ async function main(): Promise<number> {
       subflows.outputsOutOfOrder.length,
     ],
     [
+      `concurrency limit: samples with a key over its ${CONCURRENCY_LIMIT} slots`,
+      limit.overSamples,
+    ],
+    ["concurrency limit: tasks still held after their run ended", heldOfEnded],
+    [
       "watcher errors (waitForRun rejected, not by a failed or cancelled run)",
       watchers.errors.length,
     ],
@@ -669,6 +690,10 @@ async function main(): Promise<number> {
         : duration(firstAfterRestart.getTime() - restart!.at.getTime()),
     ],
     ["executions recorded", whole(found.executions)],
+    [
+      `concurrency limit: most slots of one key seen / limit (${CONCURRENCY_KEYS} keys, samples)`,
+      `${limit.most} / ${CONCURRENCY_LIMIT} (${whole(limit.samples)})`,
+    ],
     [
       "subflow shape: parent runs / child runs started",
       `${whole(subflows.parents)} / ${whole(subflows.children)}`,
@@ -709,7 +734,8 @@ async function main(): Promise<number> {
 
   console.log(
     `\`deno task bench:chaos --runs ${runs} --seconds ${seconds}\` — ${db.server}, PGMQ ${db.pgmq}; ` +
-      `${WORKERS} worker processes × ${MAX_CONCURRENT}; ${FAN_OUT + 1} tasks per run of chaos, ` +
+      `${WORKERS} worker processes × ${MAX_CONCURRENT}; ${FAN_OUT + 1} tasks per run of chaos ` +
+      `(its map step limited to ${CONCURRENCY_LIMIT} per key, ${CONCURRENCY_KEYS} keys), ` +
       `every ${SUBFLOW_EVERY}th run a ${SUBFLOW_FLOW} (2 tasks and ${SUBFLOW_FAN_OUT} child runs ` +
       `of 1 task); ` +
       `${MAX_ATTEMPTS} attempts, stall window ${STALL_WINDOW_SECONDS} s; ` +
