@@ -250,3 +250,28 @@ Deno.test("a step with no key path counts under the start's concurrencyKey", asy
     [["", 1, 0], ["t1", 1, 1], ["t2", 1, 0]],
   );
 });
+
+Deno.test("a debounced start takes its concurrency key from the input: an explicit concurrencyKey is refused, before anything is written", async () => {
+  await using db = await freshDatabase();
+  await compileFlow(db.sql, limited);
+  const debounce = { key: "burst", windowSeconds: 1 };
+  await assert.rejects(
+    startFlow(db.sql, limited, { customer: "a" }, { debounce, concurrencyKey: "tenant" }),
+    (error) =>
+      error instanceof StartOptionError && error.option === "concurrencyKey" &&
+      /absent with debounce/.test(error.message),
+  );
+  await assert.rejects(
+    db.sql`select sluice.start_flow('limited', '{"customer": "a"}', null,
+      '{"debounce": {"key": "burst", "window_seconds": 1}, "concurrency_key": "tenant"}')`,
+    (error: Error & { code?: string }) =>
+      error.code === "22023" &&
+      /debounce and concurrency_key cannot be combined/.test(error.message),
+  );
+  // The step's key path works with debounce: the pending start is taken.
+  await startFlow(db.sql, limited, { customer: "a" }, { debounce });
+  const [{ runs, pending }] = await db.sql`
+    select (select count(*)::int from sluice.runs) as runs,
+      (select count(*)::int from sluice.debounced_starts) as pending`;
+  assert.deepEqual({ runs, pending }, { runs: 0, pending: 1 });
+});
